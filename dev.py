@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""Set up the project's virtual environment and run its two jobs.
+
+    python3 dev.py check   # every local check on this machine -> outputs/, one-screen summary
+    python3 dev.py test    # lint + the whole test suite (what .ci/run runs)
+
+Standard library only, so it runs on a machine that has nothing but Python 3.10+.
+The venv lives in .venv/ and is reinstalled only when requirements/*.txt change.
+Set TORCH_INDEX_URL (for example the PyTorch CPU wheel index) to choose where torch comes from.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+REQUIREMENTS = ROOT / "requirements" / "dev.txt"
+STAMP = VENV / ".requirements.sha256"
+
+
+def venv_python() -> Path:
+    if os.name == "nt":
+        return VENV / "Scripts" / "python.exe"
+    return VENV / "bin" / "python"
+
+
+def _requirements_digest() -> str:
+    digest = hashlib.sha256()
+    for path in sorted((ROOT / "requirements").glob("*.txt")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    digest.update(os.environ.get("TORCH_INDEX_URL", "").encode())
+    return digest.hexdigest()
+
+
+def ensure_venv() -> Path:
+    if sys.version_info < (3, 10):  # noqa: UP036 - the message is for users of older Pythons
+        sys.exit("dev.py: Python 3.10 or newer is required")
+    python = venv_python()
+    wanted = _requirements_digest()
+    if python.exists() and STAMP.exists() and STAMP.read_text().strip() == wanted:
+        return python
+    if not python.exists():
+        print("dev.py: creating .venv", flush=True)
+        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
+    print("dev.py: installing requirements/dev.txt into .venv (torch takes a minute)", flush=True)
+    command = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q", "-r", str(REQUIREMENTS)]
+    index = os.environ.get("TORCH_INDEX_URL")
+    if index:
+        command += ["--extra-index-url", index]
+    subprocess.run(command, check=True)
+    STAMP.write_text(wanted + "\n")
+    return python
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in {"check", "test"}:
+        print(__doc__.strip())
+        return 2
+    python = ensure_venv()
+    job, rest = argv[0], argv[1:]
+    script = "scripts/run_local.py" if job == "check" else "tests/run_all.py"
+    return subprocess.run([str(python), "-B", str(ROOT / script), *rest], cwd=ROOT).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

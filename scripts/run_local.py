@@ -1,0 +1,98 @@
+"""The main local job: every check this machine can run, results under outputs/, a one-screen summary.
+
+Usage (normally through `python3 dev.py check`):
+    python scripts/run_local.py [--output-dir outputs/local]
+
+Each step is a real process running one of the product's scripts, exactly as a user would; a step
+that fails does not stop the others. Exit 0 only when every step passed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPTS = ROOT / "scripts"
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    # Builds the command from the output directory; the command writes the step's JSON result.
+    command: Callable[[Path], list[str]]
+    # Where the step's JSON result lands, relative to the output directory.
+    result: str
+    # One line for the summary, from the parsed result.
+    describe: Callable[[dict], str]
+    cwd: Path = ROOT
+
+
+def _describe_gate(result: dict) -> str:
+    checks = result.get("checks", {})
+    passed = sum(1 for check in checks.values() if check.get("ok"))
+    device = result.get("device", {}).get("resolved") or "?"
+    fs = result.get("filesystem", {}).get("type") or "?"
+    text = f"{passed}/{len(checks)} checks on {device}, file system {fs}"
+    if result.get("failures"):
+        text += "; " + "; ".join(result["failures"][:3])
+    return text
+
+
+STEPS: list[Step] = [
+    Step(
+        name="platform runtime gate",
+        command=lambda out: [
+            sys.executable, "-B", str(SCRIPTS / "platform_runtime_check.py"),
+            "--device", "cpu", "--require-device", "cpu", "--output", str(out / "platform-runtime-cpu.json"),
+        ],
+        result="platform-runtime-cpu.json",
+        describe=_describe_gate,
+    ),
+]
+
+
+def run_step(step: Step, out: Path) -> tuple[bool, str, float]:
+    started = time.monotonic()
+    log = out / (Path(step.result).stem + ".log")
+    with open(log, "wb") as handle:
+        code = subprocess.run(step.command(out), cwd=step.cwd, stdout=handle, stderr=subprocess.STDOUT).returncode
+    elapsed = time.monotonic() - started
+    path = out / step.result
+    try:
+        result = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False, f"exit {code}, no readable result (see {log.relative_to(ROOT) if log.is_relative_to(ROOT) else log})", elapsed
+    ok = code == 0 and result.get("ok", result.get("status") == "passed") is True
+    return ok, f"exit {code}; " + step.describe(result), elapsed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--output-dir", type=Path, default=ROOT / "outputs" / "local")
+    args = parser.parse_args(argv)
+    out = args.output_dir.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for step in STEPS:
+        print(f"running: {step.name} ...", flush=True)
+        rows.append((step, *run_step(step, out)))
+    width = max(len(step.name) for step in STEPS)
+    print()
+    print(f"Kernodeck platform runtime, local run -> {out}")
+    for step, ok, text, elapsed in rows:
+        print(f"  {'PASS' if ok else 'FAIL'}  {step.name:<{width}}  {elapsed:6.1f}s  {text}")
+    failed = [step.name for step, ok, _, _ in rows if not ok]
+    print()
+    print("all checks passed" if not failed else f"FAILED: {', '.join(failed)}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
