@@ -1,0 +1,139 @@
+"""Child processes with deadlines: every check runs in one, and none may hang the gate.
+
+A child prints one JSON object as the last line of its stdout. On POSIX it leads a new session, so a
+timeout kills it together with the processes it started; on Windows taskkill /T does the same.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+class Deadline:
+    """The gate's global budget; each child's timeout is capped by what is left of it."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.expires = time.monotonic() + seconds
+
+    def remaining(self) -> float:
+        return max(0.0, self.expires - time.monotonic())
+
+    def cap(self, seconds: float) -> tuple[float, bool]:
+        """The timeout to give a child, and whether the global budget (not the child's own) set it."""
+        left = self.remaining()
+        return (left, True) if left < seconds else (seconds, False)
+
+
+@dataclass
+class ChildOutcome:
+    name: str
+    returncode: int | None
+    payload: dict | None
+    duration_s: float
+    timed_out: bool = False
+    timeout_s: float = 0.0
+    global_deadline: bool = False
+    stderr_tail: str = ""
+    errors: list[str] = field(default_factory=list)
+
+    def failure(self) -> str | None:
+        """Why this child did not deliver a result, or None when it did."""
+        if self.timed_out:
+            who = "the gate's --timeout" if self.global_deadline else "its deadline"
+            return f"{self.name} did not finish within {self.timeout_s:.0f} s ({who}) and was killed"
+        if self.payload is None:
+            how = describe_returncode(self.returncode)
+            return f"{self.name} exited {how} without a result"
+        return None
+
+
+def describe_returncode(code: int | None) -> str:
+    if code is None:
+        return "abnormally"
+    if code < 0:
+        try:
+            return f"by signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"by signal {-code}"
+    return f"with code {code}"
+
+
+def worker_command(module: str, *args: str) -> list[str]:
+    """Run one of this package's worker modules as a script, in a fresh interpreter (never a fork)."""
+    return [sys.executable, "-B", str(PACKAGE_DIR / f"{module}.py"), *args]
+
+
+def start(command: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
+    kwargs: dict = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "stdin": subprocess.DEVNULL}
+    if os.name == "nt":
+        kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP
+    else:
+        kwargs["start_new_session"] = True
+    return subprocess.Popen(command, env=env, **kwargs)
+
+
+def kill_tree(process: subprocess.Popen) -> None:
+    if process.poll() is not None and os.name == "nt":
+        return
+    try:
+        if os.name == "nt":
+            subprocess.run(["taskkill", "/F", "/T", "/PID", str(process.pid)], capture_output=True, timeout=30)
+        else:
+            # SIGKILL also ends a stopped (SIGSTOP) child; the group holds what it spawned.
+            os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError, OSError, subprocess.TimeoutExpired):
+        pass
+    try:
+        process.kill()
+    except OSError:
+        pass
+
+
+def parse_last_json(stdout: bytes) -> dict | None:
+    for line in reversed(stdout.decode("utf-8", "replace").splitlines()):
+        line = line.strip()
+        if line:
+            try:
+                value = json.loads(line)
+            except ValueError:
+                return None
+            return value if isinstance(value, dict) else None
+    return None
+
+
+def collect(name: str, process: subprocess.Popen, started: float, timeout: float,
+            global_deadline: bool) -> ChildOutcome:
+    """Wait for a started child until its timeout, killing its whole tree when it runs over."""
+    try:
+        stdout, stderr = process.communicate(timeout=max(timeout - (time.monotonic() - started), 0.01))
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        kill_tree(process)
+        try:
+            stdout, stderr = process.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            stdout, stderr = b"", b""
+        timed_out = True
+    duration = time.monotonic() - started
+    payload = None if timed_out else parse_last_json(stdout)
+    return ChildOutcome(
+        name=name, returncode=process.returncode, payload=payload, duration_s=round(duration, 3),
+        timed_out=timed_out, timeout_s=timeout, global_deadline=global_deadline and timed_out,
+        stderr_tail=stderr.decode("utf-8", "replace")[-2000:],
+    )
+
+
+def run(name: str, command: list[str], timeout: float, global_deadline: bool = False,
+        env: dict[str, str] | None = None) -> ChildOutcome:
+    started = time.monotonic()
+    return collect(name, start(command, env), started, timeout, global_deadline)

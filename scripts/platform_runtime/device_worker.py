@@ -1,0 +1,321 @@
+"""The device check, in its own process: the only part of the gate that imports torch.
+
+    device_worker.py DEVICE WORKSPACE
+
+Proves, on the resolved device: a real allocation; a matrix product equal to an answer computed in pure
+Python; 12 SGD-with-momentum steps whose losses are finite and decrease and whose every parameter update
+equals the rule recomputed in Python; a checkpoint saved from the device and loaded on the CPU with
+torch.load(map_location="cpu", weights_only=True) into a fresh model and optimizer, every tensor compared
+exactly as Python numbers (so a patched torch.equal or a load that returns other values cannot pass).
+Prints one JSON object; the gate decides what it means for the requirements.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import re
+import sys
+import time
+import warnings
+from pathlib import Path
+
+STEPS = 12
+LEARNING_RATE = 0.05
+MOMENTUM = 0.9
+# Known weaknesses of the weights_only unpickler, by the first release that fixed them.
+LOAD_ADVISORIES = (("CVE-2025-32434", (2, 6)), ("CVE-2026-24747", (2, 10)))
+
+
+def known_matrices(n: int = 8) -> tuple[list[list[float]], list[list[float]], list[list[float]]]:
+    """Small-integer matrices and their product, computed without torch: exact in float32."""
+    a = [[float((i * 7 + j * 3) % 11 - 5) for j in range(n)] for i in range(n)]
+    b = [[float((i * 5 + j * 2) % 13 - 6) for j in range(n)] for i in range(n)]
+    product = [[sum(a[i][k] * b[k][j] for k in range(n)) for j in range(n)] for i in range(n)]
+    return a, b, product
+
+
+def torch_version_tuple(version: str) -> tuple[int, int]:
+    match = re.match(r"(\d+)\.(\d+)", version)
+    return (int(match.group(1)), int(match.group(2))) if match else (0, 0)
+
+
+def load_safety(version: str) -> dict:
+    current = torch_version_tuple(version)
+    advisories = [{"id": cve, "fixed_in": f"{fixed[0]}.{fixed[1]}", "applies": current < fixed}
+                  for cve, fixed in LOAD_ADVISORIES]
+    return {"load_call": 'torch.load(path, map_location="cpu", weights_only=True)', "weights_only": True,
+            "advisories": advisories,
+            "posture": "exposed" if any(a["applies"] for a in advisories) else "no-known-advisory"}
+
+
+def scrub(text: str, workspace: Path) -> str:
+    """Exception text without the workspace's absolute path or the home directory."""
+    text = text.replace(str(workspace), "<workspace>").replace(str(Path.home()), "~")
+    return text.splitlines()[0][:300] if text else text
+
+
+class Stage:
+    """Remembers the last stage reached, so a failure says where it happened."""
+
+    def __init__(self) -> None:
+        self.name = "import"
+
+    def __call__(self, name: str) -> None:
+        self.name = name
+
+
+def flat(tensor) -> list[float]:
+    return [float(x) for x in tensor.detach().to("cpu").reshape(-1).tolist()]
+
+
+def probe_cuda(torch, index: int | None) -> dict:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        available = bool(torch.cuda.is_available())
+    info: dict = {
+        "backend": "rocm" if getattr(torch.version, "hip", None) else ("cuda" if torch.version.cuda else None),
+        "compiled_cuda": torch.version.cuda, "compiled_hip": getattr(torch.version, "hip", None),
+        "available": available, "availability_warnings": len(caught),
+        "driver_too_old_warning": any("too old" in str(w.message).lower() for w in caught),
+        "device_count": torch.cuda.device_count() if available else 0,
+    }
+    if available and index is not None and index < info["device_count"]:
+        props = torch.cuda.get_device_properties(index)
+        arch_list = list(torch.cuda.get_arch_list())
+        info.update({"name": props.name, "total_memory_bytes": int(props.total_memory), "arch_list": arch_list})
+        if info["backend"] == "rocm":
+            arch = getattr(props, "gcnArchName", "").split(":")[0]
+            info.update({"arch": arch, "arch_in_build": arch in arch_list})
+        else:
+            major, minor = torch.cuda.get_device_capability(index)
+            info.update({"capability": f"{major}.{minor}", "arch": f"sm_{major}{minor}",
+                         "arch_in_build": f"sm_{major}{minor}" in arch_list or any(
+                             a.startswith("compute_") and a[8:].isdigit() and int(a[8:]) <= major * 10 + minor
+                             and int(a[8:]) // 10 == major for a in arch_list)})
+    return info
+
+
+def resolve(torch, requested: str) -> tuple[str | None, str | None, dict | None, dict | None]:
+    """(device, reason it is unavailable, cuda facts, mps facts)."""
+    mps_backend = getattr(torch.backends, "mps", None)
+    mps = {"built": bool(mps_backend and mps_backend.is_built()),
+           "available": bool(mps_backend and mps_backend.is_available()),
+           "fallback_env_set": "PYTORCH_ENABLE_MPS_FALLBACK" in os.environ}
+    if requested == "cpu":
+        return "cpu", None, None, None
+    if requested == "mps" or (requested == "auto" and mps["available"] and not torch.cuda.is_available()):
+        return ("mps", None, None, mps) if mps["available"] else (
+            None, "MPS requested but torch.backends.mps.is_available() is False"
+            + ("" if mps["built"] else " (this torch was built without MPS)"), None, mps)
+    match = re.fullmatch(r"cuda(?::(\d+))?", requested)
+    if match or requested == "auto":
+        index = int(match.group(1)) if match and match.group(1) else 0
+        cuda = probe_cuda(torch, index)
+        if requested == "auto" and not cuda["available"]:
+            return "cpu", None, cuda, None
+        if cuda["backend"] is None:
+            return None, "CUDA requested but this torch has no CUDA or ROCm backend", cuda, None
+        if not cuda["available"]:
+            why = "a driver too old for this build" if cuda["driver_too_old_warning"] else "no usable GPU"
+            return None, f"CUDA requested but torch.cuda.is_available() is False ({why})", cuda, None
+        if index >= cuda["device_count"]:
+            return None, f"cuda:{index} requested but only {cuda['device_count']} device(s) are visible", cuda, None
+        return f"cuda:{index}", None, cuda, None
+    return None, "unknown device", None, None
+
+
+def synchronize(torch, device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    elif device.type == "mps":
+        torch.mps.synchronize()
+
+
+def allocated_bytes(torch, device) -> int | None:
+    if device.type == "cuda":
+        return int(torch.cuda.max_memory_allocated(device))
+    if device.type == "mps":
+        return int(torch.mps.current_allocated_memory())
+    return None
+
+
+def build_model(torch, seed: int):
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))
+
+
+def training_data(torch):
+    rows = [[((i * 3 + j * 5) % 7 - 3) / 3.0 for j in range(4)] for i in range(32)]
+    targets = [[0.5 * r[0] - 0.25 * r[1] + 0.75 * r[2] * r[3] + 0.1] for r in rows]
+    return torch.tensor(rows, dtype=torch.float32), torch.tensor(targets, dtype=torch.float32)
+
+
+def train(torch, device, stage: Stage) -> tuple[object, object, dict]:
+    stage("train")
+    model = build_model(torch, seed=0).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=LEARNING_RATE, momentum=MOMENTUM)
+    x, y = (t.to(device) for t in training_data(torch))
+    losses: list[float] = []
+    buffers: list[list[float]] | None = None
+    max_rule_error = 0.0
+    params = list(model.parameters())
+    initial = [flat(p) for p in params]
+    for _ in range(STEPS):
+        optimizer.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        losses.append(float(loss.item()))
+        before = [flat(p) for p in params]
+        grads = [flat(p.grad) for p in params]
+        optimizer.step()
+        after = [flat(p) for p in params]
+        # PyTorch's SGD: buf = momentum * buf + grad (buf = grad on the first step); p -= lr * buf.
+        buffers = grads if buffers is None else [
+            [MOMENTUM * b + g for b, g in zip(buf, grad)] for buf, grad in zip(buffers, grads)]
+        for b_param, a_param, buf in zip(before, after, buffers):
+            for b_value, a_value, step in zip(b_param, a_param, buf):
+                expected = b_value - LEARNING_RATE * step
+                max_rule_error = max(max_rule_error, abs(a_value - expected) / (1.0 + abs(expected)))
+    synchronize(torch, device)
+    final = [flat(p) for p in params]
+    facts = {
+        "steps": STEPS, "optimizer": f"SGD(lr={LEARNING_RATE}, momentum={MOMENTUM})", "losses": losses,
+        "initial_loss": losses[0], "final_loss": losses[-1],
+        "losses_finite": all(math.isfinite(v) for v in losses),
+        "loss_decreased": losses[-1] < losses[0],
+        "parameters_changed": final != initial,
+        "update_rule_max_relative_error": max_rule_error,
+        "update_rule_ok": max_rule_error <= 1e-5,
+        "parameter_device": params[0].device.type,
+    }
+    return model, optimizer, facts
+
+
+def checkpoint_round_trip(torch, model, optimizer, device, workspace: Path, stage: Stage) -> dict:
+    stage("checkpoint_save")
+    workspace.mkdir(exist_ok=True)
+    path = workspace / "checkpoint.pt"
+    state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "steps": STEPS}
+    saved_from = sorted({t.device.type for t in state["model"].values()})
+    torch.save(state, path)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    stage("checkpoint_load")
+    loaded = torch.load(path, map_location="cpu", weights_only=True)
+    fresh = build_model(torch, seed=1)  # a different initialisation: equality must come from the file
+    fresh_optimizer = torch.optim.SGD(fresh.parameters(), lr=0.5, momentum=0.0)
+    fresh.load_state_dict(loaded["model"])
+    fresh_optimizer.load_state_dict(loaded["optimizer"])
+    stage("compare")
+    mismatches: list[str] = []
+    compared = 0
+    source_model, restored_model = model.state_dict(), fresh.state_dict()
+    if set(source_model) != set(restored_model):
+        mismatches.append("model keys differ")
+    for key, tensor in source_model.items():
+        other = restored_model.get(key)
+        compared += 1
+        if other is None or other.device.type != "cpu" or other.dtype != tensor.dtype \
+                or tuple(other.shape) != tuple(tensor.shape) or flat(other) != flat(tensor):
+            mismatches.append(f"model.{key}")
+    source_opt, restored_opt = optimizer.state_dict(), fresh_optimizer.state_dict()
+    for index, slot in source_opt["state"].items():
+        other = restored_opt["state"].get(index, {}).get("momentum_buffer")
+        compared += 1
+        if other is None or other.device.type != "cpu" or flat(other) != flat(slot["momentum_buffer"]):
+            mismatches.append(f"optimizer.state.{index}.momentum_buffer")
+    for key in ("lr", "momentum", "dampening", "weight_decay", "nesterov"):
+        if source_opt["param_groups"][0].get(key) != restored_opt["param_groups"][0].get(key):
+            mismatches.append(f"optimizer.param_groups.{key}")
+    x, _ = training_data(torch)
+    with torch.no_grad():
+        reference = flat(model(x.to(device)))
+        restored = flat(fresh(x))
+    tolerance = 0.0 if device.type == "cpu" else 1e-5
+    forward_error = max(abs(a - b) for a, b in zip(reference, restored))
+    if forward_error > tolerance:
+        mismatches.append(f"forward pass differs by {forward_error:.3g}")
+    return {"bytes": path.stat().st_size, "sha256": digest, "saved_from_device": saved_from,
+            "load": 'torch.load(map_location="cpu", weights_only=True)', "tensors_compared": compared,
+            "mismatches": mismatches, "forward_max_abs_error": forward_error, "ok": not mismatches}
+
+
+def run(requested: str, workspace: Path) -> dict:
+    stage = Stage()
+    report: dict = {"ok": False, "stage": "import", "reason": None, "resolved": None, "type": None}
+    started = time.monotonic()
+    try:
+        import torch
+    except Exception as exc:  # noqa: BLE001 - an unimportable torch is a result, not a crash
+        report["reason"] = f"torch could not be imported ({type(exc).__name__})"
+        return report
+    report["torch"] = {"version": torch.__version__, "cuda": torch.version.cuda,
+                       "hip": getattr(torch.version, "hip", None), "import_s": round(time.monotonic() - started, 3)}
+    report["load_safety"] = load_safety(torch.__version__)
+    torch.set_num_threads(1)
+    try:
+        stage("resolve")
+        resolved, why, report["cuda"], report["mps"] = resolve(torch, requested)
+        if resolved is None:
+            report.update(stage="resolve", reason=why)
+            return report
+        device = torch.device(resolved)
+        report.update(resolved=resolved, type=device.type)
+        stage("allocate")
+        probe = torch.ones(1024, device=device)
+        if float(probe.sum().item()) != 1024.0:
+            raise RuntimeError("a 1024-element tensor of ones did not sum to 1024")
+        synchronize(torch, device)
+        report["allocated_bytes_after_probe"] = allocated_bytes(torch, device)
+        stage("matmul")
+        a, b, expected = known_matrices()
+        product = torch.tensor(a, dtype=torch.float32, device=device) @ torch.tensor(b, dtype=torch.float32,
+                                                                                    device=device)
+        synchronize(torch, device)
+        got = [[float(v) for v in row] for row in product.to("cpu").tolist()]
+        report["matmul"] = {"shape": [len(a), len(b[0])], "dtype": "float32", "device": product.device.type,
+                            "equals_python_answer": got == expected}
+        model, optimizer, report["training"] = train(torch, device, stage)
+        report["checkpoint"] = checkpoint_round_trip(torch, model, optimizer, device, workspace, stage)
+        report["peak_allocated_bytes"] = allocated_bytes(torch, device)
+    except Exception as exc:  # noqa: BLE001 - every failure on the device is a reported result
+        message = scrub(str(exc), workspace)
+        out_of_memory = "out of memory" in message.lower()
+        report.update(stage=stage.name, reason=f"{'out of memory' if out_of_memory else type(exc).__name__} "
+                                               f"at stage {stage.name}: {message}")
+        return report
+    problems = []
+    if not report["matmul"]["equals_python_answer"]:
+        problems.append("the matrix product differs from the known answer")
+    training = report["training"]
+    if not training["losses_finite"]:
+        problems.append("a training loss is not finite")
+    if not training["parameters_changed"]:
+        problems.append("the optimizer did not change the parameters")
+    if not training["loss_decreased"]:
+        problems.append("the loss did not decrease over 12 steps")
+    if not training["update_rule_ok"]:
+        problems.append(f"parameter updates deviate from the SGD rule "
+                        f"(relative error {training['update_rule_max_relative_error']:.3g})")
+    if report["checkpoint"]["mismatches"]:
+        problems.append("checkpoint reloaded on the CPU differs: " + ", ".join(report["checkpoint"]["mismatches"][:5]))
+    ran_on = {report["matmul"]["device"], training["parameter_device"], *report["checkpoint"]["saved_from_device"]}
+    report["ran_on"] = sorted(ran_on)
+    if ran_on != {device.type}:
+        problems.append(f"work ran on {sorted(ran_on)}, not only on {device.type}")
+    report.update(ok=not problems, stage="done", reason="; ".join(problems) or None)
+    return report
+
+
+def main(argv: list[str]) -> int:
+    requested, workspace = argv[0], Path(argv[1])
+    report = run(requested, workspace)
+    sys.stdout.write(json.dumps(report, sort_keys=True) + "\n")
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,337 @@
+"""File-system work of the gate, run in child processes that never import torch.
+
+    fs_worker.py probe WORK_DIR WORKSPACE_NAME
+    fs_worker.py failing-writer WORKSPACE
+    fs_worker.py replace WORKSPACE [--writers 4] [--replaces 50] [--readers 2] [--min-versions 10] [--tolerate-missing]
+    fs_worker.py append WORKSPACE [--writers 8] [--records 200]
+    fs_worker.py cleanup WORKSPACE
+(and the roles the coordinators start: replace-writer, replace-reader, append-writer)
+
+Each prints one JSON object on its last stdout line. The gate gives each a deadline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import errno
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script by the gate: make the package importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from platform_runtime import filesystem  # noqa: E402
+from platform_runtime.atomic import (  # noqa: E402
+    TEMP_SUFFIX,
+    InjectedWriteFailure,
+    RetryCounter,
+    atomic_write_bytes,
+    is_sharing_violation,
+    read_bytes_retrying,
+    retry_sharing,
+)
+from platform_runtime.jsonl import METHOD, LockedAppender, record_line, verify_records  # noqa: E402
+
+ROLE_TIMEOUT_S = 90.0
+
+
+def emit(payload: dict) -> None:
+    sys.stdout.write(json.dumps(payload, sort_keys=True) + "\n")
+    sys.stdout.flush()
+
+
+def spawn_role(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-B", str(Path(__file__).resolve()), *args],
+                            stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
+
+
+def collect_role(process: subprocess.Popen, timeout: float = ROLE_TIMEOUT_S) -> dict | None:
+    try:
+        stdout, _ = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        return None
+    lines = [line for line in stdout.decode("utf-8", "replace").splitlines() if line.strip()]
+    try:
+        return json.loads(lines[-1]) if process.returncode == 0 and lines else None
+    except ValueError:
+        return None
+
+
+# --- probe ----------------------------------------------------------------------------------------------
+
+def probe(work_dir: str, workspace_name: str) -> dict:
+    base = Path(work_dir)
+    if not base.exists():
+        return {"ok": False, "usage_error": True, "reason": "--work-dir does not exist"}
+    if not base.is_dir():
+        return {"ok": False, "usage_error": True, "reason": "--work-dir is not a directory"}
+    workspace = base / workspace_name
+    try:
+        workspace.mkdir()
+    except OSError as exc:
+        return {"ok": False, "usage_error": exc.errno in (errno.EACCES, errno.EROFS, errno.EPERM),
+                "reason": f"cannot create the workspace in --work-dir: {os.strerror(exc.errno or 0)}"}
+    return {"ok": True, "filesystem": filesystem.detect(workspace)}
+
+
+# --- failing writer -------------------------------------------------------------------------------------
+
+def failing_writer(workspace: Path) -> dict:
+    folder = workspace / "failing-writer"
+    folder.mkdir()
+    target = folder / "state.json"
+    old = json.dumps({"version": 1, "payload": "o" * 4096}).encode()
+    new = json.dumps({"version": 2, "payload": "n" * 4096}).encode()
+    atomic_write_bytes(target, old)
+    raised = False
+    try:
+        atomic_write_bytes(target, new, fail_after=len(new) // 2)
+    except InjectedWriteFailure:
+        raised = True
+    after = target.read_bytes() if target.exists() else None
+    leftovers = sorted(p.name for p in folder.iterdir() if p.name != target.name)
+    problems = []
+    if not raised:
+        problems.append("the writer did not fail as instructed")
+    if after != old:
+        problems.append("the old file was not left byte-identical" if after is not None else "the old file is gone")
+    if leftovers:
+        problems.append(f"{len(leftovers)} temporary sibling(s) left behind")
+    return {"ok": not problems, "reason": "; ".join(problems) or None, "old_bytes": len(old),
+            "bytes_written_before_failure": len(new) // 2, "old_file_intact": after == old,
+            "temp_files_left": len(leftovers)}
+
+
+# --- concurrent replace ---------------------------------------------------------------------------------
+
+def version_document(writer: int, seq: int, size: int = 16384) -> bytes:
+    seed = hashlib.sha256(f"{writer}:{seq}".encode()).hexdigest()
+    payload = (seed * (size // len(seed) + 1))[:size]
+    return json.dumps({"writer": writer, "seq": seq, "payload": payload,
+                       "sha256": hashlib.sha256(payload.encode()).hexdigest()}).encode()
+
+
+def parse_version(data: bytes) -> tuple[int, int] | None:
+    """(writer, seq) of a whole, self-consistent document; None for anything partial or foreign."""
+    try:
+        doc = json.loads(data)
+        if hashlib.sha256(doc["payload"].encode()).hexdigest() != doc["sha256"]:
+            return None
+        return int(doc["writer"]), int(doc["seq"])
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def replace_writer(target: Path, writer: int, replaces: int) -> dict:
+    counter = RetryCounter()
+    for seq in range(replaces):
+        atomic_write_bytes(target, version_document(writer, seq), counter=counter)
+    return {"writes": replaces, "sharing_retries": counter.sharing_violations}
+
+
+def replace_reader(target: Path, stop: Path, max_seconds: float, tolerate_missing: bool) -> dict:
+    counter = RetryCounter()
+    reads = partial = missing = 0
+    versions: set[tuple[int, int]] = set()
+    emit({"ready": True})
+    give_up = time.monotonic() + max_seconds
+    while time.monotonic() < give_up:
+        done = stop.exists()  # read once more after the writers finished
+        try:
+            data = read_bytes_retrying(target, counter)
+        except (FileNotFoundError, OSError) as exc:
+            stale = getattr(exc, "errno", None) in (errno.ENOENT, getattr(errno, "ESTALE", -1))
+            if isinstance(exc, PermissionError) and is_sharing_violation(exc):
+                continue  # retries exhausted: counted, not a partial read
+            if not stale:
+                raise
+            missing += 1  # NFS: the name can vanish for an instant while it is replaced
+            continue
+        reads += 1
+        version = parse_version(data)
+        if version is None:
+            partial += 1
+        else:
+            versions.add(version)
+        if done:
+            break
+    return {"reads": reads, "partial_reads": partial, "missing_reads": missing,
+            "versions": sorted(list(v) for v in versions), "sharing_retries": counter.sharing_violations,
+            "tolerate_missing": tolerate_missing}
+
+
+def concurrent_replace(workspace: Path, writers: int, replaces: int, readers: int, min_versions: int,
+                       tolerate_missing: bool) -> dict:
+    folder = workspace / "replace"
+    folder.mkdir()
+    target, stop = folder / "state.json", folder / "writers-done"
+    atomic_write_bytes(target, version_document(-1, 0))
+    reader_procs = [spawn_role("replace-reader", str(target), str(stop), str(ROLE_TIMEOUT_S - 10),
+                               *(["--tolerate-missing"] if tolerate_missing else [])) for _ in range(readers)]
+    for process in reader_procs:  # writers start only once every reader is reading
+        assert process.stdout is not None
+        ready = threading.Thread(target=process.stdout.readline, daemon=True)
+        ready.start()
+        ready.join(ROLE_TIMEOUT_S / 3)
+    writer_procs = [spawn_role("replace-writer", str(target), str(i), str(replaces)) for i in range(writers)]
+    writer_results = [collect_role(p) for p in writer_procs]
+    stop.touch()
+    reader_results = [collect_role(p) for p in reader_procs]
+    problems = []
+    if any(r is None for r in writer_results):
+        problems.append(f"{sum(r is None for r in writer_results)} writer process(es) failed")
+    if any(r is None for r in reader_results):
+        problems.append(f"{sum(r is None for r in reader_results)} reader process(es) failed")
+    good_writers = [r for r in writer_results if r]
+    good_readers = [r for r in reader_results if r]
+    partial = sum(r["partial_reads"] for r in good_readers)
+    missing = sum(r["missing_reads"] for r in good_readers)
+    versions = {tuple(v) for r in good_readers for v in r["versions"]}
+    final = parse_version(read_bytes_retrying(target))
+    if partial:
+        problems.append(f"readers saw {partial} partial or unparsable version(s)")
+    if missing and not tolerate_missing:
+        problems.append(f"readers found the file missing {missing} time(s) while it was replaced")
+    if good_readers and len(versions) < min_versions:
+        problems.append(f"readers saw only {len(versions)} distinct version(s), fewer than {min_versions}: "
+                        "the check proved nothing")
+    if final is None or final[1] != replaces - 1:
+        problems.append("the final file is not a complete last version")
+    leftovers = [p.name for p in folder.iterdir() if p.name.endswith(TEMP_SUFFIX)]
+    if leftovers:
+        problems.append(f"{len(leftovers)} temporary file(s) left behind")
+    return {
+        "ok": not problems, "reason": "; ".join(problems) or None,
+        "writers": writers, "replaces_per_writer": replaces, "readers": readers,
+        "writes": sum(r["writes"] for r in good_writers),
+        "reads": sum(r["reads"] for r in good_readers), "partial_reads": partial,
+        "missing_reads": missing, "distinct_versions_seen": len(versions), "min_distinct_versions": min_versions,
+        "writer_sharing_retries": sum(r["sharing_retries"] for r in good_writers),
+        "reader_sharing_retries": sum(r["sharing_retries"] for r in good_readers),
+    }
+
+
+# --- concurrent JSONL append ----------------------------------------------------------------------------
+
+def append_writer(target: Path, writer: int, records: int) -> dict:
+    appender = LockedAppender(target)
+    try:
+        for seq in range(records):
+            appender.append(record_line(writer, seq))
+    finally:
+        appender.close()
+    return {"appended": records, "lock_waits": appender.lock_waits}
+
+
+def concurrent_append(workspace: Path, writers: int, records: int) -> dict:
+    folder = workspace / "append"
+    folder.mkdir()
+    target = folder / "records.jsonl"
+    procs = [spawn_role("append-writer", str(target), str(i), str(records)) for i in range(writers)]
+    results = [collect_role(p) for p in procs]
+    verdict = verify_records(read_bytes_retrying(target), writers, records)
+    problems = []
+    if any(r is None for r in results):
+        problems.append(f"{sum(r is None for r in results)} writer process(es) failed")
+    for key, label in (("missing", "lost"), ("duplicated", "duplicated"), ("corrupt_lines", "torn or foreign"),
+                       ("unexpected", "unexpected")):
+        if verdict[key]:
+            problems.append(f"{verdict[key]} record(s) {label}")
+    if verdict["unterminated_tail"]:
+        problems.append("the file ends in a partial line")
+    return {"ok": not problems, "reason": "; ".join(problems) or None, "method": METHOD,
+            "processes": writers, "records_per_process": records,
+            **{k: v for k, v in verdict.items() if k != "ok"}}
+
+
+# --- cleanup --------------------------------------------------------------------------------------------
+
+def cleanup(workspace: Path) -> dict:
+    counter = RetryCounter()
+
+    def retry_onerror(function, path, _exc_info):  # Windows: a reader may still hold a file for an instant
+        retry_sharing(lambda: function(path), counter)
+
+    with contextlib.suppress(FileNotFoundError):
+        shutil.rmtree(workspace, onerror=retry_onerror)  # noqa: B026 - onexc needs 3.12
+    gone = not os.path.lexists(workspace)
+    return {"ok": gone, "reason": None if gone else "the workspace still exists after removal",
+            "sharing_retries": counter.sharing_violations}
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="mode", required=True)
+    p = sub.add_parser("probe")
+    p.add_argument("work_dir")
+    p.add_argument("workspace_name")
+    sub.add_parser("failing-writer").add_argument("workspace", type=Path)
+    p = sub.add_parser("replace")
+    p.add_argument("workspace", type=Path)
+    p.add_argument("--writers", type=int, default=4)
+    p.add_argument("--replaces", type=int, default=50)
+    p.add_argument("--readers", type=int, default=2)
+    p.add_argument("--min-versions", type=int, default=10)
+    p.add_argument("--tolerate-missing", action="store_true")
+    p = sub.add_parser("replace-writer")
+    p.add_argument("target", type=Path)
+    p.add_argument("writer", type=int)
+    p.add_argument("replaces", type=int)
+    p = sub.add_parser("replace-reader")
+    p.add_argument("target", type=Path)
+    p.add_argument("stop", type=Path)
+    p.add_argument("max_seconds", type=float)
+    p.add_argument("--tolerate-missing", action="store_true")
+    p = sub.add_parser("append")
+    p.add_argument("workspace", type=Path)
+    p.add_argument("--writers", type=int, default=8)
+    p.add_argument("--records", type=int, default=200)
+    p = sub.add_parser("append-writer")
+    p.add_argument("target", type=Path)
+    p.add_argument("writer", type=int)
+    p.add_argument("records", type=int)
+    sub.add_parser("cleanup").add_argument("workspace", type=Path)
+    args = parser.parse_args(argv)
+
+    if args.mode == "probe":
+        result = probe(args.work_dir, args.workspace_name)
+    elif args.mode == "failing-writer":
+        result = failing_writer(args.workspace)
+    elif args.mode == "replace":
+        result = concurrent_replace(args.workspace, args.writers, args.replaces, args.readers, args.min_versions,
+                                    args.tolerate_missing)
+    elif args.mode == "replace-writer":
+        result = replace_writer(args.target, args.writer, args.replaces)
+    elif args.mode == "replace-reader":
+        result = replace_reader(args.target, args.stop, args.max_seconds, args.tolerate_missing)
+    elif args.mode == "append":
+        result = concurrent_append(args.workspace, args.writers, args.records)
+    elif args.mode == "append-writer":
+        result = append_writer(args.target, args.writer, args.records)
+    else:
+        result = cleanup(args.workspace)
+    emit(result)
+    return 0
+
+
+def guarded_main(argv: list[str]) -> int:
+    """An OSError becomes a failed result naming the error, never a traceback or a path."""
+    try:
+        return main(argv)
+    except OSError as exc:
+        emit({"ok": False, "reason": f"{type(exc).__name__}: {exc.strerror or 'I/O error'}"})
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(guarded_main(sys.argv[1:]))

@@ -1,0 +1,47 @@
+"""The one list of files whose SHA-256 binds a gate result to the exact bytes that produced it."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent.parent
+
+# Every file the gate runs or whose contract it writes. tests/test_sources.py fails when a module of the
+# package is missing here, so nothing the gate executes escapes the hash.
+GATE_SOURCES: tuple[str, ...] = (
+    "scripts/platform_runtime_check.py",
+    "scripts/platform_runtime/__init__.py",
+    "scripts/platform_runtime/atomic.py",
+    "scripts/platform_runtime/children.py",
+    "scripts/platform_runtime/device_worker.py",
+    "scripts/platform_runtime/filesystem.py",
+    "scripts/platform_runtime/fs_worker.py",
+    "scripts/platform_runtime/gate.py",
+    "scripts/platform_runtime/jsonl.py",
+    "scripts/platform_runtime/provenance.py",
+    "scripts/platform_runtime/requirements.py",
+    "scripts/platform_runtime/result.py",
+    "scripts/platform_runtime/sources.py",
+    "schemas/platform-runtime-result.schema.json",
+)
+
+
+def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def hash_sources(root: Path = REPO_ROOT, sources: tuple[str, ...] = GATE_SOURCES) -> tuple[dict[str, str], list[str]]:
+    """SHA-256 of each source by repo-relative path, and the sources that could not be read."""
+    hashes: dict[str, str] = {}
+    missing: list[str] = []
+    for relative in sources:
+        try:
+            hashes[relative] = sha256_file(root / relative)
+        except OSError:
+            missing.append(relative)
+    return hashes, missing

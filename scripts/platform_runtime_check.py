@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""The platform runtime gate: prove, by real computation and real file-system operations, that PyTorch
+works on this runner's device and on the work dir's file system.
+
+Exit codes: 0 every check passed and every requirement held; 1 a check failed or a requirement did not
+hold; 2 invalid arguments or conflicting requirements; 3 the global --timeout expired; 130 interrupted.
+With --output the JSON result (schemas/platform-runtime-result.schema.json) is written atomically in every
+one of those cases. The JSON is also printed on stdout; a short summary goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import signal
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from platform_runtime import gate  # noqa: E402
+from platform_runtime.requirements import DEVICE_TYPES, PLATFORMS, Requirements  # noqa: E402
+from platform_runtime.result import EXIT_USAGE, encode, write  # noqa: E402
+
+DEVICE_PATTERN = re.compile(r"^(auto|cpu|mps|cuda(:\d{1,2})?)$")
+
+
+class UsageError(Exception):
+    pass
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # a clear message and exit 2, never a traceback
+        self.print_usage(sys.stderr)
+        raise UsageError(message)
+
+
+def positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("must be a number of seconds") from None
+    if not 0 < value <= 86400:
+        raise argparse.ArgumentTypeError("must be between 0 and 86400 seconds")
+    return value
+
+
+def device_name(text: str) -> str:
+    if not DEVICE_PATTERN.match(text):
+        raise argparse.ArgumentTypeError("must be auto, cpu, mps, cuda or cuda:N")
+    return text
+
+
+def build_parser() -> Parser:
+    parser = Parser(prog="platform_runtime_check.py", description=__doc__,
+                    formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", type=device_name, default="auto",
+                        help="auto (CUDA, then MPS, then CPU), cpu, cuda, cuda:N or mps (default auto)")
+    parser.add_argument("--require", action="append", choices=PLATFORMS, default=[],
+                        help="a platform that must really be used; repeatable")
+    parser.add_argument("--require-device", choices=DEVICE_TYPES, help="the device type the work must run on")
+    parser.add_argument("--require-filesystem", metavar="NAME",
+                        help="the work dir's file-system type (ext4, tmpfs, xfs, btrfs, nfs, nfs4, ntfs, apfs, ...)")
+    parser.add_argument("--work-dir", type=Path, help="where the workspace is created (default: the current directory)")
+    parser.add_argument("--keep-workspace", action="store_true",
+                        help="leave the workspace for an external harness to remove (reported as retained)")
+    parser.add_argument("--timeout", type=positive_seconds, default=600.0, help="the whole gate's deadline (600 s)")
+    parser.add_argument("--cleanup-timeout", type=positive_seconds, default=30.0,
+                        help="the workspace removal's deadline (30 s)")
+    parser.add_argument("--output", type=Path, help="write the JSON result here, atomically")
+    return parser
+
+
+def summary(result: dict) -> str:
+    lines = [f"platform runtime gate: {'PASS' if result['ok'] else 'FAIL'} (exit {result['exit_code']}), "
+             f"device {result['device'].get('resolved') or '-'}, file system {result['filesystem'].get('type') or '-'}"]
+    for name, check in result["checks"].items():
+        lines.append(f"  {'ok  ' if check['ok'] else 'FAIL'} {name:<20} {check['duration_s']:7.2f}s")
+    lines += [f"  - {failure}" for failure in result["failures"]]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except UsageError as exc:
+        print(f"platform_runtime_check.py: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.require_filesystem is not None and not re.fullmatch(r"[A-Za-z0-9_.-]{1,32}", args.require_filesystem):
+        print("platform_runtime_check.py: error: --require-filesystem must be a file-system type name",
+              file=sys.stderr)
+        return EXIT_USAGE
+    options = gate.Options(
+        device=args.device,
+        requirements=Requirements(tuple(dict.fromkeys(args.require)), args.require_device, args.require_filesystem),
+        work_dir=(args.work_dir or Path.cwd()).absolute(), work_dir_given=args.work_dir is not None,
+        keep_workspace=args.keep_workspace, timeout_s=args.timeout, cleanup_timeout_s=args.cleanup_timeout,
+    )
+
+    def terminate(signum, _frame):  # SIGTERM (CI cancellation) ends like Ctrl-C: children killed, result written
+        raise KeyboardInterrupt
+
+    if hasattr(signal, "SIGTERM"):
+        signal.signal(signal.SIGTERM, terminate)
+    result = gate.run(options)
+    sys.stdout.write(encode(result).decode("utf-8"))
+    print(summary(result), file=sys.stderr)
+    if args.output is not None:
+        try:
+            write(args.output, result)
+        except OSError as exc:
+            print(f"platform_runtime_check.py: error: cannot write --output: {exc.strerror}", file=sys.stderr)
+            return EXIT_USAGE if result["exit_code"] == 0 else result["exit_code"]
+    return result["exit_code"]
+
+
+if __name__ == "__main__":
+    sys.exit(main())
