@@ -82,8 +82,15 @@ TORCH_VERSION_RE = re.compile(r"\d{1,3}\.\d{1,3}(?:\.\d{1,3})?(?:(?:a|b|rc)\d{1,
 CUDA_VERSION_RE = re.compile(r"\d{1,2}\.\d{1,2}(?:\.\d{1,3})?")
 HIP_VERSION_RE = re.compile(r"\d{1,2}\.\d{1,2}(?:\.\d{1,6})?(?:-[0-9a-f]{1,16})?")
 ARCH_RE = re.compile(r"(?:sm|compute)_\d{2,3}[af]?|gfx[0-9a-f]{3,5}")
-GPU_MODEL_RE = re.compile(r"(?:NVIDIA|Tesla|Quadro|GeForce|TITAN|AMD|Radeon|Instinct)"
-                          r"(?: [A-Za-z0-9][A-Za-z0-9.+()\-]{0,24}){0,8}")
+# A GPU model is a brand word followed by known words or model numbers (H100, A100-SXM4-80GB, MI300X, 5070);
+# a word outside this vocabulary (a host or user name, say) turns the whole name neutral.
+GPU_BRANDS = frozenset({"NVIDIA", "Tesla", "Quadro", "GeForce", "TITAN", "AMD", "Radeon", "Instinct"})
+GPU_WORDS = GPU_BRANDS | frozenset({
+    "RTX", "GTX", "Titan", "Ada", "Generation", "Laptop", "GPU", "Max-Q", "Ti", "SUPER", "PRO", "Pro", "Workstation",
+    "Edition", "Server", "Blackwell", "Hopper", "Graphics", "PCIe", "SXM", "NVL", "RX", "XT", "XTX", "VII", "Vega",
+    "Xp", "X", "D", "Embedded", "Mobile", "Max", "Accelerator", "Radeon(TM)", "(TM)", "Series", "Frontier", "Design",
+})
+GPU_MODEL_TOKEN_RE = re.compile(r"[A-Z]{0,5}\d{1,5}[A-Za-z]{0,3}(?:-[A-Z]{0,5}\d{0,5}[A-Za-z]{0,3})*")
 HOST_LINE_RE = re.compile(r"\s*(\d{1,4}\.\d{1,4}(?:\.\d{1,4})?)\s*,\s*(\d{1,9})\s*")
 
 
@@ -98,10 +105,16 @@ def allowed(value: Any, pattern: re.Pattern[str], limit: int = 64) -> str | None
 
 def gpu_model(value: Any) -> str | None:
     """A GPU model name from the allow-list; serial-like hex runs (8+ hex digits) are refused."""
-    name = allowed(value, GPU_MODEL_RE)
-    if name not in (None, NEUTRAL) and re.search(r"[0-9A-Fa-f]{8,}", name):
+    if value is None:
+        return None
+    if not isinstance(value, str) or len(value) > 64 or re.search(r"[0-9A-Fa-f]{8,}", value):
         return NEUTRAL
-    return name
+    words = value.split(" ")
+    if len(words) > 10 or words[0] not in GPU_BRANDS:
+        return NEUTRAL
+    if all(word in GPU_WORDS or GPU_MODEL_TOKEN_RE.fullmatch(word) for word in words[1:]):
+        return value
+    return NEUTRAL
 
 
 def classify_warning(text: str) -> str:
