@@ -1,0 +1,180 @@
+"""Kernodeck reprise v1, the part that needs neither torch nor numpy.
+
+Constants fixed by the specification, the fingerprints of code and data, reading and validating
+``data.csv``, checking a checkpoint's size and ``.sha256`` BEFORE anything unpickles it, and
+writing files. train.py runs all of this before importing torch, so a refused input costs no
+torch start-up and nothing is created.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import math
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+# The training-run contract is defined once, beside the other platform scripts.
+sys.path.insert(0, str(HERE.parent))
+import training_run_contract as contract  # noqa: E402
+
+PROJECT = "kernodeck-reprise-v1"
+CHECKPOINT_SCHEMA = "kernodeck.reprise.checkpoint"
+SUMMARY_SCHEMA = "kernodeck.reprise.summary"
+CONFIG_SCHEMA = "kernodeck.reprise.config"
+VERIFICATION_SCHEMA = "kernodeck.reprise.verification"
+VERSION = 1
+
+DATA_FILE = HERE / "data.csv"
+# The code whose behaviour a checkpoint depends on; its fingerprint is stored in every checkpoint.
+CODE_FILES = ("train.py", "reprise_common.py", "reprise_core.py")
+CHECKPOINT_NAME = "checkpoint.pt"
+SUMMARY_NAME = "summary.json"
+# A reprise checkpoint is about 20 kB; anything far larger is not ours.
+MAX_CHECKPOINT_BYTES = 1 << 20
+
+SEED = 20260924
+ROWS = 24
+BATCH = 4
+FEATURES = 2
+HIDDEN = 8
+DROPOUT = 0.25
+LR = 0.03
+STEP_SIZE = 3
+GAMMA = 0.5
+PARAMETERS = 33
+GAIN_SPREAD = 0.02  # Python random: input gain in [1 - 0.02, 1 + 0.02]
+NOISE_STD = 0.01  # NumPy: target noise
+RNG_NAMES = ("python", "numpy", "torch")
+ATOL = 1e-12
+RTOL = 0.0
+
+
+class RepriseError(Exception):
+    """A user-facing refusal: the message says what is wrong; the CLI exits 2 and writes nothing."""
+
+
+class CheckpointError(RepriseError):
+    pass
+
+
+def sha256_file(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def code_fingerprint() -> dict[str, Any]:
+    files = {name: sha256_file(HERE / name) for name in CODE_FILES}
+    joined = "".join(f"{name}\0{digest}\n" for name, digest in files.items())
+    return {"code_sha256": hashlib.sha256(joined.encode()).hexdigest(), "files": files}
+
+
+def target_of(x1: float, x2: float) -> float:
+    return 0.7 * x1 - 0.4 * x2 + 0.15 * x1 * x2 + 0.1
+
+
+def load_data(path: Path = DATA_FILE) -> tuple[str, list[tuple[float, float, float]]]:
+    """The CSV's SHA-256 and its rows, after checking it is the specification's 24-row grid."""
+    if not path.is_file():
+        raise RepriseError(f"{path.name} is missing next to train.py")
+    raw = path.read_bytes()
+    try:
+        reader = csv.reader(io.StringIO(raw.decode("utf-8")))
+        header = next(reader, None)
+        body = [row for row in reader if row]
+    except (UnicodeDecodeError, csv.Error) as error:
+        raise RepriseError(f"{path.name} is not readable CSV: {error}") from None
+    if header != ["x1", "x2", "target"]:
+        raise RepriseError(f"{path.name}: header must be x1,x2,target, found {header}")
+    if len(body) != ROWS:
+        raise RepriseError(f"{path.name}: expected {ROWS} rows, found {len(body)}")
+    rows = []
+    for number, row in enumerate(body, start=2):
+        try:
+            x1, x2, target = (float(value) for value in row)
+        except ValueError:
+            raise RepriseError(f"{path.name} line {number}: expected three numbers, found {row}") from None
+        if not all(math.isfinite(value) for value in (x1, x2, target)):
+            raise RepriseError(f"{path.name} line {number}: non-finite value")
+        if abs(target - target_of(x1, x2)) > ATOL:
+            raise RepriseError(f"{path.name} line {number}: target {target!r} is not "
+                               f"0.7*x1 - 0.4*x2 + 0.15*x1*x2 + 0.1 = {target_of(x1, x2)!r}")
+        rows.append((x1, x2, target))
+    if len({(x1, x2) for x1, x2, _ in rows}) != ROWS:
+        raise RepriseError(f"{path.name}: the {ROWS} (x1, x2) pairs must be distinct grid points")
+    return hashlib.sha256(raw).hexdigest(), rows
+
+
+def read_verified_checkpoint(path: Path) -> bytes:
+    """The checkpoint's bytes, only if its size is bounded and its ``.sha256`` matches.
+
+    Read once into memory: the bytes that were fingerprinted are the bytes later unpickled.
+    """
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint not found: {path.name} (expected a file made by train.py)")
+    size = path.stat().st_size
+    if size > MAX_CHECKPOINT_BYTES:
+        raise CheckpointError(f"{path.name} is {size} bytes, above the bound of {MAX_CHECKPOINT_BYTES}: not ours")
+    sidecar = path.with_name(path.name + contract.SHA256_SUFFIX)
+    if not sidecar.is_file():
+        raise CheckpointError(f"{sidecar.name} is missing: the checkpoint's fingerprint cannot be verified")
+    try:
+        expected = contract.parse_sha256_text(sidecar.read_text(encoding="utf-8", errors="replace"), path.name)
+    except contract.ContractError as error:
+        raise CheckpointError(str(error)) from None
+    with open(path, "rb") as handle:
+        data = handle.read(MAX_CHECKPOINT_BYTES + 1)
+    if len(data) > MAX_CHECKPOINT_BYTES:
+        raise CheckpointError(f"{path.name} grew above {MAX_CHECKPOINT_BYTES} bytes while being read")
+    actual = hashlib.sha256(data).hexdigest()
+    if actual != expected:
+        raise CheckpointError(f"{path.name}: SHA-256 {actual} does not match {sidecar.name} ({expected}); "
+                              "the file was modified or truncated, refused before loading")
+    return data
+
+
+def check_new_output(path: Path) -> None:
+    if path.exists() or path.is_symlink():
+        raise RepriseError(f"output folder already exists: {path} (nothing was changed; choose a new folder)")
+
+
+def claim_output_dir(path: Path) -> None:
+    """Create the output folder; fails if anything appeared there, so nothing is ever overwritten."""
+    check_new_output(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir()
+    except FileExistsError:
+        raise RepriseError(f"output folder already exists: {path} (nothing was changed)") from None
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Temp file in the same folder, fsync, replace: a reader never sees half a file."""
+    temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        with open(temporary, "xb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    finally:
+        if temporary.exists():
+            temporary.unlink()
+
+
+def json_text(value: Any) -> str:
+    # allow_nan=False: a NaN must fail loudly here, not land in a report.
+    return json.dumps(value, indent=2, sort_keys=False, allow_nan=False) + "\n"
+
+
+def json_line(value: Any) -> str:
+    """One compact JSON Lines record (no NaN, no newline inside)."""
+    return json.dumps(value, separators=(",", ":"), allow_nan=False) + "\n"
+
+
+def write_json(path: Path, value: Any) -> None:
+    write_bytes_atomic(path, json_text(value).encode("utf-8"))

@@ -1,0 +1,168 @@
+"""Kernodeck reprise v1: train a few steps on data.csv, or resume from a checkpoint, on one CPU thread.
+
+    python -B train.py --steps 10 --output runs/continu
+    python -B train.py --steps 5 --output runs/coupure
+    python -B train.py --steps 5 --resume runs/coupure/checkpoint.pt --output runs/reprise
+    python -B train.py --steps 5 --resume runs/coupure/checkpoint.pt --omit-rng-restore --output runs/incomplete
+
+--steps counts EXTRA steps (the third command ends at step 10). The output folder must be new.
+It receives checkpoint.pt, checkpoint.pt.sha256, summary.json and the training-run contract's
+config.json, metrics.jsonl and logs/train.log.
+--omit-rng-restore [all|python|numpy|torch] skips restoring those RNGs: a deliberately wrong resume
+(a negative control). It may finish without any error; that proves nothing; verify_resume.py compares.
+
+Exit codes: 0 trained and wrote the folder; 2 refused (bad arguments, output folder exists, data.csv
+not the specification's, checkpoint missing/modified/foreign/incomplete): nothing is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")  # one thread, before torch starts its pools
+
+import reprise_common as common  # noqa: E402  (no torch: refusals happen before torch starts)
+from reprise_common import contract  # noqa: E402
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="train.py", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, required=True, help="extra steps to run (at least 1)")
+    parser.add_argument("--output", type=Path, required=True, help="new folder for this run's files")
+    parser.add_argument("--resume", type=Path, help="checkpoint.pt written by train.py")
+    parser.add_argument("--omit-rng-restore", nargs="?", const="all", choices=("all", *common.RNG_NAMES),
+                        help="negative control: do not restore these RNGs on resume (default: all)")
+    parser.add_argument("--per-rng-controls", type=Path, metavar="DIR",
+                        help="after this run, also resume once per RNG omitting only that RNG's restore, "
+                             "each from a freshly seeded state, into DIR/omit-<rng> (used by verify_resume.py "
+                             "so that three more controls cost no extra torch start-up)")
+    args = parser.parse_args(argv)
+    if args.steps < 1:
+        parser.error("--steps must be at least 1")
+    if args.omit_rng_restore and not args.resume:
+        parser.error("--omit-rng-restore only makes sense with --resume")
+    if args.per_rng_controls and not args.resume:
+        parser.error("--per-rng-controls needs --resume")
+    return args
+
+
+def omitted(which: str | None) -> frozenset[str]:
+    if not which:
+        return frozenset()
+    return frozenset(common.RNG_NAMES) if which == "all" else frozenset({which})
+
+
+def summary_of(core, outcome, *, steps: int, omit: frozenset[str], resumed_from: dict | None,
+               source: dict, checkpoint_bytes: bytes, state: dict) -> dict:
+    import numpy
+    import torch
+
+    return {
+        "schema": common.SUMMARY_SCHEMA,
+        "version": common.VERSION,
+        "project": common.PROJECT,
+        "device": "cpu",
+        "dtype": "float64",
+        "threads": torch.get_num_threads(),
+        "parameters": sum(p.numel() for p in outcome.model.parameters()),
+        "command": {"steps": steps, "resumed": resumed_from is not None, "omit_rng_restore": sorted(omit)},
+        "resumed_from": resumed_from,
+        "source": source,
+        "environment": {"python": platform.python_version(), "torch": torch.__version__, "numpy": numpy.__version__},
+        "steps_done": outcome.progress.steps_done,
+        "progress": outcome.progress.as_dict(),
+        "scheduler": outcome.scheduler.state_dict(),
+        "next_lr": float(outcome.optimizer.param_groups[0]["lr"]),
+        "history": outcome.history.as_dict(),
+        "final_mse_eval": outcome.final_mse_eval,
+        "next_draws": {"at_start": outcome.next_draws_at_start, "after_step": outcome.next_draws_after_step,
+                       "at_end": outcome.next_draws_at_end},
+        "checkpoint": {"file": common.CHECKPOINT_NAME, "bytes": len(checkpoint_bytes),
+                       "sha256": contract.sha256_bytes(checkpoint_bytes),
+                       "state_sha256": core.state_fingerprint(state["model"], state["optimizer"])},
+    }
+
+
+def write_run(core, out: Path, outcome, *, steps: int, omit: frozenset[str], resumed_from: dict | None,
+              source: dict, data_sha256: str) -> None:
+    """Claim the new folder, then write the contract files, the checkpoint, its .sha256, the summary."""
+    state = core.checkpoint_dict(outcome, source["code_sha256"], data_sha256)
+    checkpoint_bytes = core.serialise(state)
+    summary = summary_of(core, outcome, steps=steps, omit=omit, resumed_from=resumed_from, source=source,
+                         checkpoint_bytes=checkpoint_bytes, state=state)
+    common.claim_output_dir(out)
+    config = {
+        "schema": common.CONFIG_SCHEMA, "version": common.VERSION, "project": common.PROJECT,
+        "steps": steps, "resume": resumed_from, "omit_rng_restore": sorted(omit), "seed": common.SEED,
+        "rows": common.ROWS, "batch": common.BATCH, "hidden": common.HIDDEN, "dropout": common.DROPOUT,
+        "lr": common.LR, "step_size": common.STEP_SIZE, "gamma": common.GAMMA, "device": "cpu",
+        "dtype": "float64", "threads": 1,
+    }
+    common.write_json(out / contract.CONFIG_FILE, config)
+    first = outcome.progress.steps_done - steps
+    metrics = []
+    log = [f"kernodeck reprise v1: {steps} extra step(s), resumed={resumed_from is not None}, "
+           f"omit_rng_restore={sorted(omit) or 'none'}"]
+    for offset in range(steps):
+        index = first + offset
+        record = {"step": index + 1, "loss": outcome.history.losses[index], "lr": outcome.history.lrs[index],
+                  "rows": outcome.history.rows[index]}
+        metrics.append(common.json_line(record))
+        log.append(f"step {index + 1:2d}  loss {record['loss']:.12f}  lr {record['lr']:.6f}  rows {record['rows']}")
+    metrics.append(common.json_line({"event": "end", "steps_done": outcome.progress.steps_done,
+                                     "final_mse_eval": outcome.final_mse_eval}))
+    log.append(f"final MSE (eval) {outcome.final_mse_eval:.12f}; progress {outcome.progress.as_dict()}")
+    common.write_bytes_atomic(out / contract.METRICS_FILE, "".join(metrics).encode("utf-8"))
+    (out / contract.LOG_FILE).parent.mkdir()
+    common.write_bytes_atomic(out / contract.LOG_FILE, ("\n".join(log) + "\n").encode("utf-8"))
+    common.write_bytes_atomic(out / common.CHECKPOINT_NAME, checkpoint_bytes)
+    sidecar = contract.format_sha256_line(summary["checkpoint"]["sha256"], common.CHECKPOINT_NAME)
+    common.write_bytes_atomic(out / (common.CHECKPOINT_NAME + contract.SHA256_SUFFIX), sidecar.encode())
+    common.write_json(out / common.SUMMARY_NAME, summary)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    omit = omitted(args.omit_rng_restore)
+    try:
+        # Everything that can be refused is checked before torch starts and before anything is written.
+        common.check_new_output(args.output)
+        controls = [(name, args.per_rng_controls / f"omit-{name}") for name in common.RNG_NAMES] \
+            if args.per_rng_controls else []
+        for _, folder in controls:
+            common.check_new_output(folder)
+        data_sha256, rows = common.load_data()
+        source = {**common.code_fingerprint(), "data_sha256": data_sha256}
+        checkpoint_bytes = common.read_verified_checkpoint(args.resume) if args.resume else None
+
+        import reprise_core as core  # torch starts here
+
+        checkpoint, resumed_from = None, None
+        if checkpoint_bytes is not None:
+            checkpoint = core.load_checkpoint(checkpoint_bytes, source["code_sha256"], data_sha256)
+            resumed_from = {"checkpoint_sha256": contract.sha256_bytes(checkpoint_bytes),
+                            "steps_done": checkpoint["progress"]["steps_done"]}
+        outcome = core.train(rows, args.steps, checkpoint, omit)
+        write_run(core, args.output, outcome, steps=args.steps, omit=omit, resumed_from=resumed_from,
+                  source=source, data_sha256=data_sha256)
+        print(f"train.py: {outcome.progress.steps_done} steps done, final MSE (eval) "
+              f"{outcome.final_mse_eval:.12g}, wrote {args.output}")
+        for name, folder in controls:
+            # Each control starts from a freshly seeded state, exactly like a new process would.
+            control = core.train(rows, args.steps, checkpoint, frozenset({name}))
+            write_run(core, folder, control, steps=args.steps, omit=frozenset({name}), resumed_from=resumed_from,
+                      source=source, data_sha256=data_sha256)
+            print(f"train.py: control omitting the {name} RNG restore, wrote {folder}")
+    except common.RepriseError as error:
+        print(f"train.py: error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
