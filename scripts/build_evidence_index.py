@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""Bind every claim of a platform-runtime run to the SHA-256 of its sources, results and job logs.
+
+    build_evidence_index.py build --repository OWNER/NAME --run-id ID [--attempt N]
+        [--artifacts-dir DIR] [--logs-dir DIR] [--download-dir DIR] [--source-root DIR]
+        --output INDEX.json [--summary FILE.md]
+    build_evidence_index.py local --results DIR --output INDEX.json [--source-root DIR] [--summary FILE.md]
+    build_evidence_index.py verify INDEX --artifacts DIR [--logs DIR]
+
+The index is an in-toto Statement v1 (schemas/evidence-index.schema.json). `build` reads the token
+from GITHUB_TOKEN and the API from GITHUB_API_URL (default https://api.github.com).
+Exit codes: 0 verdict pass / every subject matches; 1 verdict fail / a subject mismatches or is
+missing; 2 usage or input error (nothing written); 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from evidence_index.build import BuildOptions, build_run_index  # noqa: E402
+from evidence_index.common import FetchError, InputError, atomic_write_bytes, dump_json, scrub  # noqa: E402
+from evidence_index.github import GitHubClient  # noqa: E402
+from evidence_index.local import build_local_index  # noqa: E402
+from evidence_index.summary import render  # noqa: E402
+from evidence_index.verify import load_statement, verify  # noqa: E402
+from evidence_index.zipsafe import Caps  # noqa: E402
+
+PROG = "build_evidence_index.py"
+
+
+def _size(text: str) -> int:
+    """A byte count, with an optional K/M/G suffix (binary)."""
+    units = {"k": 1024, "m": 1024**2, "g": 1024**3}
+    text = text.strip().lower()
+    factor = units.get(text[-1:], 1)
+    number = text[:-1] if text[-1:] in units else text
+    try:
+        value = int(number) * factor
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r}") from error
+    if value <= 0:
+        raise argparse.ArgumentTypeError("a size must be positive")
+    return value
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from error
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be 1 or more")
+    return value
+
+
+def parser() -> argparse.ArgumentParser:
+    main = argparse.ArgumentParser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = main.add_subparsers(dest="command", required=True)
+
+    build = commands.add_parser("build", help="index a GitHub Actions run")
+    build.add_argument("--repository", required=True, help="OWNER/NAME")
+    build.add_argument("--run-id", required=True)
+    build.add_argument("--attempt", type=_positive, help="run attempt (default: the latest)")
+    build.add_argument("--artifacts-dir", type=Path, help="already-downloaded artifacts, one folder per artifact")
+    build.add_argument("--logs-dir", type=Path, help="keep the downloaded job logs here")
+    build.add_argument("--download-dir", type=Path,
+                       help="without --artifacts-dir: keep the downloaded zips and their contents here")
+    build.add_argument("--source-root", type=Path, help="checkout of the head commit, to compare source hashes")
+    build.add_argument("--output", type=Path, required=True)
+    build.add_argument("--summary", type=Path, help="append the Markdown summary here, e.g. $GITHUB_STEP_SUMMARY")
+    build.add_argument("--max-log-bytes", type=_size, default="512M")
+    build.add_argument("--max-zip-bytes", type=_size, default="1G")
+    build.add_argument("--max-zip-entries", type=_positive, default=1000)
+    build.add_argument("--max-unpacked-bytes", type=_size, default="2G")
+    build.add_argument("--max-wait", type=float, default=900.0, help="longest rate-limit wait honoured, seconds")
+
+    local = commands.add_parser("local", help="index local result JSON files")
+    local.add_argument("--results", type=Path, required=True, help="folder of result *.json files")
+    local.add_argument("--output", type=Path, required=True)
+    local.add_argument("--source-root", type=Path, help="checkout to compare source hashes with (default: this one)")
+    local.add_argument("--summary", type=Path)
+
+    check = commands.add_parser("verify", help="recompute every digest of an index from the bytes")
+    check.add_argument("index", type=Path)
+    check.add_argument("--artifacts", type=Path, required=True, help="folder that `artifacts/...` subjects live in")
+    check.add_argument("--logs", type=Path, help="folder that `logs/...` subjects live in")
+    return main
+
+
+def _write_outputs(statement: dict, output: Path, summary: Path | None) -> None:
+    atomic_write_bytes(output, dump_json(statement))
+    if summary is not None:
+        with open(summary, "a", encoding="utf-8", newline="\n") as handle:
+            handle.write(render(statement))
+
+
+def _report_verdict(statement: dict, output: Path) -> int:
+    verdict = statement["predicate"]["verdict"]
+    print(f"{len(statement['subject'])} subjects -> {output}")
+    if verdict["pass"]:
+        print("verdict: PASS")
+        return 0
+    print("verdict: FAIL")
+    for reason in verdict["reasons"]:
+        print(f"  - {reason}")
+    return 1
+
+
+def run_build(args: argparse.Namespace) -> int:
+    options = BuildOptions(
+        repository=args.repository, run_id=args.run_id, attempt=args.attempt, artifacts_dir=args.artifacts_dir,
+        logs_dir=args.logs_dir, download_dir=args.download_dir, source_root=args.source_root,
+        max_log_bytes=args.max_log_bytes, max_zip_bytes=args.max_zip_bytes,
+        caps=Caps(max_entries=args.max_zip_entries, max_total_bytes=args.max_unpacked_bytes,
+                  max_entry_bytes=args.max_unpacked_bytes),
+    )
+    client = GitHubClient(os.environ.get("GITHUB_API_URL") or None, os.environ.get("GITHUB_TOKEN") or None,
+                          max_wait=args.max_wait, progress=lambda message: print(message, flush=True))
+    statement = build_run_index(client, options, progress=lambda message: print(message, flush=True))
+    _write_outputs(statement, args.output, args.summary)
+    return _report_verdict(statement, args.output)
+
+
+def run_local(args: argparse.Namespace) -> int:
+    statement = build_local_index(args.results, output=args.output, source_root=args.source_root)
+    _write_outputs(statement, args.output, args.summary)
+    return _report_verdict(statement, args.output)
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    statement = load_statement(args.index)
+    if not args.artifacts.is_dir():
+        raise InputError(f"--artifacts {args.artifacts} is not a folder")
+    if args.logs is not None and not args.logs.is_dir():
+        raise InputError(f"--logs {args.logs} is not a folder")
+    rows = verify(statement, {"artifacts": args.artifacts, "logs": args.logs})
+    for row in rows:
+        line = f"{row['status']:<9} {row['name']}"
+        if row["status"] == "mismatch":
+            line += f"  expected {row['expected']}  got {row['actual']}"
+        print(line)
+    counts = {status: sum(1 for row in rows if row["status"] == status)
+              for status in ("match", "mismatch", "missing", "invalid", "unchecked")}
+    print(", ".join(f"{count} {status}" for status, count in counts.items() if count) or "no subjects")
+    if counts["unchecked"]:
+        print("unchecked: logs/ subjects need --logs DIR")
+    bad = counts["mismatch"] + counts["missing"] + counts["invalid"]
+    return 1 if bad or not rows else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    token = os.environ.get("GITHUB_TOKEN")
+    try:
+        return {"build": run_build, "local": run_local, "verify": run_verify}[args.command](args)
+    except InputError as error:
+        print(f"{PROG}: error: {scrub(str(error), [token])}", file=sys.stderr)
+        return 2
+    except FetchError as error:
+        # Listing the run failed for good: nothing to index, and nothing was written.
+        print(f"{PROG}: error: could not read the run: {scrub(str(error), [token])}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

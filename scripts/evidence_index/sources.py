@@ -1,0 +1,70 @@
+"""SHA-256 of source files at a checkout, to compare with what each result says it ran."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from .common import is_safe_relative, sha256_file
+
+INDEXER_FILES = ("scripts/build_evidence_index.py",)
+
+
+def hash_sources(root: Path, paths: Iterable[str]) -> dict[str, str | None]:
+    """{path: sha256}, None for a file that is absent or a path that is not a plain relative path."""
+    resolved_root = root.resolve()
+    hashes: dict[str, str | None] = {}
+    for name in sorted(set(paths)):
+        if not is_safe_relative(name):
+            hashes[name] = None
+            continue
+        path = root / name
+        try:
+            if not path.resolve().is_relative_to(resolved_root) or not path.is_file():
+                hashes[name] = None
+                continue
+            hashes[name] = sha256_file(path)
+        except OSError:
+            hashes[name] = None
+    return hashes
+
+
+def indexer_files(root: Path) -> dict[str, str | None]:
+    """The indexer's own code, so an index says which bytes built it."""
+    package = root / "scripts" / "evidence_index"
+    names = list(INDEXER_FILES)
+    if package.is_dir():
+        names += [f"scripts/evidence_index/{p.name}" for p in package.glob("*.py")]
+    return hash_sources(root, names)
+
+
+def git_state(root: Path) -> dict[str, Any]:
+    """HEAD, whether the tree is dirty, and the SHA-256 of `git diff HEAD` (how dirty bytes stay traceable)."""
+    def git(*args: str) -> bytes | None:
+        try:
+            done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return done.stdout if done.returncode == 0 else None
+
+    head = git("rev-parse", "--verify", "HEAD")
+    if head is None:
+        return {"head": None, "dirty": None, "diff_sha256": None}
+    status = git("status", "--porcelain", "--untracked-files=no")
+    diff = git("diff", "HEAD", "--binary")
+    return {
+        "head": head.decode().strip(),
+        "dirty": None if status is None else bool(status.strip()),
+        "diff_sha256": None if diff is None else hashlib.sha256(diff).hexdigest(),
+    }
+
+
+def digest_of_files(files: dict[str, Any] | None) -> str | None:
+    """One short digest for a {path: sha256} map, for summaries and cross-platform comparison."""
+    if not files:
+        return None
+    canonical = "".join(f"{path}\0{files[path]}\n" for path in sorted(files))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()

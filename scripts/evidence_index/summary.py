@@ -1,0 +1,83 @@
+"""The Markdown summary for $GITHUB_STEP_SUMMARY: the verdict first, then one row per platform."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .sources import digest_of_files
+
+
+def _short(digest: str | None) -> str:
+    return f"`{digest[:12]}`" if digest else "-"
+
+
+def _cell(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ") if text not in (None, "") else "-"
+
+
+def _verdict_lines(verdict: dict[str, Any], title: str) -> list[str]:
+    lines = [f"## {title}: {'PASS' if verdict.get('pass') else 'FAIL'}", ""]
+    if verdict.get("pass"):
+        lines.append("**Verdict: pass.** Every selected platform is proven by its log, its result and its sources.")
+    else:
+        lines.append("**Verdict: fail.** Reasons:")
+        lines += [f"- {_cell(reason)}" for reason in verdict.get("reasons", [])[:30]]
+    lines.append("")
+    return lines
+
+
+def render(statement: dict[str, Any]) -> str:
+    predicate = statement["predicate"]
+    if predicate.get("kind") == "local":
+        return _render_local(statement)
+    run = predicate["run"]
+    verdict = predicate["verdict"]
+    lines = _verdict_lines(verdict, "Platform runtime evidence")
+    lines.append(f"Run `{run['repository']}` #{run['run_id']} attempt {run['attempt']}, event `{run.get('event')}`, "
+                 f"head `{(run.get('head_sha') or '?')[:12]}`, workflow `{run.get('workflow_path')}`.")
+    lines.append("")
+    lines.append("| platform | ok | runner image | OS / arch | duration | log sha256 | result sha256 "
+                 "| sources sha256 |")
+    lines.append("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    per_platform = verdict.get("platforms", {})
+    for entry in predicate.get("platforms", []):
+        name = entry["platform"]
+        if not entry.get("selected"):
+            lines.append(f"| {name} | skipped | - | - | - | - | - | - |")
+            continue
+        log = entry.get("log") or {}
+        runner = log.get("runner") or {}
+        image = " ".join(x for x in (runner.get("image"), runner.get("image_version")) if x) or "-"
+        gates = [r for r in entry.get("results", []) if r.get("kind") == "gate"]
+        gate = gates[0] if gates else {}
+        github = (gate.get("claims") or {}).get("github") or {}
+        arch = github.get("runner_arch") or ((gate.get("claims") or {}).get("platform") or {}).get("machine")
+        os_name = github.get("runner_os") or runner.get("os")
+        ok = per_platform.get(name, {}).get("ok")
+        duration = entry["job"].get("duration_s")
+        lines.append(
+            f"| {name} | {'yes' if ok else 'NO'} | {_cell(image)} | {_cell(os_name)} / {_cell(arch)} | "
+            f"{f'{duration:.0f} s' if duration is not None else '-'} | {_short(log.get('sha256'))} | "
+            f"{_short(gate.get('sha256'))} | {_short(digest_of_files(gate.get('source_files')))} |"
+        )
+    lines.append("")
+    lines.append(f"{len(statement['subject'])} subjects bound by SHA-256; re-check with "
+                 "`python scripts/build_evidence_index.py verify INDEX --artifacts DIR --logs DIR`.")
+    return "\n".join(lines) + "\n"
+
+
+def _render_local(statement: dict[str, Any]) -> str:
+    predicate = statement["predicate"]
+    lines = _verdict_lines(predicate["verdict"], "Local evidence")
+    git = predicate["source_root"].get("git") or {}
+    lines.append(f"Checkout `{(git.get('head') or '?')[:12]}`{' (dirty)' if git.get('dirty') else ''}, "
+                 f"{predicate['host']['system']} {predicate['host']['machine']}.")
+    lines.append("")
+    lines.append("| result | kind | ok | schema | sha256 | sources sha256 |")
+    lines.append("| --- | --- | --- | --- | --- | --- |")
+    for result in predicate.get("results", []):
+        valid = {True: "valid", False: "INVALID", None: "-"}[result.get("schema_valid")]
+        ok = {True: "yes", False: "NO", None: "?"}[result.get("ok")]
+        lines.append(f"| {_cell(result['name'])} | {result.get('kind')} | {ok} | {valid} | "
+                     f"{_short(result.get('sha256'))} | {_short(digest_of_files(result.get('source_files')))} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,147 @@
+"""The verdict, with its reasons, computed from the predicate alone (so anyone can recompute it).
+
+A run passes only when every selected platform is proven, not merely not-failed: a platform whose log
+is missing, whose artifact expired or whose result does not validate is unverifiable, and an
+unverifiable platform is not a pass.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .sources import digest_of_files
+
+MAX_LISTED = 5
+
+
+def _result_reasons(result: dict[str, Any], where: str) -> list[str]:
+    reasons = []
+    if result.get("error"):
+        reasons.append(f"{where}{result['name']}: {result['error']}")
+        return reasons
+    if result.get("schema_valid") is False:
+        first = "; ".join(result.get("schema_errors", [])[:2])
+        reasons.append(f"{where}{result['name']} does not validate against its schema: {first}")
+    elif result.get("schema_valid") is None and result.get("kind") == "gate":
+        why = "; ".join(result.get("schema_errors", [])[:1]) or "not validated"
+        reasons.append(f"{where}{result['name']} was not validated: {why}")
+    if result.get("ok") is False:
+        failures = "; ".join((result.get("failures") or [])[:2])
+        reasons.append(f"{where}{result['name']} says ok=false" + (f": {failures}" if failures else ""))
+    elif result.get("ok") is None:
+        reasons.append(f"{where}{result['name']} states neither ok nor status passed/failed")
+    return reasons
+
+
+def _source_mismatches(claimed: dict[str, Any], actual: dict[str, Any]) -> list[str]:
+    differing = [path for path in sorted(claimed) if actual.get(path) is None or actual.get(path) != claimed[path]]
+    return differing
+
+
+def platform_reasons(entry: dict[str, Any], run: dict[str, Any]) -> list[str]:
+    """Why one selected platform job is not proven; empty when it is."""
+    name = entry["platform"]
+    reasons: list[str] = []
+    job = entry.get("job") or {}
+    if job.get("status") != "completed" or job.get("conclusion") != "success":
+        reasons.append(f"{name}: job {job.get('status')}, conclusion {job.get('conclusion')}")
+    log = entry.get("log") or {}
+    if log.get("status") != "ok":
+        detail = f" ({log['error']})" if log.get("error") else ""
+        reasons.append(f"{name}: job log {log.get('status', 'missing')}{detail}")
+    else:
+        if log.get("error_count"):
+            first = (log.get("error_lines") or [""])[0]
+            reasons.append(f"{name}: {log['error_count']} ##[error] line(s) in the job log, first: {first[:200]}")
+        if log.get("nonzero_exit_count"):
+            codes = sorted({e["code"] for e in log.get("nonzero_exits", [])})
+            reasons.append(f"{name}: non-zero exit code(s) {codes} in the job log")
+    artifact = entry.get("artifact") or {}
+    if artifact.get("status") not in ("downloaded", "local"):
+        reasons.append(f"{name}: artifact {artifact.get('name')} {artifact.get('status', 'missing')}"
+                       + (f" ({artifact['error']})" if artifact.get("error") else ""))
+    if artifact.get("digest_matches_api") is False:
+        reasons.append(f"{name}: artifact zip SHA-256 differs from the digest GitHub recorded at upload")
+    results = entry.get("results") or []
+    gates = [r for r in results if r.get("kind") == "gate"]
+    if artifact.get("status") in ("downloaded", "local"):
+        if len(gates) != 1:
+            reasons.append(f"{name}: {len(gates)} gate results in the artifact, expected exactly one")
+        for result in results:
+            reasons += _result_reasons(result, f"{name}: ")
+    if len(gates) == 1 and not gates[0].get("error"):
+        gate = gates[0]
+        github = (gate.get("claims") or {}).get("github")
+        if not isinstance(github, dict):
+            reasons.append(f"{name}: the gate result was not produced inside GitHub Actions (github is null)")
+        else:
+            expected = {"run_id": run.get("run_id"), "run_attempt": job.get("run_attempt"), "job_id": job.get("id")}
+            for key, want in expected.items():
+                if str(github.get(key)) != str(want):
+                    reasons.append(f"{name}: the gate result's {key} is {github.get(key)!r}, this job's is {want!r}")
+        if not gate.get("source_files"):
+            reasons.append(f"{name}: the gate result names no source files")
+    return reasons
+
+
+def decide_run(predicate: dict[str, Any]) -> dict[str, Any]:
+    """Verdict for a GitHub Actions run index."""
+    run = predicate.get("run") or {}
+    reasons: list[str] = []
+    per_platform: dict[str, Any] = {}
+    selected = [p for p in predicate.get("platforms", []) if p.get("selected")]
+    if not selected:
+        reasons.append("no platform job ran in this attempt: nothing is proven")
+    counts: dict[str, int] = {}
+    for entry in selected:
+        counts[entry["platform"]] = counts.get(entry["platform"], 0) + 1
+    for platform, count in sorted(counts.items()):
+        if count > 1:
+            reasons.append(f"{platform}: {count} jobs claim this platform; which one is evidence is ambiguous")
+    for entry in selected:
+        mine = platform_reasons(entry, run)
+        per_platform[entry["platform"]] = {"ok": not mine, "reasons": mine}
+        reasons += mine
+    # The same bytes everywhere, and those bytes are the head commit's.
+    digests = {e["platform"]: digest_of_files(_gate_sources(e)) for e in selected if _gate_sources(e)}
+    if len(set(digests.values())) > 1:
+        listed = ", ".join(f"{p} {d[:12]}" for p, d in sorted(digests.items()))
+        reasons.append(f"source hashes differ across platforms: {listed}")
+    root = predicate.get("source_root") or {}
+    if not root.get("given"):
+        reasons.append("no --source-root: the sources the platforms ran were not compared with the head commit")
+    else:
+        actual = root.get("files") or {}
+        for entry in selected:
+            claimed = _gate_sources(entry)
+            if not claimed:
+                continue
+            differing = _source_mismatches(claimed, actual)
+            if differing:
+                listed = ", ".join(differing[:MAX_LISTED]) + (" ..." if len(differing) > MAX_LISTED else "")
+                reasons.append(f"{entry['platform']}: {len(differing)} source file(s) differ from the head commit: "
+                               f"{listed}")
+    return {"pass": not reasons, "reasons": reasons, "platforms": per_platform}
+
+
+def _gate_sources(entry: dict[str, Any]) -> dict[str, Any] | None:
+    gates = [r for r in entry.get("results") or [] if r.get("kind") == "gate"]
+    return gates[0].get("source_files") if len(gates) == 1 else None
+
+
+def decide_local(predicate: dict[str, Any]) -> dict[str, Any]:
+    """Verdict for an index of local results: every result ok, valid, and made by this checkout's bytes."""
+    reasons: list[str] = []
+    results = predicate.get("results") or []
+    if not results:
+        reasons.append("no result files to index: nothing is proven")
+    actual = (predicate.get("source_root") or {}).get("files") or {}
+    for result in results:
+        reasons += _result_reasons(result, "")
+        claimed = result.get("source_files")
+        if claimed:
+            differing = _source_mismatches(claimed, actual)
+            if differing:
+                listed = ", ".join(differing[:MAX_LISTED]) + (" ..." if len(differing) > MAX_LISTED else "")
+                reasons.append(f"{result['name']}: {len(differing)} source file(s) differ from this checkout: {listed}")
+    return {"pass": not reasons, "reasons": reasons}

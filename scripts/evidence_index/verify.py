@@ -1,0 +1,62 @@
+"""Recompute every subject's SHA-256 from the bytes on disk and say, per subject, whether it matches.
+
+Subject names are relative paths under one of two roots: `artifacts/...` (the artifacts folder: one
+sub-folder per artifact and the downloaded zips; for a local index, the results folder) and
+`logs/...` (the folder of job logs). A name that is not a plain relative path, or a file that is a
+link leading outside its root, is a problem, never followed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from . import STATEMENT_TYPE
+from .common import InputError, is_safe_relative, sha256_file
+
+
+def load_statement(path: Path) -> dict[str, Any]:
+    try:
+        statement = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise InputError(f"cannot read the index {path}: {error.strerror or type(error).__name__}") from error
+    except (UnicodeDecodeError, ValueError) as error:
+        raise InputError(f"the index {path} is not JSON: {error}") from error
+    if not isinstance(statement, dict) or statement.get("_type") != STATEMENT_TYPE \
+            or not isinstance(statement.get("subject"), list):
+        raise InputError(f"{path} is not an in-toto Statement v1 with a subject list")
+    return statement
+
+
+def verify(statement: dict[str, Any], roots: dict[str, Path | None]) -> list[dict[str, Any]]:
+    """One row per subject: status match | mismatch | missing | invalid | unchecked, with both digests."""
+    rows = []
+    for subject in statement["subject"]:
+        name = subject.get("name") if isinstance(subject, dict) else None
+        expected = (subject.get("digest") or {}).get("sha256") if isinstance(subject, dict) else None
+        row: dict[str, Any] = {"name": name, "expected": expected, "actual": None}
+        rows.append(row)
+        if not isinstance(name, str) or not isinstance(expected, str) or not is_safe_relative(name) or "/" not in name:
+            row["status"] = "invalid"
+            continue
+        root_key, relative = name.split("/", 1)
+        if root_key not in roots:
+            row["status"] = "invalid"
+            continue
+        root = roots[root_key]
+        if root is None:
+            row["status"] = "unchecked"
+            continue
+        path = root / relative
+        try:
+            inside = path.resolve().is_relative_to(root.resolve())
+            if not inside or not path.is_file():
+                row["status"] = "missing" if inside else "invalid"
+                continue
+            row["actual"] = sha256_file(path)
+        except OSError:
+            row["status"] = "missing"
+            continue
+        row["status"] = "match" if row["actual"] == expected.lower() else "mismatch"
+    return rows

@@ -1,0 +1,125 @@
+"""Unpack an artifact zip into a fresh folder, refusing anything that could escape it or exhaust the disk.
+
+Every entry is checked before a single byte is written: relative POSIX names only (no '..', no
+absolute path, no drive letter, no backslash), no symbolic links or other special files (the Unix
+mode in external_attr), no encrypted entries, no duplicate names (case-insensitively: they would
+overwrite each other on Windows and macOS), a capped entry count and declared total size. While
+writing, the real decompressed bytes are counted too, since headers can lie. Files are created with
+O_EXCL|O_NOFOLLOW so no existing file or link is ever followed or replaced. On refusal or error the
+folder we created is removed, so nothing half-unpacked is left behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import stat
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from .common import CHUNK, is_safe_relative
+
+
+class UnsafeArchive(Exception):
+    """The zip was refused; nothing of it was written."""
+
+
+@dataclass(frozen=True)
+class Caps:
+    max_entries: int = 1000
+    max_total_bytes: int = 2 * 1024**3
+    max_entry_bytes: int = 1024**3
+
+
+@dataclass(frozen=True)
+class Entry:
+    name: str
+    sha256: str
+    size: int
+
+
+def check_entries(archive: zipfile.ZipFile, caps: Caps) -> list[zipfile.ZipInfo]:
+    """The regular-file entries to write, or UnsafeArchive naming the first problem."""
+    infos = archive.infolist()
+    if len(infos) > caps.max_entries:
+        raise UnsafeArchive(f"{len(infos)} entries, more than the cap of {caps.max_entries}")
+    seen: set[str] = set()
+    files: list[zipfile.ZipInfo] = []
+    total = 0
+    for info in infos:
+        name = info.filename
+        is_dir = name.endswith("/")
+        bare = name[:-1] if is_dir else name
+        if not is_safe_relative(bare):
+            raise UnsafeArchive(f"entry {name!r} is not a plain relative path inside the folder")
+        mode = info.external_attr >> 16
+        if mode and stat.S_IFMT(mode) not in (0, stat.S_IFREG, stat.S_IFDIR):
+            kind = "a symbolic link" if stat.S_ISLNK(mode) else "a special file"
+            raise UnsafeArchive(f"entry {name!r} is {kind}")
+        if info.flag_bits & 0x1:
+            raise UnsafeArchive(f"entry {name!r} is encrypted")
+        key = bare.casefold()
+        if key in seen:
+            raise UnsafeArchive(f"entry {name!r} appears twice")
+        seen.add(key)
+        if is_dir or stat.S_ISDIR(mode):
+            continue
+        if info.file_size > caps.max_entry_bytes:
+            raise UnsafeArchive(f"entry {name!r} declares {info.file_size} bytes, over the cap")
+        total += info.file_size
+        if total > caps.max_total_bytes:
+            raise UnsafeArchive(f"entries declare more than {caps.max_total_bytes} bytes in total")
+        files.append(info)
+    # A file and a folder of the same name (a, a/b) cannot both exist: refuse rather than guess.
+    file_names = {info.filename.casefold() for info in files}
+    for info in files:
+        parents = info.filename.split("/")[:-1]
+        for depth in range(1, len(parents) + 1):
+            if "/".join(parents[:depth]).casefold() in file_names:
+                raise UnsafeArchive(f"entry {info.filename!r} lies under a file entry")
+    return files
+
+
+def safe_extract(zip_path: Path, target: Path, caps: Caps = Caps()) -> list[Entry]:
+    """Unpack zip_path into target (which must not exist yet); return each file's name, SHA-256 and size."""
+    if target.exists() or target.is_symlink():
+        raise UnsafeArchive(f"target folder {target.name!r} already exists")
+    try:
+        archive = zipfile.ZipFile(zip_path)
+    except (zipfile.BadZipFile, OSError) as error:
+        raise UnsafeArchive(f"not a readable zip ({type(error).__name__})") from error
+    with archive:
+        files = check_entries(archive, caps)
+        target.mkdir(parents=True)
+        root = target.resolve()
+        try:
+            return [_write(archive, info, root, caps) for info in files]
+        except BaseException:
+            shutil.rmtree(target, ignore_errors=True)
+            raise
+
+
+def _write(archive: zipfile.ZipFile, info: zipfile.ZipInfo, root: Path, caps: Caps) -> Entry:
+    destination = root.joinpath(*info.filename.split("/"))
+    parent = destination.parent
+    parent.mkdir(parents=True, exist_ok=True)
+    if not parent.resolve().is_relative_to(root):
+        raise UnsafeArchive(f"entry {info.filename!r} would land outside the folder")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    digest = hashlib.sha256()
+    size = 0
+    try:
+        with archive.open(info) as source, os.fdopen(os.open(destination, flags, 0o644), "wb") as sink:
+            while chunk := source.read(CHUNK):
+                size += len(chunk)
+                if size > caps.max_entry_bytes or size > info.file_size:
+                    raise UnsafeArchive(f"entry {info.filename!r} unpacks to more than it declares")
+                digest.update(chunk)
+                sink.write(chunk)
+    except (zipfile.BadZipFile, OSError, EOFError) as error:
+        # No str(error): an OSError's text carries the absolute path of the folder.
+        detail = getattr(error, "strerror", None) or type(error).__name__
+        raise UnsafeArchive(f"entry {info.filename!r} could not be unpacked: {detail}") from error
+    return Entry(info.filename, digest.hexdigest(), size)
