@@ -32,6 +32,8 @@ class Step:
     # One line for the summary, from the parsed result.
     describe: Callable[[dict], str]
     cwd: Path = ROOT
+    # Runs before the command, given the output directory (e.g. to remove a result the command refuses to replace).
+    prepare: Callable[[Path], None] | None = None
 
 
 def _describe_gate(result: dict) -> str:
@@ -55,12 +57,25 @@ STEPS: list[Step] = [
         result="platform-runtime-cpu.json",
         describe=_describe_gate,
     ),
+    Step(
+        name="kernodeck diagnostic (cpu)",
+        command=lambda out: [
+            sys.executable, "-B", str(SCRIPTS / "kernodeck_diagnostic.py"),
+            "--device", "cpu", "--output", str(out / "kernodeck-diagnostic-cpu.json"),
+        ],
+        result="kernodeck-diagnostic-cpu.json",
+        describe=lambda r: f"{r.get('code')} at stage {r.get('stage')}, loss {(r.get('execution') or {}).get('loss')}",
+        # --output never replaces a file: drop this step's own result of an earlier run first.
+        prepare=lambda out: (out / "kernodeck-diagnostic-cpu.json").unlink(missing_ok=True),
+    ),
 ]
 
 
 def run_step(step: Step, out: Path) -> tuple[bool, str, float]:
     started = time.monotonic()
     log = out / (Path(step.result).stem + ".log")
+    if step.prepare is not None:
+        step.prepare(out)
     with open(log, "wb") as handle:
         code = subprocess.run(step.command(out), cwd=step.cwd, stdout=handle, stderr=subprocess.STDOUT).returncode
     elapsed = time.monotonic() - started
