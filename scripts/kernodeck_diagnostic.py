@@ -24,6 +24,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from typing import Any
 
 SCHEMA = "kernodeck.diagnostic.report/v1"
@@ -303,12 +304,30 @@ def _worker_compute(torch: Any, device: str, index: int, state: dict[str, Any], 
         raise _Outcome("CHECK_FAILED")
 
 
+def _watch_parent() -> None:
+    """The child leads its own session, so a parent killed outright (SIGKILL) cannot take it along:
+    a daemon thread ends the child as soon as it is orphaned (POSIX re-parents it)."""
+    if os.name != "posix":
+        return
+    import threading
+
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
 def worker_entry(argv: list[str]) -> int:
     """Child side: argv is [device, index]. The protocol channel is a private copy of stdout; fd 1 itself is
     pointed at stderr so that anything a library prints cannot be mistaken for the report."""
     channel = os.fdopen(os.dup(1), "w", encoding="utf-8", newline="\n")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+    _watch_parent()
     try:
         _worker_main(argv[0], int(argv[1]), channel)
     except KeyboardInterrupt:
@@ -552,9 +571,24 @@ def _run_worker(args: argparse.Namespace, progress: dict[str, str]) -> dict[str,
 
 def emit(report: dict[str, Any]) -> str:
     text = json.dumps(report, indent=2) + "\n"
-    sys.stdout.write(text)
-    sys.stdout.flush()
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except OSError:  # stdout closed early (| head): the exit code and --output still carry the result
+        pass
     return text
+
+
+def _terminate_as_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def _install_signal_handlers() -> None:
+    """SIGTERM / SIGHUP (a cancelled CI job, a closed terminal) stop the child like Ctrl-C does; otherwise
+    the child, alone in its session, would outlive us."""
+    for name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), _terminate_as_interrupt)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -562,6 +596,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == [WORKER_FLAG]:
         return worker_entry(argv[1:])
     progress = {"stage": "arguments"}
+    _install_signal_handlers()
     try:
         try:
             args = build_parser().parse_args(argv)
@@ -584,7 +619,9 @@ def main(argv: list[str] | None = None) -> int:
         emit(report)
         return int(report["exit_code"])
     except (KeyboardInterrupt, Interrupted):
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the report in half
+        for name in ("SIGINT", "SIGTERM", "SIGHUP"):  # a second signal must not cut the report in half
+            if hasattr(signal, name):
+                signal.signal(getattr(signal, name), signal.SIG_IGN)
         emit(make_report("unspecified", "INTERRUPTED", progress["stage"]))
         return 130
 

@@ -147,16 +147,23 @@ def test_child_that_crashes_or_says_nothing_is_exit_11(bare_python: Path, scenar
     assert (result.returncode, report["code"], report["stage"]) == (11, "WORKER_FAILED", stage)
 
 
-def test_interrupt_stops_the_child_and_exits_130(bare_python: Path, tmp_path: Path) -> None:
-    pidfile = tmp_path / "pids"
+def start_hanging(python: Path, pidfile: Path) -> subprocess.Popen:
+    """A diagnostic whose child hangs in is_available(); returns once the child is there."""
     env = fake_env("hang_visibility", KERNODECK_FAKE_TORCH_PIDFILE=str(pidfile))
-    process = subprocess.Popen([str(bare_python), str(SCRIPT), "--timeout", "60"], stdout=subprocess.PIPE,
+    process = subprocess.Popen([str(python), str(SCRIPT), "--timeout", "60"], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, env=env)
     deadline = time.monotonic() + 20
     while not pidfile.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     time.sleep(0.5)  # let the child report its stage and reach the hang
-    process.send_signal(signal.SIGINT)
+    return process
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_interrupt_stops_the_child_and_exits_130(bare_python: Path, tmp_path: Path, signum: int) -> None:
+    pidfile = tmp_path / "pids"
+    process = start_hanging(bare_python, pidfile)
+    process.send_signal(signum)
     out, err = process.communicate(timeout=15)
     report = json.loads(out)
     validate(report)
@@ -173,3 +180,15 @@ def test_unknown_versions_and_gpu_models_become_neutral(bare_python: Path) -> No
     assert (report["pytorch"]["version"], report["pytorch"]["cuda"]) == ("unrecognized", "unrecognized")
     assert report["execution"]["gpu_model"] == "unrecognized"
     assert "GPU-" not in result.stdout  # no UUID-like text either
+
+
+def test_child_does_not_outlive_a_killed_parent(bare_python: Path, tmp_path: Path) -> None:
+    pidfile = tmp_path / "pids"
+    process = start_hanging(bare_python, pidfile)
+    process.kill()  # SIGKILL: no handler runs in the parent
+    process.communicate(timeout=15)
+    (child,) = [int(pid) for pid in pidfile.read_text().split()]
+    deadline = time.monotonic() + 5
+    while pid_alive(child) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not pid_alive(child), "an orphaned child must end itself"
