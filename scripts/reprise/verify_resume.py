@@ -1,0 +1,220 @@
+"""Kernodeck reprise v1: prove that a resume in another process continues the training bit for bit.
+
+    python -B verify_resume.py --output runs/preuve-cpu
+
+Runs train.py with this same interpreter, independent processes side by side:
+  1. continu             --steps 10                                  } together
+  2. coupure             --steps 5 (interrupted at cursor 20 of 24)  }
+  3. reprise             --steps 5 --resume coupure/checkpoint.pt    } together, after 2
+  4. reprise-incomplete  --steps 5 --resume ... --omit-rng-restore   }
+     (process 4 also runs one control per RNG, omitting only that RNG's restore, into controles/)
+then compares, with atol 1e-12 and rtol 0, and writes <output>/verification.json.
+
+Exit codes: 0 the resume is exact AND every negative control diverged; 1 a comparison failed;
+2 the verification could not complete (output folder exists, a process failed). The last stdout
+line is always the JSON verdict when a report was written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import reprise_common as common  # noqa: E402
+
+HERE = common.HERE
+REPORT = "verification.json"
+CONTINUOUS, CUT, RESUMED, INCOMPLETE, CONTROLS = "continu", "coupure", "reprise", "reprise-incomplete", "controles"
+VERIFY_FILES = ("verify_resume.py", "reprise_compare.py")
+
+
+class CannotComplete(Exception):
+    pass
+
+
+def plan() -> list[dict[str, Any]]:
+    """The processes, their arguments (relative to the output folder, their working directory) and phase."""
+    resume = ["--resume", f"{CUT}/{common.CHECKPOINT_NAME}"]
+    return [
+        {"name": CONTINUOUS, "phase": 1, "args": ["--steps", "10", "--output", CONTINUOUS]},
+        {"name": CUT, "phase": 1, "args": ["--steps", "5", "--output", CUT]},
+        {"name": RESUMED, "phase": 2, "args": ["--steps", "5", *resume, "--output", RESUMED]},
+        {"name": INCOMPLETE, "phase": 2, "args": ["--steps", "5", *resume, "--omit-rng-restore",
+                                                  "--output", INCOMPLETE, "--per-rng-controls", CONTROLS]},
+    ]
+
+
+class Process:
+    def __init__(self, spec: dict[str, Any], out: Path, timeout: float) -> None:
+        self.spec, self.timeout = spec, timeout
+        self.log_path = out / "logs" / f"{spec['name']}.log"
+        self.started = time.monotonic()
+        self.log = open(self.log_path, "wb")
+        # The same interpreter, a new process; the output folder is the working directory so every
+        # path in the command (and in its log) is relative.
+        self.popen = subprocess.Popen([sys.executable, "-B", str(HERE / "train.py"), *spec["args"]], cwd=out,
+                                      stdout=self.log, stderr=subprocess.STDOUT)
+        self.exit_code: int | None = None
+        self.wall_s: float | None = None
+
+    def wait(self) -> int:
+        if self.exit_code is None:
+            remaining = max(1.0, self.timeout - (time.monotonic() - self.started))
+            try:
+                self.exit_code = self.popen.wait(timeout=remaining)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait()
+                self.exit_code = -9
+            self.wall_s = round(time.monotonic() - self.started, 3)
+            self.log.close()
+        return self.exit_code
+
+    def record(self) -> dict[str, Any]:
+        return {"name": self.spec["name"], "phase": self.spec["phase"],
+                "argv": ["python", "-B", "train.py", *self.spec["args"]], "cwd": "<output>",
+                "exit_code": self.exit_code, "wall_s": self.wall_s, "log": f"logs/{self.spec['name']}.log"}
+
+
+def run_processes(out: Path, timeout: float, records: list[dict[str, Any]]) -> None:
+    steps = {spec["name"]: spec for spec in plan()}
+    (out / "logs").mkdir()
+    running = {name: Process(steps[name], out, timeout) for name in (CONTINUOUS, CUT)}
+    try:
+        if running[CUT].wait() != 0:
+            raise CannotComplete(f"process {CUT} exited {running[CUT].exit_code} (see logs/{CUT}.log)")
+        for name in (RESUMED, INCOMPLETE):
+            running[name] = Process(steps[name], out, timeout)
+        for name, process in running.items():
+            if process.wait() != 0:
+                raise CannotComplete(f"process {name} exited {process.exit_code} (see logs/{name}.log)")
+    finally:
+        for process in running.values():
+            if process.exit_code is None:
+                process.popen.kill()
+                process.wait()
+        records.extend(process.record() for process in running.values())
+
+
+def verdict(report: dict[str, Any]) -> str:
+    return json.dumps({"device": "cpu", "all_checks_passed": report["all_checks_passed"],
+                       "positive": report["positive"], "negative_divergence_detected":
+                       report["negative_divergence_detected"], "report": REPORT}, separators=(",", ":"))
+
+
+def compare(out: Path, source: dict[str, Any]) -> dict[str, Any]:
+    import reprise_compare as rc
+
+    def load(name: str, folder: Path):
+        try:
+            return rc.load_run(folder, name, source["code_sha256"], source["data_sha256"])
+        except common.RepriseError as error:
+            # A process exited 0 but its evidence does not read back: that is a failed check, not a crash.
+            raise ComparisonFailed(f"{name}: {error}") from None
+
+    runs = {name: load(name, out / name) for name in (CONTINUOUS, CUT, RESUMED)}
+    controls = {"all": (INCOMPLETE, out / INCOMPLETE)}
+    controls.update({rng: (f"{CONTROLS}/omit-{rng}", out / CONTROLS / f"omit-{rng}") for rng in common.RNG_NAMES})
+    control_runs = {key: load(name, folder) for key, (name, folder) in controls.items()}
+
+    positive = rc.compare_training(runs[CONTINUOUS], runs[RESUMED])
+    boundary = rc.boundary_checks(runs[CONTINUOUS], runs[CUT], runs[RESUMED])
+    integrity = rc.integrity_checks({**runs, **{run.name: run for run in control_runs.values()}},
+                                    {CONTINUOUS: 10, CUT: 5, RESUMED: 10}, runs[CUT], runs[RESUMED], source)
+    negatives: dict[str, Any] = {}
+    for key, run in control_runs.items():
+        checks = rc.compare_training(runs[CONTINUOUS], run)
+        negatives[key] = {
+            "omitted": sorted(run.summary["command"]["omit_rng_restore"]),
+            "folder": run.name,
+            "passed": all(check["passed"] for check in checks.values()),
+            "divergence_detected": rc.training_diverged(checks),
+            "checks": checks,
+        }
+    positive_passed = all(check["passed"] for check in positive.values())
+    return {
+        "resume_boundary": boundary,
+        "positive_resume": {"passed": positive_passed, "compared": [CONTINUOUS, RESUMED], "checks": positive},
+        "integrity": integrity,
+        "negative_controls": {"all_detected": all(n["divergence_detected"] for n in negatives.values()),
+                              "controls": negatives},
+        "positive": positive_passed and boundary["passed"] and integrity["passed"],
+    }
+
+
+class ComparisonFailed(Exception):
+    pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="verify_resume.py", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--output", type=Path, required=True, help="new folder for the runs and verification.json")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds allowed to each process")
+    args = parser.parse_args(argv)
+    out: Path = args.output
+    try:
+        common.claim_output_dir(out)
+    except (common.RepriseError, OSError) as error:
+        print(f"verify_resume.py: error: {error}", file=sys.stderr)
+        return 2
+    started = time.monotonic()
+    # Import torch here while the first two processes start up: it overlaps their start-up.
+    importer = threading.Thread(target=lambda: __import__("reprise_compare"), daemon=True)
+    importer.start()
+    report: dict[str, Any] = {
+        "schema": common.VERIFICATION_SCHEMA, "version": common.VERSION, "project": common.PROJECT,
+        "ok": False, "exit_code": 2, "completed": False, "device": "cpu",
+        "all_checks_passed": False, "positive": False, "negative_divergence_detected": False,
+        "source": {}, "environment": {"python": platform.python_version()},
+        "protocol": {"dtype": "float64", "threads": 1, "atol": common.ATOL, "rtol": common.RTOL,
+                     "interrupt_after_steps": 5, "total_steps": 10, "rows": common.ROWS, "batch": common.BATCH,
+                     "side_by_side": [[CONTINUOUS, CUT], [RESUMED, INCOMPLETE]], "processes": []},
+        "errors": [],
+    }
+    try:
+        data_sha256, _ = common.load_data()
+        fingerprint = common.code_fingerprint()
+        files = {**fingerprint["files"], **{name: common.sha256_file(HERE / name) for name in VERIFY_FILES},
+                 "data.csv": data_sha256}
+        source = {"code_sha256": fingerprint["code_sha256"], "data_sha256": data_sha256, "files": files}
+        report["source"] = source
+        run_processes(out, args.timeout, report["protocol"]["processes"])
+        importer.join()
+        import numpy
+        import torch
+
+        report["environment"].update({"torch": torch.__version__, "numpy": numpy.__version__})
+        report.update(compare(out, source))
+        report["completed"] = True
+    except (CannotComplete, common.RepriseError, ImportError) as error:
+        report["errors"].append(str(error))
+    except ComparisonFailed as error:
+        report["completed"] = True
+        report["errors"].append(str(error))
+    report["negative_divergence_detected"] = bool(report.get("negative_controls", {}).get("all_detected"))
+    report["positive"] = bool(report.get("positive"))
+    report["all_checks_passed"] = report["completed"] and report["positive"] and report["negative_divergence_detected"]
+    report["ok"] = report["all_checks_passed"]
+    report["exit_code"] = 0 if report["all_checks_passed"] else (1 if report["completed"] else 2)
+    report["timing"] = {"wall_s": round(time.monotonic() - started, 3)}
+    common.write_json(out / REPORT, report)
+    print(f"positive resume: {'passed' if report['positive'] else 'FAILED'}; negative controls diverged: "
+          f"{report['negative_divergence_detected']}; errors: {report['errors'] or 'none'}; "
+          f"{report['timing']['wall_s']:.1f} s")
+    print(verdict(report))
+    return report["exit_code"]
+
+
+if __name__ == "__main__":
+    sys.exit(main())
