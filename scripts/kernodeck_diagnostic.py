@@ -118,6 +118,11 @@ def gpu_model(value: Any) -> str | None:
     return NEUTRAL
 
 
+def declared_backend(hip: Any, cuda: Any) -> str:
+    """The specification's order: torch.version.hip first (rocm, whatever cuda says), then torch.version.cuda."""
+    return "rocm" if hip else "cuda" if cuda else "none"
+
+
 def classify_warning(text: str) -> str:
     for name, pattern in WARNING_CLASSES:
         if pattern.search(text):
@@ -221,8 +226,7 @@ def _worker_compute(torch: Any, device: str, index: int, state: dict[str, Any], 
     stage("detect")
     version = getattr(torch, "version", None)
     hip, cuda = getattr(version, "hip", None), getattr(version, "cuda", None)
-    # The specification's order: a ROCm wheel is rocm even when torch.version.cuda is None.
-    backend = "rocm" if hip else "cuda" if cuda else "none"
+    backend = declared_backend(hip, cuda)
     pytorch: dict[str, Any] = {
         "version": allowed(getattr(torch, "__version__", None), TORCH_VERSION_RE),
         "cuda": allowed(cuda, CUDA_VERSION_RE) if cuda else None,

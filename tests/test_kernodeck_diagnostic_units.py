@@ -25,6 +25,17 @@ def protocol(*lines: str) -> bytes:
     return "".join(line + "\n" for line in lines).encode()
 
 
+@pytest.mark.parametrize("hip, cuda, expected", [
+    ("6.2.41133-dd7f95766", None, "rocm"),
+    ("6.2.41133-dd7f95766", "12.4", "rocm"),  # hip wins even when both are set
+    (None, "12.8", "cuda"),
+    (None, None, "none"),
+    ("", "", "none"),
+])
+def test_backend_is_detected_hip_first(hip, cuda, expected) -> None:
+    assert diag.declared_backend(hip, cuda) == expected
+
+
 def test_worker_protocol_accepts_stages_then_one_result() -> None:
     raw = protocol(f"{P}stage import", f"{P}stage detect", f"{P}result {json.dumps(GOOD)}")
     assert diag.parse_worker_output(raw) == ("detect", GOOD)
