@@ -16,7 +16,7 @@ SCHEMAS = REPO_ROOT / "schemas"
 GATE_SCHEMA_ID = "kernodeck.platform-runtime.result/v1"
 MAX_RESULT_BYTES = 32 * 1024 * 1024
 # Result kinds whose schema we know: kind -> file in schemas/. Others are bound by digest and `ok` only.
-SCHEMA_FILES = {"gate": "platform-runtime-result.schema.json"}
+SCHEMA_FILES = {"gate": "platform-runtime-result.schema.json", "diagnostic": "kernodeck-diagnostic-report.schema.json"}
 
 
 def kind_of(name: str, document: Any) -> str:
@@ -65,7 +65,7 @@ def _validator(schema_file: str) -> Any:
 def schema_check(kind: str, document: Any) -> tuple[bool | None, list[str]]:
     """(valid, first errors); (None, [why]) when this kind has no schema or jsonschema is missing."""
     schema_file = SCHEMA_FILES.get(kind)
-    if schema_file is None:
+    if schema_file is None or not (SCHEMAS / schema_file).is_file():
         return None, [f"no schema known for a {kind} result"]
     try:
         validator = _validator(schema_file)

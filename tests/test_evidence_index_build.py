@@ -1,0 +1,388 @@
+"""`build_evidence_index.py build` against a GitHub-shaped server on loopback (tests/support/fake_github.py):
+real HTTP, 302 redirects to a second origin, pagination, 410, 429, 500. One test per promise of issue 6."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, SCRIPTS, validate
+from support.fake_github import (
+    FakeArtifact,
+    FakeGitHub,
+    FakeJob,
+    Fault,
+    gate_result,
+    make_zip,
+    runner_log,
+    source_hashes,
+    standard_run,
+)
+
+CLI = SCRIPTS / "build_evidence_index.py"
+SOURCES = ["scripts/build_evidence_index.py", "scripts/evidence_index/build.py", "schemas/evidence-index.schema.json"]
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@pytest.fixture
+def fake():
+    with FakeGitHub() as server:
+        yield server
+
+
+@pytest.fixture
+def sources():
+    return source_hashes(ROOT, SOURCES)
+
+
+class Built:
+    def __init__(self, completed: subprocess.CompletedProcess, out: Path) -> None:
+        self.code = completed.returncode
+        self.stdout = completed.stdout
+        self.stderr = completed.stderr
+        self.out = out
+        index = out / "index.json"
+        self.index = json.loads(index.read_text()) if index.exists() else None
+
+    @property
+    def predicate(self) -> dict:
+        return self.index["predicate"]
+
+    @property
+    def verdict(self) -> dict:
+        return self.predicate["verdict"]
+
+    def platform(self, name: str) -> dict:
+        return next(p for p in self.predicate["platforms"] if p["platform"] == name)
+
+    def subjects(self) -> dict[str, str]:
+        return {s["name"]: s["digest"]["sha256"] for s in self.index["subject"]}
+
+
+def build(fake: FakeGitHub, out: Path, *extra: str, source_root: Path | None = ROOT, token: str | None = None,
+          run_id: int | None = None) -> Built:
+    env = dict(os.environ, GITHUB_API_URL=fake.api_url, GITHUB_TOKEN=token or fake.token or "")
+    args = [sys.executable, "-B", str(CLI), "build", "--repository", fake.repository,
+            "--run-id", str(run_id or fake.run_id), "--logs-dir", str(out / "logs"),
+            "--output", str(out / "index.json"), "--summary", str(out / "summary.md"), *extra]
+    if "--artifacts-dir" not in extra:
+        args += ["--download-dir", str(out / "artifacts")]
+    if source_root is not None:
+        args += ["--source-root", str(source_root)]
+    completed = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
+    built = Built(completed, out)
+    if built.index is not None:
+        validate(built.index, "evidence-index.schema.json")
+    return built
+
+
+def test_a_clean_run_passes_and_every_digest_equals_the_served_bytes(fake, sources, tmp_path):
+    made = standard_run(fake, ("linux", "windows", "mps"), sources)
+    built = build(fake, tmp_path)
+    assert built.code == 0, built.stdout + built.stderr
+    assert built.verdict == {"pass": True, "reasons": [], "platforms": {
+        p: {"ok": True, "reasons": []} for p in ("linux", "windows", "mps")}}
+    subjects = built.subjects()
+    for platform, (job, artifact) in made.items():
+        assert subjects[f"logs/{job.id}-{platform}.log"] == sha256(job.log)
+        assert subjects[f"artifacts/{artifact.name}.zip"] == sha256(artifact.content)
+        inner = json.dumps(gate_result(platform, sources=sources, run_id=fake.run_id, job_id=job.id,
+                                       repository=fake.repository, sha=fake.head_sha), indent=2).encode()
+        assert subjects[f"artifacts/{artifact.name}/platform-runtime-{platform}.json"] == sha256(inner)
+        # and the kept files are those very bytes
+        assert (tmp_path / "logs" / f"{job.id}-{platform}.log").read_bytes() == job.log
+    assert built.index["_type"] == "https://in-toto.io/Statement/v1"
+    assert built.index["predicateType"] == "https://github.com/kernodeck/platform-runtime/evidence-index/v1"
+
+
+def test_the_predicate_records_the_run_and_each_platform_job(fake, sources, tmp_path):
+    standard_run(fake, ("linux", "windows", "mps"), sources)
+    built = build(fake, tmp_path)
+    run = built.predicate["run"]
+    assert run["repository"] == fake.repository and run["run_id"] == str(fake.run_id) and run["attempt"] == 1
+    assert run["head_sha"] == fake.head_sha and run["event"] == "workflow_dispatch"
+    assert run["workflow_ref"] == f"{fake.repository}/.github/workflows/platform-runtime.yml@refs/heads/main"
+    windows = built.platform("windows")
+    assert windows["job"]["conclusion"] == "success" and windows["job"]["name"] == "platform-runtime / windows"
+    assert windows["runner"]["image"] == "windows-2025" and windows["runner"]["image_version"] == "20260824.214.3"
+    assert windows["runner"]["runner_os"] == "Windows" and windows["runner"]["runner_arch"] == "X64"
+    assert windows["runner"]["os_from_log"].startswith("Microsoft Windows Server 2025")
+    assert built.platform("mps")["runner"]["runner_arch"] == "ARM64"
+    gate = windows["results"][0]
+    assert gate["kind"] == "gate" and gate["ok"] is True and gate["schema_valid"] is True
+    assert gate["source_files"] == sources
+    assert windows["log"]["error_lines"] == [] and windows["log"]["nonzero_exits"] == []
+    assert [j["name"] for j in built.predicate["other_jobs"]] == ["platform-runtime / plan", "platform-runtime / evidence"]
+
+
+def test_the_summary_puts_the_verdict_first_and_one_row_per_platform(fake, sources, tmp_path):
+    standard_run(fake, ("linux", "windows"), sources)
+    fake.jobs[2].log = runner_log("windows", exit_code=1)
+    built = build(fake, tmp_path)
+    summary = (tmp_path / "summary.md").read_text()
+    assert summary.startswith("## Platform runtime evidence: FAIL")
+    assert summary.index("Verdict: fail") < summary.index("| platform |")
+    rows = [line for line in summary.splitlines() if line.startswith("| linux") or line.startswith("| windows")]
+    assert len(rows) == 2 and "ubuntu-24.04 20260824.1.0" in rows[0] and "| NO |" in rows[1]
+    assert built.subjects()[f"logs/{fake.jobs[1].id}-linux.log"][:12] in rows[0]
+
+
+def test_an_error_line_in_a_job_log_fails_the_verdict(fake, sources, tmp_path):
+    standard_run(fake, ("linux", "windows"), sources)
+    fake.jobs[1].log = runner_log("linux", errors=("Unable to find NVIDIA driver",))
+    built = build(fake, tmp_path)
+    assert built.code == 1
+    linux = built.platform("linux")
+    assert linux["log"]["error_count"] == 1
+    assert linux["log"]["error_lines"] == ["##[error]Unable to find NVIDIA driver"]
+    assert any("##[error] line" in reason for reason in built.verdict["reasons"])
+    assert built.verdict["platforms"]["windows"]["ok"] is True  # the other platform is still judged on its own
+
+
+def test_a_non_zero_exit_in_a_job_log_is_recorded_and_fails(fake, sources, tmp_path):
+    standard_run(fake, ("linux",), sources)
+    fake.jobs[1].log = runner_log("linux", exit_code=3)
+    built = build(fake, tmp_path)
+    assert built.code == 1
+    assert built.platform("linux")["log"]["nonzero_exits"][0]["code"] == 3
+    assert any("non-zero exit code(s) [3]" in reason for reason in built.verdict["reasons"])
+
+
+def test_an_expired_artifact_410_is_reported_and_the_rest_is_still_indexed(fake, sources, tmp_path):
+    made = standard_run(fake, ("linux", "windows"), sources)
+    fake.faults.append(Fault(path=rf"/artifacts/{made['windows'][1].id}/zip$", status=410,
+                             body=b'{"message": "Artifact has expired", "status": "410"}'))
+    built = build(fake, tmp_path)
+    assert built.code == 1
+    assert built.platform("windows")["artifact"]["status"] == "expired"
+    assert built.platform("linux")["artifact"]["status"] == "downloaded"
+    assert built.verdict["platforms"]["linux"]["ok"] is True
+    assert any(r.startswith("windows: artifact platform-runtime-windows-attempt-1 expired") for r in built.verdict["reasons"])
+    assert f"artifacts/{made['linux'][1].name}.zip" in built.subjects()
+
+
+def test_an_artifact_listed_as_expired_is_not_a_pass(fake, sources, tmp_path):
+    made = standard_run(fake, ("linux",), sources)
+    made["linux"][1].expired = True
+    built = build(fake, tmp_path)
+    assert built.code == 1 and built.platform("linux")["artifact"]["status"] == "expired"
+
+
+def test_a_missing_job_log_is_reported_not_fatal_and_counts_against_the_verdict(fake, sources, tmp_path):
+    made = standard_run(fake, ("linux", "windows"), sources)
+    made["linux"][0].log = None
+    built = build(fake, tmp_path)
+    assert built.code == 1
+    assert built.platform("linux")["log"]["status"] == "missing"
+    assert built.platform("windows")["log"]["status"] == "ok"
+    assert any(r.startswith("linux: job log missing") for r in built.verdict["reasons"])
+
+
+def test_rate_limits_and_server_errors_are_retried_and_the_run_still_passes(fake, sources, tmp_path):
+    standard_run(fake, ("linux",), sources)
+    fake.faults += [
+        Fault(path=r"/jobs$", status=429, headers={"retry-after": "1"}),
+        Fault(path=r"/artifacts$", status=500),
+        Fault(path=r"/actions-results/logs/", status=500, host="blob"),
+        Fault(path=r"/actions-results/artifacts/", status=200, host="blob", truncate=True),
+    ]
+    built = build(fake, tmp_path)
+    assert built.code == 0, built.stdout + built.stderr
+    assert "HTTP 429; retrying in 1.0 s" in built.stdout
+    assert all(fault.times == 0 for fault in fake.faults)
+    # each retry of a download asked the API again for a fresh (one-minute) blob URL
+    assert fake.count("api", r"/jobs/\d+/logs$") == 2 and fake.count("api", r"/artifacts/\d+/zip$") == 2
+
+
+def test_the_token_never_reaches_the_blob_host_and_appears_in_no_output(fake, sources, tmp_path):
+    standard_run(fake, ("linux", "windows"), sources)
+    # a server that echoes the token in an error message must not make us print it
+    fake.faults.append(Fault(path=r"/artifacts$", status=500, times=1,
+                             body=json.dumps({"message": f"oops {fake.token}"}).encode()))
+    built = build(fake, tmp_path)
+    assert built.code == 0
+    assert fake.count("blob", r".") >= 4 and not fake.blob_saw_authorization()
+    assert all(r.headers.get("authorization") == f"Bearer {fake.token}" for r in fake.requests if r.host == "api")
+    written = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())
+    for text in (built.stdout, built.stderr):
+        assert fake.token not in text
+    assert fake.token.encode() not in written
+
+
+def test_a_token_in_an_error_message_is_scrubbed_from_stderr(fake, tmp_path):
+    fake.faults.append(Fault(path=r"/runs/\d+$", status=404,
+                             body=json.dumps({"message": f"Not Found for {fake.token}"}).encode()))
+    built = build(fake, tmp_path)
+    assert built.code == 2 and "could not read the run" in built.stderr
+    assert fake.token not in built.stderr and "***" in built.stderr
+
+
+def test_jobs_and_artifacts_are_read_across_pages(fake, sources, tmp_path):
+    standard_run(fake, ("linux",), sources)
+    # 130 other jobs and 120 other artifacts push ours onto later pages (100 per page)
+    fake.jobs[1:1] = [FakeJob(id=5_000 + n, name=f"matrix-{n}", log=b"") for n in range(130)]
+    fake.artifacts[0:0] = [FakeArtifact(id=7_000 + n, name=f"other-{n}", content=make_zip({"x": b"1"}))
+                           for n in range(120)]
+    built = build(fake, tmp_path)
+    assert built.code == 0, built.stdout + built.stderr
+    assert fake.count("api", r"^/repositories/\d+/actions/runs/\d+/jobs") == 1
+    assert fake.count("api", r"^/repositories/\d+/actions/runs/\d+/artifacts") == 1
+    assert len(built.predicate["artifacts"]) == 121 and len(built.predicate["other_jobs"]) == 132
+
+
+def test_a_zip_that_escapes_its_folder_is_refused_and_nothing_is_written_outside(fake, sources, tmp_path):
+    made = standard_run(fake, ("linux",), sources)
+    made["linux"][1].content = make_zip({"platform-runtime-linux.json": b"{}", "../../escaped.txt": b"pwned"})
+    made["linux"][1].digest = None
+    before = {p for p in tmp_path.parent.rglob("*")}
+    built = build(fake, tmp_path)
+    assert built.code == 1
+    assert built.platform("linux")["artifact"]["status"] == "refused"
+    assert "../../escaped.txt" in built.platform("linux")["artifact"]["error"]
+    created = {p for p in tmp_path.parent.rglob("*")} - before
+    assert all(p.is_relative_to(tmp_path) for p in created)
+    assert not list(tmp_path.parent.rglob("escaped.txt"))
+    assert not (tmp_path / "artifacts" / "platform-runtime-linux-attempt-1").exists()
+
+
+def test_a_zip_whose_bytes_differ_from_the_uploaded_digest_fails(fake, sources, tmp_path):
+    made = standard_run(fake, ("linux",), sources)
+    made["linux"][1].digest = "sha256:" + "0" * 64
+    built = build(fake, tmp_path)
+    assert built.code == 1 and built.platform("linux")["artifact"]["digest_matches_api"] is False
+
+
+@pytest.mark.parametrize("change, expected", [
+    (lambda doc: doc.update(ok=False, failures=["jsonl_append: 3 records lost"]), "says ok=false: jsonl_append"),
+    (lambda doc: doc.pop("checks"), "does not validate against its schema"),
+    (lambda doc: doc["github"].update(job_id="1"), "the gate result's job_id is '1'"),
+    (lambda doc: doc["github"].update(run_id="999"), "the gate result's run_id is '999'"),
+    (lambda doc: doc.update(github=None), "not produced inside GitHub Actions"),
+], ids=["not-ok", "schema-invalid", "other-job", "other-run", "outside-actions"])
+def test_a_gate_result_that_is_not_a_proof_for_this_job_fails(fake, sources, tmp_path, change, expected):
+    made = standard_run(fake, ("linux",), sources)
+    job, artifact = made["linux"]
+    document = gate_result("linux", sources=sources, run_id=fake.run_id, job_id=job.id, sha=fake.head_sha)
+    change(document)
+    artifact.content = make_zip({"platform-runtime-linux.json": json.dumps(document).encode()})
+    built = build(fake, tmp_path)
+    assert built.code == 1
+    assert any(expected in reason for reason in built.verdict["reasons"]), built.verdict["reasons"]
+
+
+def test_an_extra_result_that_is_not_ok_fails_its_platform(fake, sources, tmp_path):
+    made = standard_run(fake, ("linux",), sources)
+    job, artifact = made["linux"]
+    gate = json.dumps(gate_result("linux", sources=sources, run_id=fake.run_id, job_id=job.id)).encode()
+    artifact.content = make_zip({"platform-runtime-linux.json": gate,
+                                 "training-run-check.json": json.dumps({"ok": False}).encode()})
+    built = build(fake, tmp_path)
+    assert built.code == 1
+    assert "linux: training-run-check.json says ok=false" in built.verdict["reasons"]
+
+
+def test_source_hashes_must_agree_across_platforms_and_with_the_head_commit(fake, sources, tmp_path):
+    made = standard_run(fake, ("linux", "windows"), sources)
+    job, artifact = made["windows"]
+    crlf = dict(sources, **{"scripts/build_evidence_index.py": "e" * 64})  # e.g. a CRLF checkout on Windows
+    artifact.content = make_zip({"platform-runtime-windows.json": json.dumps(
+        gate_result("windows", sources=crlf, run_id=fake.run_id, job_id=job.id)).encode()})
+    artifact.digest = None
+    built = build(fake, tmp_path)
+    assert built.code == 1
+    assert any(r.startswith("source hashes differ across platforms") for r in built.verdict["reasons"])
+    assert ("windows: 1 source file(s) differ from the head commit: scripts/build_evidence_index.py"
+            in built.verdict["reasons"])
+
+
+def test_sources_not_compared_with_a_checkout_are_not_a_pass(fake, sources, tmp_path):
+    standard_run(fake, ("linux",), sources)
+    built = build(fake, tmp_path, source_root=None)
+    assert built.code == 1
+    assert built.verdict["reasons"] == [
+        "no --source-root: the sources the platforms ran were not compared with the head commit"]
+
+
+def test_a_failed_or_cancelled_job_fails_and_a_skipped_one_is_not_selected(fake, sources, tmp_path):
+    made = standard_run(fake, ("linux", "windows", "mps"), sources)
+    made["windows"][0].conclusion = "cancelled"
+    made["mps"][0].conclusion = "skipped"
+    built = build(fake, tmp_path)
+    assert built.code == 1
+    assert "windows: job completed, conclusion cancelled" in built.verdict["reasons"]
+    assert built.platform("mps")["selected"] is False and "mps" not in built.verdict["platforms"]
+
+
+def test_a_run_where_no_platform_ran_proves_nothing(fake, sources, tmp_path):
+    made = standard_run(fake, ("linux",), sources)
+    made["linux"][0].conclusion = "skipped"
+    built = build(fake, tmp_path)
+    assert built.code == 1
+    assert "no platform job ran in this attempt: nothing is proven" in built.verdict["reasons"]
+
+
+def test_attempt_selects_that_attempts_jobs_and_artifact_names(fake, sources, tmp_path):
+    fake.run_attempt = 2
+    made = standard_run(fake, ("linux",), sources)
+    old_job = FakeJob(id=111, name="platform-runtime / linux", run_attempt=1, conclusion="failure",
+                      log=runner_log("linux", exit_code=1))
+    fake.attempt_jobs[1] = [old_job]
+    latest = build(fake, tmp_path / "latest")
+    assert latest.code == 0 and latest.predicate["run"]["attempt"] == 2
+    assert latest.platform("linux")["artifact"]["name"] == "platform-runtime-linux-attempt-2"
+    first = build(fake, tmp_path / "first", "--attempt", "1")
+    assert first.code == 1 and first.predicate["run"]["attempt"] == 1
+    assert first.platform("linux")["job"]["id"] == 111
+    assert first.platform("linux")["artifact"]["status"] == "missing"
+    assert made["linux"][0].id != 111
+
+
+def test_already_downloaded_artifacts_are_read_from_the_folder(fake, sources, tmp_path):
+    made = standard_run(fake, ("linux", "windows"), sources)
+    downloaded = tmp_path / "downloaded"
+    job = made["linux"][0]
+    folder = downloaded / "platform-runtime-linux-attempt-1"
+    folder.mkdir(parents=True)
+    body = json.dumps(gate_result("linux", sources=sources, run_id=fake.run_id, job_id=job.id)).encode()
+    (folder / "platform-runtime-linux.json").write_bytes(body)
+    built = build(fake, tmp_path / "out", "--artifacts-dir", str(downloaded))
+    assert built.code == 1  # windows' folder is absent
+    assert built.platform("linux")["artifact"]["status"] == "local"
+    assert built.subjects()["artifacts/platform-runtime-linux-attempt-1/platform-runtime-linux.json"] == sha256(body)
+    assert built.platform("windows")["artifact"]["status"] == "missing"
+    assert fake.count("api", r"/zip$") == 0
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--repository", "not a repo"], "--repository must be OWNER/NAME"),
+    (["--run-id", "12x"], "--run-id must be a number"),
+])
+def test_usage_errors_exit_2_and_write_nothing(fake, tmp_path, args, message):
+    env = dict(os.environ, GITHUB_API_URL=fake.api_url, GITHUB_TOKEN=fake.token)
+    base = {"--repository": fake.repository, "--run-id": str(fake.run_id)}
+    base.update(dict(zip(args[::2], args[1::2])))
+    command = [sys.executable, str(CLI), "build", *[x for kv in base.items() for x in kv],
+               "--output", str(tmp_path / "index.json")]
+    completed = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+    assert completed.returncode == 2 and message in completed.stderr and "Traceback" not in completed.stderr
+    assert not (tmp_path / "index.json").exists() and fake.requests == []
+
+
+def test_an_unknown_run_exits_2_without_an_index(fake, tmp_path):
+    built = build(fake, tmp_path, run_id=42)
+    assert built.code == 2 and built.index is None
+    assert "HTTP 404 Not Found" in built.stderr and "Traceback" not in built.stderr
+
+
+def test_a_wrong_token_exits_2_without_an_index(fake, tmp_path):
+    built = build(fake, tmp_path, token="ghs_wrongwrongwrong")
+    assert built.code == 2 and built.index is None and "HTTP 401 Bad credentials" in built.stderr
+    assert "ghs_wrongwrongwrong" not in built.stderr + built.stdout
