@@ -120,7 +120,8 @@ def test_the_predicate_records_the_run_and_each_platform_job(fake, sources, tmp_
     assert gate["kind"] == "gate" and gate["ok"] is True and gate["schema_valid"] is True
     assert gate["source_files"] == sources
     assert windows["log"]["error_lines"] == [] and windows["log"]["nonzero_exits"] == []
-    assert [j["name"] for j in built.predicate["other_jobs"]] == ["platform-runtime / plan", "platform-runtime / evidence"]
+    assert [j["name"] for j in built.predicate["other_jobs"]] == ["platform-runtime / plan",
+                                                                  "platform-runtime / evidence"]
 
 
 def test_the_summary_puts_the_verdict_first_and_one_row_per_platform(fake, sources, tmp_path):
@@ -165,7 +166,8 @@ def test_an_expired_artifact_410_is_reported_and_the_rest_is_still_indexed(fake,
     assert built.platform("windows")["artifact"]["status"] == "expired"
     assert built.platform("linux")["artifact"]["status"] == "downloaded"
     assert built.verdict["platforms"]["linux"]["ok"] is True
-    assert any(r.startswith("windows: artifact platform-runtime-windows-attempt-1 expired") for r in built.verdict["reasons"])
+    assert any(r.startswith("windows: artifact platform-runtime-windows-attempt-1 expired")
+               for r in built.verdict["reasons"])
     assert f"artifacts/{made['linux'][1].name}.zip" in built.subjects()
 
 
