@@ -1,0 +1,125 @@
+"""Judge one JSON result file and tell GitHub about it: outputs, a summary table, annotations.
+
+A result passes only when the file parses, says so (`ok: true`, or `status: "passed"` for the
+diagnostic) AND the process that wrote it exited 0. Anything else -- no file, bad JSON, a pass
+with a non-zero exit, a failure with exit 0 -- is a failure with its own annotation.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from action_io import annotate, append_summary, md_cell, set_outputs, sha256_file
+
+
+@dataclass
+class Verdict:
+    title: str
+    path: Path
+    exit_code: int | None
+    ok: bool = False
+    sha256: str = ""
+    problems: list[str] = field(default_factory=list)
+    data: dict | None = None
+
+
+def says_ok(data: dict) -> bool:
+    if "ok" in data:
+        return data["ok"] is True
+    return data.get("status") == "passed"
+
+
+def _reported_problems(data: dict) -> list[str]:
+    for key in ("failures", "violations", "errors"):
+        items = data.get(key)
+        if isinstance(items, list) and items:
+            return [item if isinstance(item, str) else json.dumps(item, sort_keys=True) for item in items]
+    for key in ("message", "reason"):
+        if isinstance(data.get(key), str) and data[key]:
+            return [data[key]]
+    return []
+
+
+def judge(path: Path, title: str, exit_code: int | None) -> Verdict:
+    verdict = Verdict(title=title, path=path, exit_code=exit_code)
+    if not path.is_file():
+        verdict.problems.append(f"no result file was written (exit code {exit_code})")
+        return verdict
+    verdict.sha256 = sha256_file(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        verdict.problems.append(f"the result is not readable JSON: {error}")
+        return verdict
+    if not isinstance(data, dict):
+        verdict.problems.append("the result is not a JSON object")
+        return verdict
+    verdict.data = data
+    claimed = says_ok(data)
+    if not claimed:
+        verdict.problems.extend(_reported_problems(data) or ["the result does not say ok"])
+    if exit_code is not None and claimed and exit_code != 0:
+        verdict.problems.append(f"the result says ok but the process exited {exit_code}")
+    if exit_code is not None and not claimed and exit_code == 0:
+        verdict.problems.append("the result says failed but the process exited 0")
+    verdict.ok = claimed and (exit_code in (None, 0)) and not verdict.problems
+    return verdict
+
+
+def _gate_rows(data: dict) -> list[str]:
+    rows = ["| check | result | seconds | detail |", "| --- | --- | --- | --- |"]
+    for name, check in (data.get("checks") or {}).items():
+        if not isinstance(check, dict):
+            continue
+        mark = "pass" if check.get("ok") is True else "**FAIL**"
+        detail = check.get("reason") or check.get("status") or ""
+        rows.append(f"| `{name}` | {mark} | {md_cell(check.get('duration_s', ''))} | {md_cell(detail)} |")
+    for requirement in data.get("requirements") or []:
+        if isinstance(requirement, dict):
+            mark = "pass" if requirement.get("ok") is True else "**FAIL**"
+            rows.append(f"| require `{md_cell(requirement.get('name'))}` | {mark} | | "
+                        f"{md_cell(requirement.get('reason', ''))} |")
+    return rows if len(rows) > 2 else []
+
+
+def _facts(data: dict) -> str:
+    device = data.get("device") if isinstance(data.get("device"), dict) else {}
+    fs = data.get("filesystem") if isinstance(data.get("filesystem"), dict) else {}
+    system = data.get("platform") if isinstance(data.get("platform"), dict) else {}
+    torch = device.get("torch") if isinstance(device.get("torch"), dict) else {}
+    parts = [
+        f"device `{device.get('resolved')}`" if device else "",
+        f"file system `{fs.get('type')}`" if fs else "",
+        f"{system.get('system')} {system.get('machine')}, Python {system.get('python')}" if system else "",
+        f"torch {torch.get('version')}" if torch.get("version") else "",
+    ]
+    cleanup = data.get("workspace_cleanup")
+    if isinstance(cleanup, dict) and cleanup.get("status"):
+        parts.append(f"workspace `{cleanup['status']}`")
+    return ", ".join(part for part in parts if part)
+
+
+def publish(verdict: Verdict, output_prefix: str = "") -> None:
+    """Outputs, summary and annotations for one verdict."""
+    set_outputs({
+        f"{output_prefix}ok": "true" if verdict.ok else "false",
+        f"{output_prefix}result-path": str(verdict.path) if verdict.path.is_file() else "",
+        f"{output_prefix}result-sha256": verdict.sha256,
+    })
+    head = "PASS" if verdict.ok else "FAIL"
+    lines = [f"### {head}: {md_cell(verdict.title)}", ""]
+    facts = _facts(verdict.data) if verdict.data else ""
+    if facts:
+        lines += [facts, ""]
+    lines += [f"`{verdict.path.name}` sha256 `{verdict.sha256 or 'none'}`, exit code {verdict.exit_code}", ""]
+    rows = _gate_rows(verdict.data) if verdict.data else []
+    if rows:
+        lines += rows + [""]
+    if verdict.problems:
+        lines += [f"- {md_cell(problem)}" for problem in verdict.problems] + [""]
+    append_summary("\n".join(lines))
+    for problem in verdict.problems:
+        annotate("error", problem, title=verdict.title)
+    print(f"{verdict.title}: {head} ({verdict.path.name}, sha256 {verdict.sha256 or 'none'})", flush=True)
