@@ -202,3 +202,20 @@ def test_output_through_a_symlink_or_into_a_missing_folder_fails(bare_python: Pa
 def test_without_output_no_file_is_created(bare_python: Path, tmp_path: Path) -> None:
     run(bare_python, ["--device", "cpu"], env=fake_env("cuda_pass"), cwd=tmp_path)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_committed_evidence_matches_its_sha256_and_the_schema() -> None:
+    import hashlib
+
+    from diagnostic_fakes.harness import ROOT, validate
+
+    folder = ROOT / "evidence" / "diagnostic"
+    lines = (folder / "SHA256SUMS").read_text(encoding="utf-8").splitlines()
+    names = [line.split("  ", 1)[1] for line in lines]
+    assert "kernodeck-diagnostic-cpu.json" in names and "../../scripts/kernodeck_diagnostic.py" in names
+    for line in lines:
+        digest, name = line.split("  ", 1)
+        assert hashlib.sha256((folder / name).read_bytes()).hexdigest() == digest, f"{name} is not what ran"
+    cpu = json.loads((folder / "kernodeck-diagnostic-cpu.json").read_text(encoding="utf-8"))
+    validate(cpu)
+    assert cpu["code"] == "CPU_CHECK_PASSED" and cpu["execution"]["loss"] == 196.0
