@@ -151,8 +151,14 @@ class Gate:
                                  options.device_timeout_s)]
         launched += [self._launch(name, children.worker_command("fs_worker", *fs_args[name]), options.fs_timeout_s)
                      for name in FS_CHECKS]
-        with ThreadPoolExecutor(max_workers=len(launched)) as pool:  # each duration ends when its child does
+        pool = ThreadPoolExecutor(max_workers=len(launched))  # each duration ends when its own child does
+        try:
             outcomes = list(pool.map(self._collect, launched))
+        except BaseException:  # an interrupt: the children must die before the collector threads can end
+            self.kill_all()
+            raise
+        finally:
+            pool.shutdown(wait=True)
         global_timeout = any(outcome.global_deadline for outcome in outcomes)
 
         device_payload: dict = {}

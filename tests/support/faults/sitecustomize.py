@@ -1,0 +1,115 @@
+"""Faults injected from outside the gate into its running child processes.
+
+Put this folder on PYTHONPATH and name the fault in PLATFORM_RUNTIME_FAULT: every Python process the gate
+starts loads this file at start-up, and the process whose role matches breaks one property for real.
+None of this is in the product; the product only sees a torch or an os that misbehaves.
+"""
+
+import os
+import sys
+
+FAULT = os.environ.get("PLATFORM_RUNTIME_FAULT", "")
+SCRIPT = os.path.basename(sys.argv[0]) if sys.argv else ""
+ROLE = sys.argv[1] if SCRIPT == "fs_worker.py" and len(sys.argv) > 1 else ("device" if SCRIPT == "device_worker.py"
+                                                                           else "")
+
+
+def _torch_faults():
+    import torch
+
+    if FAULT == "load-returns-other-tensor":
+        real_load = torch.load
+
+        def load(*args, **kwargs):
+            state = real_load(*args, **kwargs)
+            first = next(iter(state["model"]))
+            state["model"][first] = state["model"][first] + 1e-3
+            return state
+
+        torch.load = load
+    elif FAULT == "optimizer-does-not-step":
+        torch.optim.SGD.step = lambda self, closure=None: None
+    elif FAULT == "matmul-wrong":
+        real_matmul = torch.Tensor.__matmul__
+        torch.Tensor.__matmul__ = lambda a, b: real_matmul(a, b) + 1
+    elif FAULT == "cannot-allocate":
+        def ones(*args, **kwargs):
+            raise RuntimeError("CPU out of memory: tried to allocate 4096 bytes")
+
+        torch.ones = ones
+    elif FAULT == "loss-nan":
+        real_mse = torch.nn.functional.mse_loss
+        torch.nn.functional.mse_loss = lambda *a, **k: real_mse(*a, **k) * float("nan")
+
+
+if ROLE == "device" and FAULT == "device-hangs":
+    import time
+
+    time.sleep(3600)
+elif ROLE == "device" and FAULT == "device-crashes":
+    import signal
+
+    os.kill(os.getpid(), signal.SIGKILL)
+elif ROLE == "device" and FAULT:
+    _torch_faults()
+elif ROLE == "failing-writer" and FAULT == "writer-in-place":
+    # The "temporary" file is the target itself: a writer that dies mid-write destroys the old file.
+    import tempfile
+
+    def mkstemp(suffix=None, prefix=None, dir=None, text=False):
+        target = os.path.join(dir, prefix.strip("."))
+        return os.open(target, os.O_RDWR | os.O_CREAT | os.O_TRUNC), target
+
+    tempfile.mkstemp = mkstemp
+elif ROLE == "failing-writer" and FAULT == "temp-left-behind":
+    real_unlink = os.unlink
+    os.unlink = lambda path, *a, **k: None if str(path).endswith(".tmp") else real_unlink(path, *a, **k)
+elif ROLE == "replace-writer" and FAULT == "replace-not-atomic":
+    # A "replace" that truncates the target and writes it in two halves: readers can see half a file.
+    import time
+
+    def replace(src, dst):
+        with open(src, "rb") as handle:
+            data = handle.read()
+        with open(dst, "wb") as handle:
+            handle.write(data[: len(data) // 2])
+            handle.flush()
+            time.sleep(0.002)
+            handle.write(data[len(data) // 2:])
+        os.unlink(src)
+
+    os.replace = replace
+elif ROLE == "append-writer" and FAULT in ("lost-line", "torn-line", "duplicated-line"):
+    real_write = os.write
+
+    def write(fd, data):
+        if b'"pad": "003-00007-' in bytes(data):
+            if FAULT == "lost-line":
+                return len(data)
+            if FAULT == "torn-line":
+                real_write(fd, bytes(data)[:40])
+                return len(data)
+            real_write(fd, data)
+        return real_write(fd, data)
+
+    os.write = write
+elif ROLE == "append-writer" and FAULT == "appender-crashes" and sys.argv[3] == "5":
+    os._exit(3)
+elif ROLE == "cleanup" and FAULT in ("cleanup-hangs", "cleanup-does-nothing"):
+    import shutil
+    import time
+
+    shutil.rmtree = (lambda *a, **k: time.sleep(3600)) if FAULT == "cleanup-hangs" else (lambda *a, **k: None)
+
+AUDIT_DIR = os.environ.get("PLATFORM_RUNTIME_AUDIT_DIR")
+if AUDIT_DIR:
+    # Record, at exit, whether this process imported torch: only the device worker may.
+    import atexit
+    import json
+
+    def _record():
+        name = f"{os.getpid()}.json"
+        with open(os.path.join(AUDIT_DIR, name), "w") as handle:
+            json.dump({"script": SCRIPT, "role": ROLE, "torch": "torch" in sys.modules}, handle)
+
+    atexit.register(_record)

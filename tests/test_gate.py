@@ -1,0 +1,165 @@
+"""The platform runtime gate, run as a user runs it: every check passes on this machine's CPU and file
+system, and each one fails, with ok: false and a non-zero exit, when its property is really broken."""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import FAULTS, ROOT, SCRIPTS, run_gate
+from platform_runtime.sources import GATE_SOURCES, sha256_file
+
+CHECKS = {"device_compute", "failing_writer", "concurrent_replace", "jsonl_append", "workspace_cleanup"}
+
+
+def test_cpu_gate_passes_with_every_check_and_binds_its_sources(tmp_path, monkeypatch):
+    audit = tmp_path / "audit"
+    audit.mkdir()
+    monkeypatch.setenv("PYTHONPATH", str(FAULTS))
+    monkeypatch.setenv("PLATFORM_RUNTIME_AUDIT_DIR", str(audit))
+    work = tmp_path / "work"
+    work.mkdir()
+    run = run_gate(tmp_path, "--device", "cpu", "--require-device", "cpu", "--work-dir", str(work))
+    result = run.result
+    assert run.returncode == 0, run.stderr
+    assert result["ok"] is True and result["exit_code"] == 0 and result["failures"] == []
+    assert set(result["checks"]) == CHECKS and all(c["ok"] for c in result["checks"].values())
+    assert result["device"]["resolved"] == "cpu" and result["device"]["ran_on"] == ["cpu"]
+    device = result["checks"]["device_compute"]
+    assert device["matmul"]["equals_python_answer"] is True
+    assert device["training"]["steps"] == 12 and device["training"]["final_loss"] < device["training"]["initial_loss"]
+    assert device["checkpoint"]["tensors_compared"] >= 4 and device["checkpoint"]["mismatches"] == []
+    assert result["device"]["load_safety"]["weights_only"] is True
+    replace = result["checks"]["concurrent_replace"]
+    assert replace["writes"] == 200 and replace["readers"] == 2 and replace["partial_reads"] == 0
+    assert replace["distinct_versions_seen"] >= 10
+    append = result["checks"]["jsonl_append"]
+    assert append["valid_records"] == append["expected_records"] == 1600
+    assert append["method"] == "fcntl-lockf-exclusive"
+    assert result["workspace_cleanup"]["status"] == "cleaned" and list(work.iterdir()) == []
+    assert result["filesystem"]["method"] == "linux-mountinfo-mnt-id" and result["filesystem"]["type"]
+    # The result names the exact bytes that ran.
+    assert set(result["source"]["files"]) == set(GATE_SOURCES)
+    for path, digest in result["source"]["files"].items():
+        assert sha256_file(ROOT / path) == digest
+    # Only the device worker imported torch; the file-system processes never did.
+    records = [json.loads(p.read_text()) for p in audit.iterdir()]
+    assert {r["role"] for r in records} >= {"device", "probe", "replace-writer", "replace-reader", "append-writer",
+                                           "cleanup", "failing-writer"}
+    assert [r["role"] for r in records if r["torch"]] == ["device"]
+
+
+def test_result_names_no_local_path_host_or_user(gate, tmp_path):
+    run = gate("--device", "cpu", "--keep-workspace")
+    text = run.output.read_text(encoding="utf-8")
+    for private in {str(tmp_path), str(Path.home()), socket.gethostname(), getpass.getuser()} - {"root"}:
+        assert private not in text
+    assert '"root"' not in text and "/root" not in text
+    # --keep-workspace: reported as retained, never as cleaned, and really left in place.
+    assert run.result["workspace_cleanup"]["status"] == "retained"
+    assert (tmp_path / run.result["workspace_cleanup"]["workspace"]).is_dir()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--require", "cuda", "--require", "mps"], "more than one device"),
+    (["--device", "cpu", "--require", "cuda"], "cannot satisfy"),
+    (["--require", "windows", "--require", "nfs"], "Linux mountinfo"),
+    (["--require", "nfs", "--require-filesystem", "ext4"], "contradicts"),
+])
+def test_conflicting_requirements_are_refused_with_exit_2_and_a_failed_result(gate, args, message):
+    run = gate(*args)
+    assert run.returncode == 2
+    assert run.result["ok"] is False and run.result["checks"] == {}
+    assert any(message in failure for failure in run.result["failures"])
+
+
+@pytest.mark.parametrize("args", [["--device", "gpu"], ["--timeout", "-3"], ["--require", "solaris"],
+                                  ["--require-filesystem", "../etc"]])
+def test_invalid_arguments_exit_2_with_a_message_and_no_traceback(gate, args):
+    run = gate(*args)
+    assert run.returncode == 2
+    assert "error:" in run.stderr and "Traceback" not in run.stderr
+    assert run.result is None  # nothing was measured, nothing is written
+
+
+def test_missing_work_dir_is_a_usage_error_with_a_failed_result(gate, tmp_path):
+    run = gate("--device", "cpu", "--work-dir", str(tmp_path / "absent"))
+    assert run.returncode == 2 and run.result["ok"] is False
+    assert run.result["failures"] == ["--work-dir does not exist"]
+
+
+@pytest.mark.parametrize("requirement", ["cuda", "mps"])
+def test_unavailable_backend_fails_the_requirement(gate, requirement):
+    run = gate("--require", requirement)
+    assert run.returncode == 1 and run.result["ok"] is False
+    verdict = next(v for v in run.result["requirements"] if v["name"] == requirement)
+    assert verdict["ok"] is False
+
+
+@pytest.mark.parametrize("fault, check, words", [
+    ("load-returns-other-tensor", "device_compute", "checkpoint reloaded on the CPU differs"),
+    ("optimizer-does-not-step", "device_compute", "did not change the parameters"),
+    ("matmul-wrong", "device_compute", "differs from the known answer"),
+    ("cannot-allocate", "device_compute", "out of memory at stage allocate"),
+    ("loss-nan", "device_compute", "not finite"),
+    ("device-crashes", "device_compute", "by signal SIGKILL"),
+    ("writer-in-place", "failing_writer", "the old file"),
+    ("temp-left-behind", "failing_writer", "temporary sibling"),
+    ("replace-not-atomic", "concurrent_replace", "partial or unparsable"),
+    ("lost-line", "jsonl_append", "1 record(s) lost"),
+    ("torn-line", "jsonl_append", "torn or foreign"),
+    ("duplicated-line", "jsonl_append", "1 record(s) duplicated"),
+    ("appender-crashes", "jsonl_append", "writer process(es) failed"),
+    ("cleanup-does-nothing", "workspace_cleanup", "still exists"),
+])
+def test_each_broken_property_fails_its_check(gate, fault, check, words):
+    run = gate("--device", "cpu", fault=fault)
+    assert run.returncode == 1, run.stderr
+    assert run.result["ok"] is False
+    assert run.result["checks"][check]["ok"] is False
+    assert words in run.result["checks"][check]["reason"]
+    assert any(failure.startswith(check) for failure in run.result["failures"])
+
+
+def test_cleanup_past_its_deadline_fails_explicitly(gate):
+    started = time.monotonic()
+    run = gate("--device", "cpu", "--cleanup-timeout", "2", fault="cleanup-hangs")
+    assert run.returncode == 1 and run.result["ok"] is False
+    assert run.result["workspace_cleanup"]["status"] == "timeout"
+    assert "did not finish within 2 s" in run.result["checks"]["workspace_cleanup"]["reason"]
+    assert time.monotonic() - started < 60
+
+
+def test_a_hung_check_is_killed_at_the_global_timeout(gate):
+    started = time.monotonic()
+    run = gate("--device", "cpu", "--timeout", "12", fault="device-hangs")
+    assert run.returncode == 3 and run.result["ok"] is False
+    assert "did not finish within" in run.result["checks"]["device_compute"]["reason"]
+    assert "--timeout" in run.result["checks"]["device_compute"]["reason"]
+    assert time.monotonic() - started < 45
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_interrupted_gate_kills_its_children_and_still_writes_a_failed_result(tmp_path, signum):
+    output = tmp_path / "result.json"
+    env = dict(os.environ, PYTHONPATH=str(FAULTS), PLATFORM_RUNTIME_FAULT="device-hangs")
+    process = subprocess.Popen([sys.executable, "-B", str(SCRIPTS / "platform_runtime_check.py"), "--device", "cpu",
+                                "--output", str(output)], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    time.sleep(3)
+    process.send_signal(signum)
+    process.communicate(timeout=60)
+    assert process.returncode == 130
+    result = json.loads(output.read_text())
+    assert result["ok"] is False and result["exit_code"] == 130
+    assert "interrupted" in result["failures"][-1]
+    hung = subprocess.run(["pgrep", "-f", f"device_worker.py cpu {tmp_path}"], capture_output=True)
+    assert hung.returncode == 1, "the hung device worker survived the interrupt"
