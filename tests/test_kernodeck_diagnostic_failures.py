@@ -136,7 +136,7 @@ def test_hanging_child_is_stopped_at_the_timeout_exit_10(bare_python: Path, tmp_
                               KERNODECK_FAKE_TORCH_PIDFILE=str(pidfile))
     elapsed = time.monotonic() - started
     assert (result.returncode, report["code"], report["stage"]) == (10, "TIMEOUT", "visibility")
-    assert 5 <= elapsed < 9, elapsed
+    assert 5 <= elapsed < 12, elapsed  # generous: the machine is shared
     (child,) = [int(pid) for pid in pidfile.read_text().split()]
     assert not pid_alive(child), "the timed-out child must be gone"
 
@@ -152,10 +152,11 @@ def start_hanging(python: Path, pidfile: Path) -> subprocess.Popen:
     env = fake_env("hang_visibility", KERNODECK_FAKE_TORCH_PIDFILE=str(pidfile))
     process = subprocess.Popen([str(python), str(SCRIPT), "--timeout", "60"], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, env=env)
-    deadline = time.monotonic() + 20
-    while not pidfile.exists() and time.monotonic() < deadline:
+    hanging = Path(f"{pidfile}.hanging")
+    deadline = time.monotonic() + 30
+    while not hanging.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
-    time.sleep(0.5)  # let the child report its stage and reach the hang
+    assert hanging.exists(), "the stand-in never reached its hang"
     return process
 
 

@@ -70,7 +70,7 @@ def test_hanging_tool_is_cut_at_3_seconds_and_the_pass_stands(bare_python: Path,
     result, report = diagnose(bare_python, f"{folder}:/usr/bin:/bin")
     elapsed = time.monotonic() - started
     assert (result.returncode, report["host_check"]) == (0, {"status": "timeout", "gpus": None})
-    assert 3 <= elapsed < 7, elapsed
+    assert 3 <= elapsed < 10, elapsed  # the pass itself takes well under a second
 
 
 def test_missing_tool_is_tool_missing_and_the_pass_stands(bare_python: Path, tmp_path: Path) -> None:

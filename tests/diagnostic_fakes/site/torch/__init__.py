@@ -56,6 +56,8 @@ def _step(name: str) -> None:
     if SCENARIO == f"silent_exit_{name}":
         os._exit(0)
     if SCENARIO == f"hang_{name}":
+        if os.environ.get("KERNODECK_FAKE_TORCH_PIDFILE"):  # tells a test the hang has begun
+            open(os.environ["KERNODECK_FAKE_TORCH_PIDFILE"] + ".hanging", "w").close()
         time.sleep(3600)
 
 
