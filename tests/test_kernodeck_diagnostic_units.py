@@ -184,3 +184,14 @@ def test_local_job_runs_the_cpu_diagnostic_over_its_own_stale_result(tmp_path: P
     report = json.loads((tmp_path / step.result).read_text(encoding="utf-8"))
     validate(report)
     assert ok and report["code"] == "CPU_CHECK_PASSED" and "CPU_CHECK_PASSED" in text and "196.0" in text
+
+
+def test_schema_vocabularies_are_the_scripts() -> None:
+    from diagnostic_fakes.harness import SCHEMA
+
+    properties = SCHEMA["properties"]
+    assert properties["stage"]["enum"] == list(diag.STAGES)
+    assert set(properties["code"]["enum"]) == set(diag.CODES)
+    assert properties["schema"]["const"] == diag.SCHEMA
+    warnings = properties["pytorch"]["oneOf"][1]["properties"]["availability_warnings"]["oneOf"][1]["items"]["enum"]
+    assert warnings == list(diag.WARNING_VOCABULARY)
