@@ -39,7 +39,18 @@ VERIFY_FILES = ("verify_resume.py", "reprise_compare.py")
 
 
 class CannotComplete(Exception):
-    pass
+    """Exit 2: the protocol could not run to a verdict."""
+
+
+class ComparisonFailed(Exception):
+    """Exit 1: the protocol ran, and its evidence does not hold."""
+
+
+def import_quietly() -> None:
+    try:
+        import reprise_compare  # noqa: F401  (torch, numpy: overlaps the children's start-up)
+    except Exception:  # the main thread imports again and reports the error without a thread traceback
+        pass
 
 
 def plan() -> list[dict[str, Any]]:
@@ -86,18 +97,26 @@ class Process:
                 "exit_code": self.exit_code, "wall_s": self.wall_s, "log": f"logs/{self.spec['name']}.log"}
 
 
-def run_processes(out: Path, timeout: float, records: list[dict[str, Any]]) -> None:
+def run_processes(out: Path, timeout: float, records: list[dict[str, Any]], check_cut) -> None:
+    """Phase 1: continu and coupure side by side; phase 2, once coupure's checkpoint reads back: the resumes."""
     steps = {spec["name"]: spec for spec in plan()}
     (out / "logs").mkdir()
     running = {name: Process(steps[name], out, timeout) for name in (CONTINUOUS, CUT)}
     try:
         if running[CUT].wait() != 0:
             raise CannotComplete(f"process {CUT} exited {running[CUT].exit_code} (see logs/{CUT}.log)")
+        check_cut()  # a checkpoint that does not read back fails the verification before anything resumes
         for name in (RESUMED, INCOMPLETE):
             running[name] = Process(steps[name], out, timeout)
         for name, process in running.items():
-            if process.wait() != 0:
-                raise CannotComplete(f"process {name} exited {process.exit_code} (see logs/{name}.log)")
+            code = process.wait()
+            if code == 2 and process.spec["phase"] == 2:
+                # train.py's refusal (exit 2) of a checkpoint just written by the same code: the resume
+                # itself is broken, which is a failed verification, not an unfinished one.
+                raise ComparisonFailed(f"process {name} refused to resume from {CUT}/{common.CHECKPOINT_NAME} "
+                                       f"(see logs/{name}.log): {last_line(process.log_path)}")
+            if code != 0:
+                raise CannotComplete(f"process {name} exited {code} (see logs/{name}.log)")
     finally:
         for process in running.values():
             if process.exit_code is None:
@@ -106,26 +125,33 @@ def run_processes(out: Path, timeout: float, records: list[dict[str, Any]]) -> N
         records.extend(process.record() for process in running.values())
 
 
+def last_line(path: Path) -> str:
+    lines = [line for line in path.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()]
+    return lines[-1][:300] if lines else "(no output)"
+
+
 def verdict(report: dict[str, Any]) -> str:
     return json.dumps({"device": "cpu", "all_checks_passed": report["all_checks_passed"],
                        "positive": report["positive"], "negative_divergence_detected":
                        report["negative_divergence_detected"], "report": REPORT}, separators=(",", ":"))
 
 
+def load(out: Path, name: str, source: dict[str, Any]):
+    import reprise_compare as rc
+
+    try:
+        return rc.load_run(out / name, name, source["code_sha256"], source["data_sha256"])
+    except common.RepriseError as error:
+        # A process exited 0 but its evidence does not read back: that is a failed check, not a crash.
+        raise ComparisonFailed(f"{name}: {error}") from None
+
+
 def compare(out: Path, source: dict[str, Any]) -> dict[str, Any]:
     import reprise_compare as rc
 
-    def load(name: str, folder: Path):
-        try:
-            return rc.load_run(folder, name, source["code_sha256"], source["data_sha256"])
-        except common.RepriseError as error:
-            # A process exited 0 but its evidence does not read back: that is a failed check, not a crash.
-            raise ComparisonFailed(f"{name}: {error}") from None
-
-    runs = {name: load(name, out / name) for name in (CONTINUOUS, CUT, RESUMED)}
-    controls = {"all": (INCOMPLETE, out / INCOMPLETE)}
-    controls.update({rng: (f"{CONTROLS}/omit-{rng}", out / CONTROLS / f"omit-{rng}") for rng in common.RNG_NAMES})
-    control_runs = {key: load(name, folder) for key, (name, folder) in controls.items()}
+    runs = {name: load(out, name, source) for name in (CONTINUOUS, CUT, RESUMED)}
+    controls = {"all": INCOMPLETE, **{rng: f"{CONTROLS}/omit-{rng}" for rng in common.RNG_NAMES}}
+    control_runs = {key: load(out, name, source) for key, name in controls.items()}
 
     positive = rc.compare_training(runs[CONTINUOUS], runs[RESUMED])
     boundary = rc.boundary_checks(runs[CONTINUOUS], runs[CUT], runs[RESUMED])
@@ -152,10 +178,6 @@ def compare(out: Path, source: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-class ComparisonFailed(Exception):
-    pass
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="verify_resume.py", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -170,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     started = time.monotonic()
     # Import torch here while the first two processes start up: it overlaps their start-up.
-    importer = threading.Thread(target=lambda: __import__("reprise_compare"), daemon=True)
+    importer = threading.Thread(target=import_quietly, daemon=True)
     importer.start()
     report: dict[str, Any] = {
         "schema": common.VERIFICATION_SCHEMA, "version": common.VERSION, "project": common.PROJECT,
@@ -189,8 +211,12 @@ def main(argv: list[str] | None = None) -> int:
                  "data.csv": data_sha256}
         source = {"code_sha256": fingerprint["code_sha256"], "data_sha256": data_sha256, "files": files}
         report["source"] = source
-        run_processes(out, args.timeout, report["protocol"]["processes"])
-        importer.join()
+
+        def check_cut() -> None:
+            importer.join()
+            load(out, CUT, source)
+
+        run_processes(out, args.timeout, report["protocol"]["processes"], check_cut)
         import numpy
         import torch
 
