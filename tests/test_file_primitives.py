@@ -1,0 +1,60 @@
+"""The atomic writer, the JSONL verifier and the replace check's own refusal to prove nothing."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from conftest import SCRIPTS
+from platform_runtime.atomic import InjectedWriteFailure, atomic_write_bytes
+from platform_runtime.jsonl import record_line, verify_records
+from platform_runtime.sources import GATE_SOURCES, REPO_ROOT
+
+
+def test_atomic_writer_failing_mid_write_keeps_the_old_bytes_and_no_temp(tmp_path):
+    target = tmp_path / "state.json"
+    atomic_write_bytes(target, b"old")
+    with pytest.raises(InjectedWriteFailure):
+        atomic_write_bytes(target, b"new content", fail_after=4)
+    assert target.read_bytes() == b"old" and [p.name for p in tmp_path.iterdir()] == ["state.json"]
+
+
+def records(writers: int = 2, per: int = 3) -> list[bytes]:
+    return [record_line(w, s) for w in range(writers) for s in range(per)]
+
+
+def test_jsonl_verifier_accepts_every_record_once():
+    assert verify_records(b"".join(records()), 2, 3)["ok"] is True
+
+
+@pytest.mark.parametrize("mutate, key", [
+    (lambda lines: lines[1:], "missing"),
+    (lambda lines: lines + lines[:1], "duplicated"),
+    (lambda lines: lines[:2] + [lines[2][:30] + lines[3]] + lines[4:], "corrupt_lines"),
+    (lambda lines: lines + [record_line(9, 0)], "unexpected"),
+])
+def test_jsonl_verifier_catches_lost_duplicated_torn_and_foreign_records(mutate, key):
+    verdict = verify_records(b"".join(mutate(records())), 2, 3)
+    assert verdict["ok"] is False and verdict[key] >= 1
+
+
+def test_jsonl_verifier_catches_a_partial_last_line():
+    data = b"".join(records())
+    assert verify_records(data[:-1], 2, 3)["unterminated_tail"] is True
+
+
+def test_replace_check_that_saw_too_few_versions_fails(tmp_path):
+    # One writer, two versions: nothing to race against, so the check must refuse to call it proven.
+    completed = subprocess.run([sys.executable, "-B", str(SCRIPTS / "platform_runtime" / "fs_worker.py"), "replace",
+                                str(tmp_path), "--writers", "1", "--replaces", "2", "--min-versions", "10"],
+                               capture_output=True, text=True, timeout=120)
+    result = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert result["ok"] is False and "proved nothing" in result["reason"]
+
+
+def test_every_module_of_the_gate_is_in_the_hashed_source_list():
+    package = {f"scripts/platform_runtime/{p.name}" for p in (SCRIPTS / "platform_runtime").glob("*.py")}
+    assert package <= set(GATE_SOURCES)
+    assert all((REPO_ROOT / path).is_file() for path in GATE_SOURCES)
