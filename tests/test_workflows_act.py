@@ -111,8 +111,8 @@ def run_act(tmp_path: Path, node_modules: Path, *args: str, workdir: Path = ROOT
     for key, value in (extra_env or {}).items():
         command += ["--env", f"{key}={value}"]
     # The project's venv first on PATH: the actions find torch already installed and skip pip.
-    env = dict(os.environ, PATH=f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
-    env.pop("GITHUB_ACTIONS", None)
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("GITHUB_", "RUNNER_", "ACTIONS_"))}
+    env["PATH"] = f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
     proc = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True, timeout=420)
     events = []
     for line in proc.stdout.splitlines() + proc.stderr.splitlines():

@@ -1,0 +1,350 @@
+"""The Python behind the composite actions (scripts/actions/): one test per promise, each able to fail.
+
+Stdlib and real files and processes only; nothing here imports torch (the act tests run the real
+gate). Also the short "platform tests" pattern the act Windows run uses, so it must stay fast.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+ACTIONS = ROOT / "scripts" / "actions"
+sys.path.insert(0, str(ACTIONS))
+
+import action_io  # noqa: E402
+import collect_results  # noqa: E402
+import nfs_harness  # noqa: E402
+import plan  # noqa: E402
+import prepare_python  # noqa: E402
+import result_report  # noqa: E402
+import run_gate  # noqa: E402
+
+
+@pytest.fixture()
+def github_files(tmp_path, monkeypatch):
+    output, summary = tmp_path / "output", tmp_path / "summary.md"
+    output.touch()
+    summary.touch()
+    monkeypatch.setenv("GITHUB_OUTPUT", str(output))
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    return output, summary
+
+
+def parse_outputs(path: Path) -> dict[str, str]:
+    """Read $GITHUB_OUTPUT the way the runner does (name<<DELIM ... DELIM)."""
+    values, lines = {}, path.read_text().split("\n")
+    index = 0
+    while index < len(lines) and lines[index]:
+        name, delimiter = lines[index].split("<<", 1)
+        end = lines.index(delimiter, index + 1)
+        values[name] = "\n".join(lines[index + 1:end])
+        index = end + 1
+    return values
+
+
+def write(path: Path, data) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(data if isinstance(data, str) else json.dumps(data))
+    return path
+
+
+# --- action_io -------------------------------------------------------------------------------
+
+
+def test_outputs_survive_newlines_and_the_delimiter_text(github_files):
+    action_io.set_outputs({"a": "one\ntwo", "b": "EOF", "c": None})
+    assert parse_outputs(github_files[0]) == {"a": "one\ntwo", "b": "EOF", "c": ""}
+
+
+def test_annotations_escape_newlines_percent_and_title_separators():
+    line = action_io.annotation("error", "50% done\nthen: broke", title="gate: a,b")
+    assert line == "::error title=gate%3A a%2Cb::50%25 done%0Athen: broke"
+    with pytest.raises(ValueError):
+        action_io.annotation("fatal", "x")
+
+
+def test_requirement_lists_split_on_lines_spaces_and_commas():
+    assert action_io.split_list("cuda\nnfs, windows  mps\n") == ["cuda", "nfs", "windows", "mps"]
+    assert action_io.split_list("") == []
+
+
+# --- result_report: judging a result ---------------------------------------------------------
+
+
+def test_a_passing_result_with_exit_0_passes(tmp_path):
+    verdict = result_report.judge(write(tmp_path / "r.json", {"ok": True, "failures": []}), "t", 0)
+    assert verdict.ok and len(verdict.sha256) == 64
+
+
+@pytest.mark.parametrize("content, code, problem", [
+    (None, 1, "no result file"),
+    ("{not json", 1, "not readable JSON"),
+    ([1, 2], 0, "not a JSON object"),
+    ({"ok": False, "failures": ["requirement windows not met"]}, 1, "requirement windows not met"),
+    ({"ok": True}, 3, "says ok but the process exited 3"),
+    ({"ok": False, "failures": ["x"]}, 0, "says failed but the process exited 0"),
+    ({"ok": "true"}, 0, "does not say ok"),
+    ({"status": "failed", "message": "no GPU"}, 1, "no GPU"),
+])
+def test_every_way_a_result_can_fail_is_a_failure(tmp_path, content, code, problem):
+    path = tmp_path / "r.json"
+    if content is not None:
+        write(path, content)
+    verdict = result_report.judge(path, "t", code)
+    assert not verdict.ok
+    assert any(problem in text for text in verdict.problems), verdict.problems
+
+
+def test_the_diagnostic_passes_on_status_passed(tmp_path):
+    assert result_report.judge(write(tmp_path / "d.json", {"status": "passed"}), "d", 0).ok
+
+
+def test_publish_writes_outputs_a_summary_table_and_error_annotations(tmp_path, github_files, capsys):
+    data = {"ok": False, "failures": ["requirement windows not met: platform.system() is Linux"],
+            "checks": {"device_compute": {"ok": True, "duration_s": 5.9}, "jsonl_append": {"ok": False,
+                       "duration_s": 2.2, "reason": "3 records missing"}},
+            "requirements": [{"name": "windows", "ok": False, "reason": "platform.system() is Linux"}],
+            "device": {"resolved": "cpu"}, "filesystem": {"type": "ext4"}}
+    path = write(tmp_path / "platform-runtime-windows.json", data)
+    verdict = result_report.judge(path, "windows gate", 1)
+    result_report.publish(verdict)
+    outputs = parse_outputs(github_files[0])
+    assert outputs["ok"] == "false" and outputs["result-path"] == str(path)
+    assert outputs["result-sha256"] == action_io.sha256_file(path)
+    summary = github_files[1].read_text()
+    assert "### FAIL: windows gate" in summary and "| `jsonl_append` | **FAIL** | 2.2 | 3 records missing |" in summary
+    assert "| require `windows` | **FAIL** |" in summary
+    expected = "::error title=windows gate::requirement windows not met: platform.system() is Linux"
+    assert expected in capsys.readouterr().out
+
+
+# --- run_gate / run_step ---------------------------------------------------------------------
+
+
+def test_gate_command_passes_each_requirement_and_the_work_dir(tmp_path):
+    args = run_gate.main.__globals__["argparse"].Namespace(
+        device="cpu", output=tmp_path / "r.json", require_list="nfs\nwindows", require_device="cpu",
+        require_filesystem="", work_dir="/mnt/x", keep_workspace="true", timeout="")
+    command = run_gate.gate_command(args)
+    assert command[command.index("--work-dir") + 1] == "/mnt/x" and "--keep-workspace" in command
+    assert [command[i + 1] for i, part in enumerate(command) if part == "--require"] == ["nfs", "windows"]
+
+
+def test_unknown_requirement_or_an_existing_result_is_a_usage_error(tmp_path, capsys):
+    assert run_gate.main(["--output", str(tmp_path / "r.json"), "--require-list", "cuda gpu"]) == 2
+    assert run_gate.main(["--output", str(write(tmp_path / "old.json", "{}"))]) == 2
+    assert "unknown requirement(s) gpu" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(os.name == "nt", reason="flock is POSIX; the CUDA action runs on Linux")
+def test_the_lock_excludes_another_holder_while_held(tmp_path):
+    lock = tmp_path / "gpu.lock"
+    probe = ("import fcntl, sys\nf = open(sys.argv[1], 'a+b')\n"
+             "try:\n    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)\nexcept OSError:\n    sys.exit(7)\n")
+    with run_gate.held_lock(str(lock)):
+        assert subprocess.run([sys.executable, "-c", probe, str(lock)]).returncode == 7
+    assert subprocess.run([sys.executable, "-c", probe, str(lock)]).returncode == 0  # released
+
+
+def _env(**extra: str) -> dict[str, str]:
+    """This environment without the Actions files of a CI run that may be running these tests."""
+    env = {key: value for key, value in os.environ.items() if key not in ("GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY")}
+    return {**env, **extra}
+
+
+def _run_step(tmp_path, code: str) -> tuple[int, dict]:
+    result = tmp_path / "out" / "r.json"
+    outputs = tmp_path / "gh-output"
+    outputs.touch()
+    proc = subprocess.run([sys.executable, str(ACTIONS / "run_step.py"), "--title", "t", "--result", str(result),
+                           "--", "python", "-c", code, str(result)],
+                          env=_env(GITHUB_OUTPUT=str(outputs)), capture_output=True, text=True)
+    return proc.returncode, parse_outputs(outputs)
+
+
+def test_run_step_passes_a_command_whose_json_says_ok(tmp_path):
+    code, outputs = _run_step(tmp_path, "import json,sys; json.dump({'ok': True}, open(sys.argv[1], 'w'))")
+    assert code == 0 and outputs["ok"] == "true"
+
+
+def test_run_step_fails_a_command_that_says_ok_but_exits_non_zero(tmp_path):
+    code, outputs = _run_step(tmp_path, "import json,sys; json.dump({'ok': True}, open(sys.argv[1], 'w')); sys.exit(4)")
+    assert code == 1 and outputs["ok"] == "false"
+
+
+def test_run_step_fails_a_command_that_writes_nothing(tmp_path):
+    code, outputs = _run_step(tmp_path, "pass")
+    assert code == 1 and outputs["ok"] == "false" and outputs["result-sha256"] == ""
+
+
+# --- prepare_python --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("pin, installed, ok", [
+    ("torch==2.13.0", "2.13.0+cpu", True),
+    ("torch==2.13.0", "2.13.0", True),
+    ("torch==2.13.0", "2.12.1", False),
+    ("torch==2.13.0+cu128", "2.13.0+cpu", False),
+    ("torch", "2.0.0", True),
+    ("torch==2.13.0", None, False),
+])
+def test_installed_versions_are_compared_like_pip_for_exact_pins(pin, installed, ok):
+    assert prepare_python.satisfied(pin, installed) is ok
+
+
+def test_the_torch_input_replaces_the_pin(tmp_path):
+    runtime = write(tmp_path / "runtime.txt", "# pins\ntorch==2.13.0\nnumpy==2.4.4  # comment\n")
+    assert prepare_python.requirements(runtime, "torch==2.12.0") == ["numpy==2.4.4", "torch==2.12.0"]
+
+
+def test_an_interpreter_that_has_everything_is_used_as_is(tmp_path, github_files):
+    runtime = write(tmp_path / "runtime.txt", "pytest\n")
+    assert prepare_python.main(["--venv", str(tmp_path / "v"), "--runtime", str(runtime)]) == 0
+    assert parse_outputs(github_files[0])["python"] == sys.executable and not (tmp_path / "v").exists()
+
+
+def test_a_missing_package_is_reported_missing_and_a_range_is_refused(tmp_path, capsys):
+    assert prepare_python.missing(["pytest", "no-such-package-kernodeck==1.0"]) == ["no-such-package-kernodeck==1.0"]
+    runtime = write(tmp_path / "runtime.txt", "torch>=2\n")
+    assert prepare_python.main(["--venv", str(tmp_path / "v"), "--runtime", str(runtime)]) == 2
+    assert "unsupported requirement" in capsys.readouterr().err
+
+
+def test_a_linux_cpu_job_takes_the_cpu_wheel_index():
+    expected = prepare_python.CPU_INDEX if sys.platform.startswith("linux") else ""
+    assert prepare_python.choose_index("", "cpu") == expected
+    assert prepare_python.choose_index("", "cuda") == ""
+    assert prepare_python.choose_index("https://example.invalid/simple", "cpu") == "https://example.invalid/simple"
+
+
+# --- plan ------------------------------------------------------------------------------------
+
+
+def test_all_without_cuda_labels_runs_every_hosted_platform():
+    assert plan.select("workflow_dispatch", "all", [], False)[0] == ["linux", "windows", "mps", "nfs"]
+    assert plan.select("workflow_call", "all", ["gpu"], False)[0] == ["linux", "windows", "mps", "cuda", "nfs"]
+
+
+def test_a_verify_branch_push_runs_windows_and_mps():
+    assert plan.select("push", "", [], False)[0] == ["windows", "mps"]
+
+
+def test_privileged_platforms_are_dropped_for_a_fork_pull_request():
+    chosen, notes = plan.select("pull_request", "linux nfs cuda", ["gpu"], True)
+    assert chosen == ["linux"] and "cuda, nfs never run for a pull request from a fork" in notes
+
+
+@pytest.mark.parametrize("platforms, labels, message", [
+    ("linux gpu", "", "unknown platform(s) gpu"),
+    ("cuda", "", "no CUDA runner labels"),
+    ("cuda", "{not json", "not JSON"),
+    ("cuda", '[""]', "JSON array of non-empty strings"),
+])
+def test_bad_plans_are_usage_errors(platforms, labels, message, capsys, github_files):
+    assert plan.main(["--event", "workflow_dispatch", "--platforms", platforms, "--cuda-runner", labels]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_the_plan_outputs_json_for_fromjson(github_files):
+    labels = '["self-hosted","gpu"]'
+    assert plan.main(["--event", "workflow_call", "--platforms", "cuda,linux", "--cuda-runner", labels]) == 0
+    outputs = parse_outputs(github_files[0])
+    assert json.loads(outputs["platforms"]) == ["linux", "cuda"]
+    assert json.loads(outputs["cuda-runner"]) == ["self-hosted", "gpu"]
+
+
+# --- collect_results (the evidence job's verdict) --------------------------------------------
+
+
+def _artifacts(tmp_path: Path, gate: dict, extra: dict | None = None) -> Path:
+    folder = tmp_path / "artifacts" / "platform-runtime-linux-attempt-2"
+    write(folder / "platform-runtime-linux.json", gate)
+    for name, data in (extra or {}).items():
+        write(folder / name, data)
+    return tmp_path / "artifacts"
+
+
+def _needs(result: str = "success", sha: str | None = None) -> dict:
+    outputs = {"result-sha256": sha} if sha else {}
+    return {"plan": {"result": "success"}, "linux": {"result": result, "outputs": outputs}}
+
+
+def test_collection_passes_a_successful_job_with_its_ok_json(tmp_path):
+    artifacts = _artifacts(tmp_path, {"ok": True})
+    sha = action_io.sha256_file(artifacts / "platform-runtime-linux-attempt-2" / "platform-runtime-linux.json")
+    report = collect_results.collect(artifacts, ["linux"], _needs(sha=sha), "2")
+    assert report["ok"] and report["platforms"]["linux"]["files"] == {"platform-runtime-linux.json": sha}
+
+
+@pytest.mark.parametrize("case", ["job failed", "gate not ok", "other json not ok", "no artifact",
+                                  "hash mismatch", "plan failed", "wrong attempt"])
+def test_collection_fails_whenever_a_selected_platform_did_not_pass(tmp_path, case):
+    gate = {"ok": case != "gate not ok"}
+    extra = {"nfs-harness.json": {"ok": False, "problems": ["nfs-server is still running"]}} \
+        if case == "other json not ok" else None
+    artifacts = _artifacts(tmp_path, gate, extra) if case != "no artifact" else tmp_path / "none"
+    needs = _needs("failure" if case == "job failed" else "success", "0" * 64 if case == "hash mismatch" else None)
+    if case == "plan failed":
+        needs["plan"]["result"] = "failure"
+    report = collect_results.collect(artifacts, ["linux"], needs, "3" if case == "wrong attempt" else "2")
+    assert report["ok"] is False
+
+
+def test_collection_cli_refuses_bad_json_and_an_existing_output(tmp_path, capsys):
+    out = write(tmp_path / "exists.json", "{}")
+    base = ["--artifacts-dir", str(tmp_path), "--attempt", "1"]
+    assert collect_results.main([*base, "--platforms", "linux", "--needs", "{}", "--output", str(tmp_path / "o")]) == 2
+    assert collect_results.main([*base, "--platforms", "[]", "--needs", "{}", "--output", str(out)]) == 2
+    assert out.read_text() == "{}"
+
+
+# --- nfs_harness: what is deleted from the export, and how it is verified ---------------------
+
+
+def test_only_the_gate_workspace_name_is_accepted_for_deletion(tmp_path):
+    cleanup = {"status": "retained", "workspace": "platform-runtime-0a1b2c3d4e5f"}
+    good = write(tmp_path / "g.json", {"workspace_cleanup": cleanup})
+    assert nfs_harness.retained_workspace(good) == ("retained", "platform-runtime-0a1b2c3d4e5f")
+    for name in ["../etc", "/", "platform-runtime-../../x", ".", "other"]:
+        bad = write(tmp_path / "b.json", {"workspace_cleanup": {"status": "retained", "workspace": name}})
+        with pytest.raises(nfs_harness.HarnessError):
+            nfs_harness.retained_workspace(bad)
+
+
+def test_the_retained_workspace_is_deleted_on_the_export_side_and_verified_gone(tmp_path):
+    export = tmp_path / "export"
+    write(export / "platform-runtime-0a1b2c3d4e5f" / "sub" / "f.jsonl", "{}\n")
+    record = nfs_harness.remove_from_export(export, "platform-runtime-0a1b2c3d4e5f")
+    assert record["existed_on_export"] and record["deleted"] and record["verified"]
+    assert not (export / "platform-runtime-0a1b2c3d4e5f").exists()
+
+
+def test_a_silly_rename_leftover_or_a_missing_workspace_is_not_verified(tmp_path):
+    export = tmp_path / "export"
+    write(export / ".nfs000000000001", "x")
+    write(export / "platform-runtime-0a1b2c3d4e5f" / "f", "x")
+    assert nfs_harness.remove_from_export(export, "platform-runtime-0a1b2c3d4e5f")["verified"] is False
+    (export / ".nfs000000000001").unlink()
+    missing = nfs_harness.remove_from_export(export, "platform-runtime-ffffffffffff")
+    assert missing["existed_on_export"] is False and missing["deleted"] is False
+
+
+# --- the other small CLIs --------------------------------------------------------------------
+
+
+def test_no_matching_platform_test_is_a_failure_not_a_silent_pass(tmp_path):
+    proc = subprocess.run([sys.executable, str(ACTIONS / "run_platform_tests.py"), "--junit", str(tmp_path / "j.xml"),
+                           "tests/no_such_test_*.py"], capture_output=True, text=True, env=_env())
+    assert proc.returncode == 2 and "::error title=platform tests::no platform tests match" in proc.stdout
+
+
+def test_pip_pins_refuses_a_package_without_a_pin():
+    proc = subprocess.run([sys.executable, str(ACTIONS / "pip_pins.py"), "leftpad"], capture_output=True, text=True)
+    assert proc.returncode == 2 and "no pin in requirements/ for leftpad" in proc.stderr

@@ -1,0 +1,264 @@
+"""The workflows and composite actions, read as GitHub reads them (YAML), one test per promise.
+
+Each structural rule is a small function returning its findings; every rule is run on our files
+(no findings) and on a broken copy (a finding), so none can pass by looking at nothing.
+The linters themselves (actionlint, zizmor, check-jsonschema) run from tests/run_all.py; two tests
+here prove zizmor does reject the injection and the unpinned action these rules are about.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKFLOW = ROOT / ".github" / "workflows" / "platform-runtime.yml"
+CI = ROOT / ".github" / "workflows" / "ci.yml"
+PLATFORMS = ["linux", "windows", "mps", "cuda", "nfs"]
+ACTION_FILES = [ROOT / "action.yml", *(ROOT / "actions" / name / "action.yml" for name in PLATFORMS)]
+WORKFLOW_FILES = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
+PIN = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40}$")
+VERSION_COMMENT = re.compile(r"@[0-9a-f]{40} # v\d+\.\d+\.\d+$")
+
+
+def load(path: Path) -> dict:
+    # PyYAML reads the key `on` as True; put it back.
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if True in data:
+        data["on"] = data.pop(True)
+    return data
+
+
+def steps_of(doc: dict) -> list[dict]:
+    if "runs" in doc:
+        return list(doc["runs"].get("steps", []))
+    return [step for job in doc.get("jobs", {}).values() for step in job.get("steps", [])]
+
+
+# --- the rules -------------------------------------------------------------------------------
+
+
+def expressions_in_run(doc: dict) -> list[str]:
+    """`${{ }}` inside run: is template injection; inputs must come through env:."""
+    return [step["run"] for step in steps_of(doc) if "run" in step and "${{" in step["run"]]
+
+
+def unpinned_uses(doc: dict) -> list[str]:
+    """Remote actions must be pinned by full commit SHA (local ./ paths are ours)."""
+    return [step["uses"] for step in steps_of(doc)
+            if "uses" in step and not step["uses"].startswith("./") and not PIN.match(step["uses"])]
+
+
+def uses_lines_without_version(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines()
+            if re.search(r"uses: [\w.-]+/[\w.-]+@", line) and "@v1 # zizmor" not in line
+            and not VERSION_COMMENT.search(line.strip())]
+
+
+def composite_runs_without_shell(doc: dict) -> list[str]:
+    return [step.get("name", step["run"][:40]) for step in steps_of(doc) if "run" in step and "shell" not in step]
+
+
+def scripts_not_via_action_path(doc: dict) -> list[str]:
+    """A composite action reaches our scripts through $GITHUB_ACTION_PATH, never the caller's tree."""
+    return [step["run"] for step in steps_of(doc)
+            if "run" in step and "scripts/" in step["run"]
+            and not re.search(r"\$GITHUB_ACTION_PATH/[\w./]*scripts/", step["run"])]
+
+
+def permission_problems(doc: dict) -> list[str]:
+    problems = []
+    if doc.get("permissions") != {}:
+        problems.append("top-level permissions must be {}")
+    for name, job in doc["jobs"].items():
+        granted = job.get("permissions")
+        if granted is None:
+            problems.append(f"{name}: no per-job permissions")
+        elif any(value == "write" for value in (granted or {}).values()):
+            problems.append(f"{name}: write permission")
+    return problems
+
+
+# --- the rules hold on our files and fail on broken copies -----------------------------------
+
+
+@pytest.mark.parametrize("path", ACTION_FILES + WORKFLOW_FILES, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_no_expression_inside_run(path):
+    assert expressions_in_run(load(path)) == []
+
+
+def test_expression_inside_run_is_caught():
+    doc = load(ROOT / "actions" / "linux" / "action.yml")
+    doc["runs"]["steps"][1]["run"] = 'echo "${{ inputs.torch }}"'
+    assert expressions_in_run(doc)
+
+
+@pytest.mark.parametrize("path", ACTION_FILES + WORKFLOW_FILES, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_third_party_actions_pinned_by_sha_with_version_comment(path):
+    assert unpinned_uses(load(path)) == []
+    assert uses_lines_without_version(path.read_text(encoding="utf-8")) == []
+
+
+def test_unpinned_action_is_caught():
+    doc = load(WORKFLOW)
+    doc["jobs"]["plan"]["steps"][0]["uses"] = "actions/checkout@v4"
+    assert unpinned_uses(doc) == ["actions/checkout@v4"]
+    assert uses_lines_without_version("      - uses: actions/checkout@v4")
+
+
+@pytest.mark.parametrize("path", ACTION_FILES, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_composite_steps_have_shell_and_reach_scripts_through_action_path(path):
+    doc = load(path)
+    assert doc["runs"]["using"] == "composite"
+    assert composite_runs_without_shell(doc) == []
+    assert scripts_not_via_action_path(doc) == []
+
+
+def test_missing_shell_and_caller_relative_script_are_caught():
+    doc = copy.deepcopy(load(ROOT / "action.yml"))
+    step = next(step for step in doc["runs"]["steps"] if "run" in step)
+    del step["shell"]
+    step["run"] = 'python scripts/actions/run_gate.py --output x'
+    assert composite_runs_without_shell(doc) and scripts_not_via_action_path(doc)
+
+
+@pytest.mark.parametrize("path", WORKFLOW_FILES, ids=lambda p: p.name)
+def test_permissions_empty_at_top_and_granted_per_job(path):
+    assert permission_problems(load(path)) == []
+
+
+def test_missing_job_permissions_or_a_write_grant_is_caught():
+    doc = load(WORKFLOW)
+    del doc["jobs"]["linux"]["permissions"]
+    doc["jobs"]["nfs"]["permissions"] = {"contents": "write"}
+    doc["permissions"] = {"contents": "read"}
+    assert len(permission_problems(doc)) == 3
+
+
+# --- the platform-runtime workflow's contract ------------------------------------------------
+
+
+def test_evidence_job_may_read_actions_and_needs_every_platform_always():
+    job = load(WORKFLOW)["jobs"]["evidence"]
+    assert job["permissions"] == {"contents": "read", "actions": "read"}
+    assert job["if"] == "always()"
+    assert job["needs"] == ["plan", *PLATFORMS]
+
+
+def test_triggers_dispatch_choice_call_inputs_and_verify_branch_push_only():
+    on = load(WORKFLOW)["on"]
+    assert set(on) == {"workflow_dispatch", "workflow_call", "push"}
+    choice = on["workflow_dispatch"]["inputs"]["platform"]
+    assert choice["type"] == "choice" and choice["options"] == ["all", "windows", "mps", "linux", "nfs", "cuda"]
+    call = on["workflow_call"]["inputs"]
+    assert call["platforms"] == {**call["platforms"], "type": "string", "default": "all"}
+    assert call["cuda-runner"]["type"] == "string" and call["torch"]["type"] == "string"
+    assert on["push"] == {"branches": ["platform-runtime-verify/**"]}
+
+
+def test_one_job_per_platform_named_exactly_the_platform_and_selected_by_the_plan():
+    jobs = load(WORKFLOW)["jobs"]
+    assert list(jobs) == ["plan", *PLATFORMS, "evidence"]
+    for name in PLATFORMS:
+        assert jobs[name]["name"] == name
+        assert jobs[name]["needs"] == "plan"
+        assert f"contains(fromJSON(needs.plan.outputs.platforms), '{name}')" in jobs[name]["if"]
+    assert jobs["cuda"]["runs-on"] == "${{ fromJSON(needs.plan.outputs.cuda-runner) }}"
+    assert jobs["windows"]["runs-on"] == "windows-2025" and jobs["mps"]["runs-on"] == "macos-15"
+
+
+def test_platform_jobs_run_our_actions_at_our_commit_and_record_the_job_id():
+    jobs = load(WORKFLOW)["jobs"]
+    for name in [*PLATFORMS, "plan", "evidence"]:
+        checkout = jobs[name]["steps"][0]
+        assert checkout["uses"].startswith("actions/checkout@")
+        assert checkout["with"]["repository"].startswith("${{ job.workflow_repository ||")
+        assert checkout["with"]["ref"] == "${{ job.workflow_sha }}"
+        assert checkout["with"]["persist-credentials"] is False
+    for name in PLATFORMS:
+        run = jobs[name]["steps"][1]
+        assert run["uses"] == f"./{jobs[name]['steps'][0]['with']['path']}/actions/{name}"
+        assert run["env"]["PLATFORM_RUNTIME_JOB_ID"] == "${{ job.check_run_id }}"
+
+
+def test_nfs_never_runs_for_a_pull_request_from_a_fork():
+    condition = load(WORKFLOW)["jobs"]["nfs"]["if"]
+    assert "github.event.pull_request.head.repo.full_name == github.repository" in condition
+
+
+@pytest.mark.parametrize("name", PLATFORMS)
+def test_each_platform_uploads_one_artifact_per_attempt_on_success_and_failure(name):
+    steps = load(ROOT / "actions" / name / "action.yml")["runs"]["steps"]
+    upload = next(step for step in steps if step.get("uses", "").startswith("actions/upload-artifact@"))
+    assert upload["if"].startswith("always()")
+    assert f"format('platform-runtime-{name}-attempt-{{0}}', github.run_attempt)" in upload["with"]["name"]
+    gate = next(step for step in steps if step.get("id") == "gate")
+    assert f"platform-runtime-{name}.json" in gate["env"]["RESULT"]
+
+
+def test_root_action_inputs_and_outputs():
+    doc = load(ROOT / "action.yml")
+    assert {"device", "require", "work-dir", "python-version", "torch", "torch-index-url", "artifact-name",
+            "upload"} <= set(doc["inputs"])
+    assert {"ok", "result-path", "result-sha256"} <= set(doc["outputs"])
+
+
+def test_windows_action_runs_tests_the_windows_gate_and_a_checked_training():
+    doc = load(ROOT / "actions" / "windows" / "action.yml")
+    text = "\n".join(step.get("run", "") for step in doc["runs"]["steps"])
+    assert doc["inputs"]["python-version"]["default"] == "3.12"
+    assert "run_platform_tests.py" in text and "--require-list windows" in text
+    assert "scripts/reprise/train.py" in text and "check_training_run.py" in text
+
+
+def test_ci_lints_and_tests_on_three_operating_systems():
+    job = load(CI)["jobs"]["test"]
+    assert job["strategy"]["matrix"]["os"] == ["ubuntu-24.04", "windows-2025", "macos-15"]
+    assert "python dev.py test" in job["steps"][-1]["run"]
+
+
+def test_dependabot_watches_actions_and_pip():
+    config = yaml.safe_load((ROOT / ".github" / "dependabot.yml").read_text())
+    ecosystems = {update["package-ecosystem"]: update for update in config["updates"]}
+    assert {"github-actions", "pip"} <= set(ecosystems)
+    assert {"/", *(f"/actions/{name}" for name in PLATFORMS)} <= set(ecosystems["github-actions"]["directories"])
+
+
+# --- the linters do reject what the rules above are about ------------------------------------
+
+
+def _zizmor(tmp_path: Path, text: str) -> subprocess.CompletedProcess:
+    target = tmp_path / ".github" / "workflows" / "bad.yml"
+    target.parent.mkdir(parents=True)
+    target.write_text(text)
+    zizmor = Path(sys.executable).parent / "zizmor"
+    return subprocess.run([str(zizmor), "--offline", str(target)], capture_output=True, text=True)
+
+
+BAD = """name: bad
+on:
+  workflow_dispatch:
+    inputs:
+      x: {type: string}
+permissions: {}
+jobs:
+  a:
+    runs-on: ubuntu-latest
+    permissions: {}
+    steps:
+      - uses: actions/checkout@v4
+        with: {persist-credentials: false}
+      - run: echo "${{ inputs.x }}"
+"""
+
+
+def test_zizmor_rejects_template_injection_and_unpinned_actions(tmp_path):
+    result = _zizmor(tmp_path, BAD)
+    assert result.returncode != 0
+    assert "template-injection" in result.stdout and "unpinned-uses" in result.stdout
