@@ -140,7 +140,7 @@ def run_verify(args: argparse.Namespace) -> int:
         raise InputError(f"--logs {args.logs} is not a folder")
     rows = verify(statement, {"artifacts": args.artifacts, "logs": args.logs})
     for row in rows:
-        line = f"{row['status']:<9} {row['name']}"
+        line = f"{row['status']:<9} {row['name']}" + ("  (inside its zip)" if row.get("from_zip") else "")
         if row["status"] == "mismatch":
             line += f"  expected {row['expected']}  got {row['actual']}"
         print(line)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -68,12 +69,14 @@ class Built:
 
 
 def build(fake: FakeGitHub, out: Path, *extra: str, source_root: Path | None = ROOT, token: str | None = None,
-          run_id: int | None = None) -> Built:
+          run_id: int | None = None, keep: bool = True) -> Built:
     env = dict(os.environ, GITHUB_API_URL=fake.api_url, GITHUB_TOKEN=token or fake.token or "")
     args = [sys.executable, "-B", str(CLI), "build", "--repository", fake.repository,
-            "--run-id", str(run_id or fake.run_id), "--logs-dir", str(out / "logs"),
+            "--run-id", str(run_id or fake.run_id),
             "--output", str(out / "index.json"), "--summary", str(out / "summary.md"), *extra]
-    if "--artifacts-dir" not in extra:
+    if keep:
+        args += ["--logs-dir", str(out / "logs")]
+    if keep and "--artifacts-dir" not in extra:
         args += ["--download-dir", str(out / "artifacts")]
     if source_root is not None:
         args += ["--source-root", str(source_root)]
@@ -388,3 +391,48 @@ def test_a_wrong_token_exits_2_without_an_index(fake, tmp_path):
     built = build(fake, tmp_path, token="ghs_wrongwrongwrong")
     assert built.code == 2 and built.index is None and "HTTP 401 Bad credentials" in built.stderr
     assert "ghs_wrongwrongwrong" not in built.stderr + built.stdout
+
+
+def test_without_folders_to_keep_nothing_but_the_index_is_written_and_digests_are_the_same(fake, sources, tmp_path):
+    standard_run(fake, ("linux", "windows"), sources)
+    kept = build(fake, tmp_path / "kept")
+    bare = build(fake, tmp_path / "bare", keep=False)
+    assert bare.code == 0, bare.stdout + bare.stderr
+    assert bare.subjects() == kept.subjects()
+    assert sorted(p.name for p in (tmp_path / "bare").iterdir()) == ["index.json", "summary.md"]
+    assert bare.platform("linux")["log"]["kept"] is False
+
+
+def test_verify_rechecks_a_built_index_and_fails_on_a_changed_log_zip_or_result(fake, sources, tmp_path):
+    made = standard_run(fake, ("linux", "windows"), sources)
+    build(fake, tmp_path)
+    index, artifacts, logs = tmp_path / "index.json", tmp_path / "artifacts", tmp_path / "logs"
+
+    def verify(*extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-B", str(CLI), "verify", str(index), "--artifacts", str(artifacts),
+                               "--logs", str(logs), *extra], capture_output=True, text=True, timeout=60)
+
+    clean = verify()
+    assert clean.returncode == 0 and "6 match" in clean.stdout, clean.stdout
+    log = logs / f"{made['windows'][0].id}-windows.log"
+    log.write_bytes(log.read_bytes().replace(b"exit code 0", b"exit code 1") + b"\n")
+    result = artifacts / "platform-runtime-linux-attempt-1" / "platform-runtime-linux.json"
+    result.write_bytes(result.read_bytes().replace(b"5.459", b"5.458"))  # one digit of a duration
+    zip_path = artifacts / "platform-runtime-linux-attempt-1.zip"
+    zip_path.write_bytes(zip_path.read_bytes() + b"\0")
+    tampered = verify()
+    assert tampered.returncode == 1
+    assert f"mismatch  logs/{log.name}" in tampered.stdout
+    assert "mismatch  artifacts/platform-runtime-linux-attempt-1/platform-runtime-linux.json" in tampered.stdout
+    assert "mismatch  artifacts/platform-runtime-linux-attempt-1.zip" in tampered.stdout
+    assert "3 match, 3 mismatch" in tampered.stdout
+
+
+def test_verify_reads_entries_from_the_zip_when_only_zips_were_kept(fake, sources, tmp_path):
+    standard_run(fake, ("linux",), sources)
+    build(fake, tmp_path)
+    shutil.rmtree(tmp_path / "artifacts" / "platform-runtime-linux-attempt-1")
+    completed = subprocess.run([sys.executable, "-B", str(CLI), "verify", str(tmp_path / "index.json"),
+                                "--artifacts", str(tmp_path / "artifacts")], capture_output=True, text=True, timeout=60)
+    assert completed.returncode == 0, completed.stdout
+    assert "platform-runtime-linux.json  (inside its zip)" in completed.stdout

@@ -21,7 +21,7 @@ from . import PLATFORMS
 from .common import FetchError, InputError, is_safe_relative, sha256_file
 from .github import GitHubClient
 from .logparse import LogScanner
-from .results import REPO_ROOT, read_result
+from .results import MAX_RESULT_BYTES, REPO_ROOT, read_result, read_result_bytes, too_large
 from .sources import digest_of_files, git_state, hash_sources, indexer_files
 from .statement import make_statement, now_utc
 from .verdict import decide_run
@@ -248,15 +248,30 @@ def _artifact(client: GitHubClient, options: BuildOptions, download_dir: Path | 
     subjects[f"artifacts/{name}.zip"] = download.sha256
     api_digest = str(api.get("digest") or "")
     record["digest_matches_api"] = api_digest.removeprefix("sha256:") == download.sha256 if api_digest else None
+    # Unpacked to disk only when the caller keeps the download folder; otherwise checked and hashed in passing.
+    target = download_dir / name if options.download_dir is not None else None
     try:
-        entries = safe_extract(zip_path, download_dir / name, options.caps)
+        entries = safe_extract(zip_path, target, options.caps, keep=lambda entry: entry.endswith(".json"),
+                               keep_max=MAX_RESULT_BYTES)
     except UnsafeArchive as error:
         record["status"] = "refused"
         record["error"] = str(error)
         return record, []
+    finally:
+        if options.download_dir is None:
+            zip_path.unlink(missing_ok=True)
     record["status"] = "downloaded"
     record["entries"] = len(entries)
-    return record, _read_folder(download_dir / name, f"artifacts/{name}", subjects, record)
+    results = []
+    for entry in entries:
+        subject = f"artifacts/{name}/{entry.name}"
+        subjects[subject] = entry.sha256
+        if entry.name.endswith(".json"):
+            result = (read_result_bytes(entry.data, entry.name) if entry.data is not None
+                      else too_large(entry.name, entry.sha256, entry.size))
+            result["subject"] = subject
+            results.append(result)
+    return record, results
 
 
 def _read_folder(folder: Path, prefix: str, subjects: dict[str, str], record: dict[str, Any]) -> list[dict[str, Any]]:

@@ -78,22 +78,25 @@ def schema_check(kind: str, document: Any) -> tuple[bool | None, list[str]]:
 
 def read_result(path: Path, name: str) -> dict[str, Any]:
     """One result file as the index records it: digest, size, kind, ok, schema validity, and its claims."""
-    record: dict[str, Any] = {"name": name}
     try:
         size = path.stat().st_size
         if size > MAX_RESULT_BYTES:
-            data = None
-            digest = _hash_file(path)
-            record.update(sha256=digest, size=size, kind=kind_of(name, None), ok=None, schema_valid=None,
-                          error=f"{size} bytes is over the {MAX_RESULT_BYTES}-byte cap for a result")
-            return record
+            return too_large(name, _hash_file(path), size)
         data = path.read_bytes()
     except OSError as error:
-        record.update(sha256=None, size=None, kind=kind_of(name, None), ok=None, schema_valid=None,
-                      error=f"unreadable: {error.strerror or type(error).__name__}")
-        return record
-    record["sha256"] = hashlib.sha256(data).hexdigest()
-    record["size"] = len(data)
+        return {"name": name, "sha256": None, "size": None, "kind": kind_of(name, None), "ok": None,
+                "schema_valid": None, "error": f"unreadable: {error.strerror or type(error).__name__}"}
+    return read_result_bytes(data, name)
+
+
+def too_large(name: str, sha256: str, size: int) -> dict[str, Any]:
+    return {"name": name, "sha256": sha256, "size": size, "kind": kind_of(name, None), "ok": None,
+            "schema_valid": None, "error": f"{size} bytes is over the {MAX_RESULT_BYTES}-byte cap for a result"}
+
+
+def read_result_bytes(data: bytes, name: str) -> dict[str, Any]:
+    """The same from bytes already in memory (an entry read straight from an artifact zip)."""
+    record: dict[str, Any] = {"name": name, "sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
     try:
         document = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as error:

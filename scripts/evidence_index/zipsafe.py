@@ -16,8 +16,11 @@ import os
 import shutil
 import stat
 import zipfile
+from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from .common import CHUNK, is_safe_relative
 
@@ -38,6 +41,7 @@ class Entry:
     name: str
     sha256: str
     size: int
+    data: bytes | None = None
 
 
 def check_entries(archive: zipfile.ZipFile, caps: Caps) -> list[zipfile.ZipInfo]:
@@ -82,9 +86,14 @@ def check_entries(archive: zipfile.ZipFile, caps: Caps) -> list[zipfile.ZipInfo]
     return files
 
 
-def safe_extract(zip_path: Path, target: Path, caps: Caps = Caps()) -> list[Entry]:
-    """Unpack zip_path into target (which must not exist yet); return each file's name, SHA-256 and size."""
-    if target.exists() or target.is_symlink():
+def safe_extract(zip_path: Path, target: Path | None, caps: Caps = Caps(),
+                 keep: Callable[[str], bool] = lambda name: False, keep_max: int = 32 * 1024**2) -> list[Entry]:
+    """Unpack zip_path into target (which must not exist yet); return each file's name, SHA-256 and size.
+
+    target None: check and hash every entry without writing anything (nothing is kept, so why write).
+    keep(name): also return that entry's bytes (the result JSON documents), up to keep_max bytes.
+    """
+    if target is not None and (target.exists() or target.is_symlink()):
         raise UnsafeArchive(f"target folder {target.name!r} already exists")
     try:
         archive = zipfile.ZipFile(zip_path)
@@ -92,34 +101,46 @@ def safe_extract(zip_path: Path, target: Path, caps: Caps = Caps()) -> list[Entr
         raise UnsafeArchive(f"not a readable zip ({type(error).__name__})") from error
     with archive:
         files = check_entries(archive, caps)
+        if target is None:
+            return [_copy(archive, info, None, caps, keep(info.filename) and info.file_size <= keep_max)
+                    for info in files]
         target.mkdir(parents=True)
         root = target.resolve()
         try:
-            return [_write(archive, info, root, caps) for info in files]
+            return [_copy(archive, info, root, caps, keep(info.filename) and info.file_size <= keep_max)
+                    for info in files]
         except BaseException:
             shutil.rmtree(target, ignore_errors=True)
             raise
 
 
-def _write(archive: zipfile.ZipFile, info: zipfile.ZipInfo, root: Path, caps: Caps) -> Entry:
+def _open_destination(root: Path, info: zipfile.ZipInfo) -> BinaryIO:
     destination = root.joinpath(*info.filename.split("/"))
     parent = destination.parent
     parent.mkdir(parents=True, exist_ok=True)
     if not parent.resolve().is_relative_to(root):
         raise UnsafeArchive(f"entry {info.filename!r} would land outside the folder")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    return os.fdopen(os.open(destination, flags, 0o644), "wb")
+
+
+def _copy(archive: zipfile.ZipFile, info: zipfile.ZipInfo, root: Path | None, caps: Caps, keep: bool) -> Entry:
     digest = hashlib.sha256()
     size = 0
+    kept = bytearray() if keep else None
     try:
-        with archive.open(info) as source, os.fdopen(os.open(destination, flags, 0o644), "wb") as sink:
+        with archive.open(info) as source, (_open_destination(root, info) if root else nullcontext()) as sink:
             while chunk := source.read(CHUNK):
                 size += len(chunk)
                 if size > caps.max_entry_bytes or size > info.file_size:
                     raise UnsafeArchive(f"entry {info.filename!r} unpacks to more than it declares")
                 digest.update(chunk)
-                sink.write(chunk)
+                if sink is not None:
+                    sink.write(chunk)
+                if kept is not None:
+                    kept += chunk
     except (zipfile.BadZipFile, OSError, EOFError) as error:
         # No str(error): an OSError's text carries the absolute path of the folder.
         detail = getattr(error, "strerror", None) or type(error).__name__
         raise UnsafeArchive(f"entry {info.filename!r} could not be unpacked: {detail}") from error
-    return Entry(info.filename, digest.hexdigest(), size)
+    return Entry(info.filename, digest.hexdigest(), size, bytes(kept) if kept is not None else None)
