@@ -1,0 +1,71 @@
+"""Faults injected into torch from outside the project (a sitecustomize.py on PYTHONPATH, loaded by
+every process of the protocol): the verification must FAIL with exit 1, never pass."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import validate
+from test_reprise_support import verdict, verify
+
+FAULTS = {
+    # Every checkpoint read back gets its first floating-point tensor nudged by 1e-9.
+    "torch.load perturbs a tensor": """
+import torch
+_load = torch.load
+def _first_float(obj):
+    if isinstance(obj, torch.Tensor) and obj.is_floating_point() and obj.numel():
+        return obj
+    items = list(obj.values()) if isinstance(obj, dict) else obj if isinstance(obj, (list, tuple)) else []
+    for item in items:
+        found = _first_float(item)
+        if found is not None:
+            return found
+    return None
+def load(*args, **kwargs):
+    result = _load(*args, **kwargs)
+    tensor = _first_float(result)
+    if tensor is not None:
+        tensor.view(-1)[0] += 1e-9
+    return result
+torch.load = load
+""",
+    # The optimizer never steps, in every process: runs agree with each other, yet nothing trained.
+    "Adam.step does nothing": """
+import torch
+torch.optim.Adam.step = lambda self, closure=None: None
+""",
+    # The optimizer state loads as nothing: a resumed Adam restarts from zero moments.
+    "Optimizer.load_state_dict is a no-op": """
+import torch
+torch.optim.Optimizer.load_state_dict = lambda self, state_dict: None
+""",
+}
+
+
+@pytest.mark.parametrize("fault", list(FAULTS))
+def test_a_fault_injected_into_torch_fails_the_verification_with_exit_1(tmp_path, fault):
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(FAULTS[fault], encoding="utf-8")
+    output = tmp_path / "preuve"
+    ran = verify(output, pythonpath=site)
+    assert ran.returncode == 1, ran.stdout + ran.stderr
+    assert verdict(ran) == {"device": "cpu", "all_checks_passed": False, "positive": False,
+                            "negative_divergence_detected": verdict(ran)["negative_divergence_detected"],
+                            "report": "verification.json"}
+    report = json.loads((output / "verification.json").read_text(encoding="utf-8"))
+    validate(report, "reprise-verification.schema.json")
+    assert report["exit_code"] == 1 and report["ok"] is False and report["completed"] is True
+    assert_fault_is_named(report)
+
+
+def assert_fault_is_named(report: dict) -> None:
+    """The report must say what failed, not just fail."""
+    if report["errors"]:
+        return
+    failed = [name for name, check in report["positive_resume"]["checks"].items() if not check["passed"]]
+    failed += [name for name, check in report["integrity"].items() if isinstance(check, dict) and not check["passed"]]
+    assert failed, "exit 1 with no failed check named"
+
