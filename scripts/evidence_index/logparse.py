@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-HEAD_BYTES = 256 * 1024
+HEAD_BYTES = 64 * 1024  # the setup lines come first; 64 KiB holds them with room to spare
 MAX_LINE = 4096  # a line longer than this is cut; its start is enough to classify it
 MAX_KEPT = 50  # matching lines kept verbatim; all are counted
 ERROR_MARK = b"##[error]"
@@ -118,6 +118,8 @@ def parse_setup(head: str) -> dict[str, Any]:
     group: str | None = None
     for raw in head.splitlines():
         line = _strip_timestamp(raw)
+        if line.startswith("##[group]Run "):
+            break  # the first step: the setup lines are behind us
         if line.startswith("##[group]"):
             group = line[len("##[group]"):].strip()
             continue
