@@ -47,6 +47,23 @@ def _describe_gate(result: dict) -> str:
     return text
 
 
+# verify_resume.py never reuses an output folder: each local run gets its own, named by the time it started.
+_REPRISE_RUN = f"reprise-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{time.time_ns() % 10_000:04d}"
+
+
+def _describe_reprise(result: dict) -> str:
+    if not result.get("completed"):
+        return "could not complete: " + "; ".join(result.get("errors", [])[:2])
+    checks = result.get("positive_resume", {}).get("checks", {})
+    errors = [c["max_abs_error"] for c in checks.values() if isinstance(c.get("max_abs_error"), float)]
+    worst = max(errors, default=None)
+    controls = result.get("negative_controls", {}).get("controls", {})
+    detected = sum(1 for control in controls.values() if control.get("divergence_detected"))
+    text = (f"resume {'bit-exact' if result.get('positive') else 'NOT exact'} (max error {worst}), "
+            f"{detected}/{len(controls)} negative controls diverged, report {_REPRISE_RUN}/verification.json")
+    return text + ("; " + "; ".join(result["errors"][:2]) if result.get("errors") else "")
+
+
 STEPS: list[Step] = [
     Step(
         name="platform runtime gate",
@@ -67,6 +84,27 @@ STEPS: list[Step] = [
         describe=lambda r: f"{r.get('code')} at stage {r.get('stage')}, loss {(r.get('execution') or {}).get('loss')}",
         # --output never replaces a file: drop this step's own result of an earlier run first.
         prepare=lambda out: (out / "kernodeck-diagnostic-cpu.json").unlink(missing_ok=True),
+    ),
+    Step(
+        name="checkpoint-resume verification",
+        command=lambda out: [
+            sys.executable, "-B", str(SCRIPTS / "reprise" / "verify_resume.py"), "--output", str(out / _REPRISE_RUN),
+        ],
+        result=f"{_REPRISE_RUN}/verification.json",
+        describe=_describe_reprise,
+        cwd=SCRIPTS / "reprise",
+    ),
+    # Keep this step LAST: it binds the result of every step above to its SHA-256 and to this checkout's sources.
+    Step(
+        name="evidence index",
+        command=lambda out: [
+            sys.executable, "-B", str(SCRIPTS / "build_evidence_index.py"), "local", "--results", str(out),
+            *[arg for step in STEPS if step.name != "evidence index" for arg in ("--result", step.result)],
+            "--output", str(out / "evidence-index.json"), "--verdict-output", str(out / "evidence-verdict.json"),
+        ],
+        result="evidence-verdict.json",
+        describe=lambda r: (f"{r.get('subjects')} results bound by SHA-256 in evidence-index.json"
+                            + ("; " + "; ".join(r["reasons"][:2]) if r.get("reasons") else "")),
     ),
 ]
 
