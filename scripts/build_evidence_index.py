@@ -3,8 +3,9 @@
 
     build_evidence_index.py build --repository OWNER/NAME --run-id ID [--attempt N]
         [--artifacts-dir DIR] [--logs-dir DIR] [--download-dir DIR] [--source-root DIR]
-        --output INDEX.json [--summary FILE.md]
-    build_evidence_index.py local --results DIR --output INDEX.json [--source-root DIR] [--summary FILE.md]
+        --output INDEX.json [--summary FILE.md] [--verdict-output FILE.json]
+    build_evidence_index.py local --results DIR [--result RELPATH]... --output INDEX.json [--source-root DIR]
+        [--summary FILE.md] [--verdict-output FILE.json]
     build_evidence_index.py verify INDEX --artifacts DIR [--logs DIR]
 
 The index is an in-toto Statement v1 (schemas/evidence-index.schema.json). `build` reads the token
@@ -16,6 +17,7 @@ missing; 2 usage or input error (nothing written); 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import sys
 from pathlib import Path
@@ -26,11 +28,13 @@ from evidence_index.build import BuildOptions, build_run_index  # noqa: E402
 from evidence_index.common import FetchError, InputError, atomic_write_bytes, dump_json, scrub  # noqa: E402
 from evidence_index.github import GitHubClient  # noqa: E402
 from evidence_index.local import build_local_index  # noqa: E402
+from evidence_index.results import VERDICT_SCHEMA_ID  # noqa: E402
 from evidence_index.summary import render  # noqa: E402
 from evidence_index.verify import load_statement, verify  # noqa: E402
 from evidence_index.zipsafe import Caps  # noqa: E402
 
 PROG = "build_evidence_index.py"
+VERDICT_HELP = "also write {schema, ok, reasons, index_sha256} here (what run_local.py reads as the step's result)"
 
 
 def _size(text: str) -> int:
@@ -73,6 +77,7 @@ def parser() -> argparse.ArgumentParser:
     build.add_argument("--source-root", type=Path, help="checkout of the head commit, to compare source hashes")
     build.add_argument("--output", type=Path, required=True)
     build.add_argument("--summary", type=Path, help="append the Markdown summary here, e.g. $GITHUB_STEP_SUMMARY")
+    build.add_argument("--verdict-output", type=Path, help=VERDICT_HELP)
     build.add_argument("--max-log-bytes", type=_size, default="512M")
     build.add_argument("--max-zip-bytes", type=_size, default="1G")
     build.add_argument("--max-zip-entries", type=_positive, default=1000)
@@ -83,7 +88,11 @@ def parser() -> argparse.ArgumentParser:
     local.add_argument("--results", type=Path, required=True, help="folder of result *.json files")
     local.add_argument("--output", type=Path, required=True)
     local.add_argument("--source-root", type=Path, help="checkout to compare source hashes with (default: this one)")
+    local.add_argument("--result", action="append", dest="names", metavar="RELPATH",
+                       help="index exactly this file under --results (repeatable; a missing one fails); "
+                            "default: every *.json directly in --results")
     local.add_argument("--summary", type=Path)
+    local.add_argument("--verdict-output", type=Path, help=VERDICT_HELP)
 
     check = commands.add_parser("verify", help="recompute every digest of an index from the bytes")
     check.add_argument("index", type=Path)
@@ -92,8 +101,16 @@ def parser() -> argparse.ArgumentParser:
     return main
 
 
-def _write_outputs(statement: dict, output: Path, summary: Path | None) -> None:
-    atomic_write_bytes(output, dump_json(statement))
+def _write_outputs(statement: dict, output: Path, summary: Path | None, verdict_output: Path | None = None) -> None:
+    data = dump_json(statement)
+    atomic_write_bytes(output, data)
+    if verdict_output is not None:
+        verdict = statement["predicate"]["verdict"]
+        atomic_write_bytes(verdict_output, dump_json({
+            "schema": VERDICT_SCHEMA_ID, "ok": verdict["pass"], "reasons": verdict["reasons"],
+            "index": output.name, "index_sha256": hashlib.sha256(data).hexdigest(),
+            "subjects": len(statement["subject"]),
+        }))
     if summary is not None:
         with open(summary, "a", encoding="utf-8", newline="\n") as handle:
             handle.write(render(statement))
@@ -122,13 +139,13 @@ def run_build(args: argparse.Namespace) -> int:
     client = GitHubClient(os.environ.get("GITHUB_API_URL") or None, os.environ.get("GITHUB_TOKEN") or None,
                           max_wait=args.max_wait, progress=lambda message: print(message, flush=True))
     statement = build_run_index(client, options, progress=lambda message: print(message, flush=True))
-    _write_outputs(statement, args.output, args.summary)
+    _write_outputs(statement, args.output, args.summary, args.verdict_output)
     return _report_verdict(statement, args.output)
 
 
 def run_local(args: argparse.Namespace) -> int:
-    statement = build_local_index(args.results, output=args.output, source_root=args.source_root)
-    _write_outputs(statement, args.output, args.summary)
+    statement = build_local_index(args.results, output=args.output, source_root=args.source_root, names=args.names)
+    _write_outputs(statement, args.output, args.summary, args.verdict_output)
     return _report_verdict(statement, args.output)
 
 

@@ -182,3 +182,36 @@ def test_verify_of_something_that_is_not_an_index_is_a_usage_error(tmp_path, con
 def test_verify_without_required_arguments_is_a_usage_error(tmp_path):
     completed = cli("verify", str(tmp_path / "index.json"))
     assert completed.returncode == 2 and "--artifacts" in completed.stderr
+
+
+def test_named_results_are_indexed_exactly_and_a_missing_one_fails(results, tmp_path):
+    nested = results / "reprise-run"
+    nested.mkdir()
+    (nested / "verification.json").write_text(json.dumps({"ok": True}))
+    (nested / "config.json").write_text(json.dumps({"lr": 0.1}))  # not named: not indexed
+    output = results / "evidence-index.json"
+    completed = cli("local", "--results", str(results), "--result", "platform-runtime-cpu.json",
+                    "--result", "reprise-run/verification.json", "--output", str(output),
+                    "--verdict-output", str(results / "evidence-verdict.json"))
+    assert completed.returncode == 0, completed.stdout
+    index = json.loads(output.read_text())
+    assert [s["name"] for s in index["subject"]] == ["artifacts/platform-runtime-cpu.json",
+                                                     "artifacts/reprise-run/verification.json"]
+    verdict = json.loads((results / "evidence-verdict.json").read_text())
+    import hashlib
+
+    assert verdict == {"schema": "kernodeck.evidence-index.verdict/v1", "ok": True, "reasons": [],
+                       "index": "evidence-index.json", "index_sha256": hashlib.sha256(output.read_bytes()).hexdigest(),
+                       "subjects": 2}
+    missing = cli("local", "--results", str(results), "--result", "gone.json", "--output", str(tmp_path / "i.json"),
+                  "--verdict-output", str(tmp_path / "v.json"))
+    assert missing.returncode == 1
+    assert json.loads((tmp_path / "v.json").read_text())["reasons"] == ["gone.json: missing: the step wrote no result"]
+    # the verdict file of a previous run is not taken for a result
+    again, _ = index_local(results, tmp_path / "again.json")
+    assert again.returncode == 0
+
+
+def test_a_named_result_outside_the_folder_is_a_usage_error(results, tmp_path):
+    completed = cli("local", "--results", str(results), "--result", "../x.json", "--output", str(tmp_path / "i.json"))
+    assert completed.returncode == 2 and not (tmp_path / "i.json").exists()

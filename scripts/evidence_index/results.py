@@ -14,6 +14,7 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 SCHEMAS = REPO_ROOT / "schemas"
 GATE_SCHEMA_ID = "kernodeck.platform-runtime.result/v1"
+VERDICT_SCHEMA_ID = "kernodeck.evidence-index.verdict/v1"
 MAX_RESULT_BYTES = 32 * 1024 * 1024
 # Result kinds whose schema we know: kind -> file in schemas/. Others are bound by digest and `ok` only.
 SCHEMA_FILES = {"gate": "platform-runtime-result.schema.json", "diagnostic": "kernodeck-diagnostic-report.schema.json"}
@@ -26,6 +27,8 @@ def kind_of(name: str, document: Any) -> str:
             return "gate"
         if document.get("_type") == "https://in-toto.io/Statement/v1":
             return "evidence-index"
+        if schema == VERDICT_SCHEMA_ID:
+            return "evidence-verdict"
         if "diagnostic" in schema:
             return "diagnostic"
     base = Path(name).name
