@@ -196,6 +196,9 @@ def train(torch, device, stage: Stage) -> tuple[object, object, dict]:
 
 def checkpoint_round_trip(torch, model, optimizer, device, workspace: Path, stage: Stage) -> dict:
     stage("checkpoint_save")
+    # Started beside the file-system probe: make the run's workspace if the probe has not yet (never its
+    # parents: a missing --work-dir stays missing and the probe reports it).
+    workspace.parent.mkdir(exist_ok=True)
     workspace.mkdir(exist_ok=True)
     path = workspace / "checkpoint.pt"
     state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "steps": STEPS}

@@ -77,7 +77,7 @@ def probe(work_dir: str, workspace_name: str) -> dict:
         return {"ok": False, "usage_error": True, "reason": "--work-dir is not a directory"}
     workspace = base / workspace_name
     try:
-        workspace.mkdir()
+        workspace.mkdir(exist_ok=True)  # the device worker, started beside the probe, may have made it first
     except OSError as exc:
         return {"ok": False, "usage_error": exc.errno in (errno.EACCES, errno.EROFS, errno.EPERM),
                 "reason": f"cannot create the workspace in --work-dir: {os.strerror(exc.errno or 0)}"}
@@ -165,6 +165,7 @@ def replace_reader(target: Path, stop: Path, max_seconds: float, tolerate_missin
             versions.add(version)
         if done:
             break
+        time.sleep(0.0005)  # leave CPU to the writers and to the device check running beside us
     return {"reads": reads, "partial_reads": partial, "missing_reads": missing,
             "versions": sorted(list(v) for v in versions), "sharing_retries": counter.sharing_violations,
             "tolerate_missing": tolerate_missing}

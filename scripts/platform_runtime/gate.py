@@ -125,11 +125,18 @@ class Gate:
     def _run_checks(self, result: dict, failures: list[str]) -> int:
         options = self.options
         workspace_name = f"platform-runtime-{secrets.token_hex(6)}"
+        workspace = options.work_dir / workspace_name
+        # The device worker starts now, beside the probe, so importing torch overlaps everything else.
+        device = self._launch("device_compute",
+                              children.worker_command("device_worker", options.device, str(workspace / "device")),
+                              options.device_timeout_s)
         probe = self._collect(self._launch(
             "file-system probe", children.worker_command("fs_worker", "probe", str(options.work_dir), workspace_name),
             options.probe_timeout_s))
         payload = probe.payload or {}
         if not payload.get("ok"):
+            self.kill_all()
+            self._collect(device)
             failures.append(self._reason(probe) if probe.failure() else scrub(payload.get("reason") or "probe failed",
                                                                               self.private))
             if probe.global_deadline:
@@ -137,7 +144,6 @@ class Gate:
             return EXIT_USAGE if payload.get("usage_error") else EXIT_FAILED
         result["filesystem"] = payload["filesystem"]
         result["workspace_cleanup"]["workspace"] = workspace_name
-        workspace = options.work_dir / workspace_name
 
         fs_args = {
             "failing_writer": ["failing-writer", str(workspace)],
@@ -146,9 +152,7 @@ class Gate:
                                      else [])],
             "jsonl_append": ["append", str(workspace)],
         }
-        launched = [self._launch("device_compute",
-                                 children.worker_command("device_worker", options.device, str(workspace / "device")),
-                                 options.device_timeout_s)]
+        launched = [device]
         launched += [self._launch(name, children.worker_command("fs_worker", *fs_args[name]), options.fs_timeout_s)
                      for name in FS_CHECKS]
         pool = ThreadPoolExecutor(max_workers=len(launched))  # each duration ends when its own child does
