@@ -83,6 +83,8 @@ def parser() -> argparse.ArgumentParser:
     build.add_argument("--max-zip-entries", type=_positive, default=1000)
     build.add_argument("--max-unpacked-bytes", type=_size, default="2G")
     build.add_argument("--max-wait", type=float, default=900.0, help="longest rate-limit wait honoured, seconds")
+    build.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for a server's answer or bytes")
+    build.add_argument("--attempts", type=_positive, default=6, help="tries per request (5xx, 429, resets)")
 
     local = commands.add_parser("local", help="index local result JSON files")
     local.add_argument("--results", type=Path, required=True, help="folder of result *.json files")
@@ -137,7 +139,8 @@ def run_build(args: argparse.Namespace) -> int:
                   max_entry_bytes=args.max_unpacked_bytes),
     )
     client = GitHubClient(os.environ.get("GITHUB_API_URL") or None, os.environ.get("GITHUB_TOKEN") or None,
-                          max_wait=args.max_wait, progress=lambda message: print(message, flush=True))
+                          max_wait=args.max_wait, timeout=(min(10.0, args.timeout), args.timeout),
+                          max_attempts=args.attempts, progress=lambda message: print(message, flush=True))
     statement = build_run_index(client, options, progress=lambda message: print(message, flush=True))
     _write_outputs(statement, args.output, args.summary, args.verdict_output)
     return _report_verdict(statement, args.output)
@@ -185,6 +188,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
+    except Exception as error:  # a server's odd answer must not end in a traceback that could carry secrets
+        if os.environ.get("EVIDENCE_INDEX_DEBUG"):
+            raise
+        print(f"{PROG}: error: unexpected {type(error).__name__}: {scrub(str(error), [token])[:500]} "
+              "(set EVIDENCE_INDEX_DEBUG=1 for the traceback)", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -85,10 +85,14 @@ def build_run_index(client: GitHubClient, options: BuildOptions,
     check_options(options)
     base = f"/repos/{options.repository}/actions/runs/{options.run_id}"
     run, _ = client.get_json(base)
-    attempt = options.attempt or int(run.get("run_attempt") or 1)
+    if not isinstance(run, dict):
+        raise FetchError(f"{base}: the answer is not a workflow run object")
+    latest = run.get("run_attempt")
+    attempt = options.attempt or (latest if isinstance(latest, int) and latest > 0 else 1)
     jobs_path = f"{base}/attempts/{attempt}/jobs" if options.attempt else f"{base}/jobs?filter=latest"
-    jobs = client.paginate(jobs_path, "jobs")
-    artifacts = client.paginate(f"{base}/artifacts", "artifacts")
+    # Items that are not objects are dropped here rather than crashing later; they cannot be evidence.
+    jobs = [job for job in client.paginate(jobs_path, "jobs") if isinstance(job, dict)]
+    artifacts = [a for a in client.paginate(f"{base}/artifacts", "artifacts") if isinstance(a, dict)]
     progress(f"run {options.run_id} attempt {attempt}: {len(jobs)} jobs, {len(artifacts)} artifacts")
 
     subjects: dict[str, str] = {}
@@ -121,7 +125,8 @@ def build_run_index(client: GitHubClient, options: BuildOptions,
     source_root: dict[str, Any] = {"given": options.source_root is not None}
     if options.source_root is not None:
         source_root["git"] = git_state(options.source_root)
-        source_root["files"] = hash_sources(options.source_root, claimed_paths)
+        source_root["resolved"] = {}
+        source_root["files"] = hash_sources(options.source_root, claimed_paths, source_root["resolved"])
         source_root["files_sha256"] = digest_of_files(source_root["files"])
     predicate: dict[str, Any] = {
         "kind": "github-run",

@@ -119,12 +119,15 @@ class GitHubClient:
         parts = urlsplit(url)
         return parts.path if parts.path.startswith("/repos/") else f"blob host {parts.hostname}"
 
-    def _wait_seconds(self, response: requests.Response, attempt: int) -> float | None:
+    def _wait_seconds(self, response: requests.Response, attempt: int, url: str) -> float | None:
         """Seconds to wait before retrying this response, or None when it is not transient."""
         status = response.status_code
         headers = response.headers
         remaining = headers.get("x-ratelimit-remaining")
         retry_after = headers.get("retry-after")
+        if status == 403 and _origin(url) != self._origin and not retry_after:
+            # The blob host's 403 is a signed URL that expired (valid a minute): ask the API for a new one.
+            return self._backoff(attempt)
         if status == 403:
             body = response.text[:2000].lower()  # a 403 body is small; the secondary limit names itself
             if not (retry_after or remaining == "0" or "rate limit" in body):
@@ -180,24 +183,27 @@ class GitHubClient:
         if _origin(url) != self._origin:
             raise FetchError(f"refusing to call {urlsplit(url).hostname}: not the API host")
         last_error = "no attempt made"
+        last_status: int | None = None
         for attempt in range(1, self.max_attempts + 1):
             try:
                 response, final_url = self._send_following(url, stream)
             except (requests.ConnectionError, requests.Timeout) as error:
                 last_error = f"{self._describe(url)}: {type(error).__name__}"
+                last_status = None
                 if attempt == self.max_attempts:
                     break
                 self._wait(self._backoff(attempt), last_error)
                 continue
-            wait = self._wait_seconds(response, attempt)
+            wait = self._wait_seconds(response, attempt, final_url)
             if wait is None:
                 return response, final_url
             last_error = f"{self._describe(final_url)}: HTTP {response.status_code}"
+            last_status = response.status_code
             response.close()
             if attempt == self.max_attempts:
                 break
             self._wait(wait, last_error)
-        raise FetchError(self.scrub(f"gave up after {self.max_attempts} attempts: {last_error}"))
+        raise FetchError(self.scrub(f"gave up after {self.max_attempts} attempts: {last_error}"), status=last_status)
 
     # -- public API ------------------------------------------------------------------------------
 

@@ -54,7 +54,8 @@ def build_local_index(results_dir: Path, output: Path | None = None, source_root
             subjects[result["subject"]] = result["sha256"]
         results.append(result)
     claimed = {p for r in results for p in (r.get("source_files") or {})}
-    files = hash_sources(root, claimed)
+    resolved: dict[str, str] = {}
+    files = hash_sources(root, claimed, resolved)
     predicate: dict[str, Any] = {
         "kind": "local",
         "built_at": now_utc(),
@@ -63,7 +64,7 @@ def build_local_index(results_dir: Path, output: Path | None = None, source_root
         "host": {"system": host_platform.system(), "release": host_platform.release(),
                  "machine": host_platform.machine()},
         "source_root": {"given": True, "git": git_state(root), "files": files,
-                        "files_sha256": digest_of_files(files)},
+                        "files_sha256": digest_of_files(files), "resolved": resolved},
         "results": results,
         "skipped": skipped,
     }

@@ -31,6 +31,10 @@ def kind_of(name: str, document: Any) -> str:
             return "evidence-verdict"
         if "diagnostic" in schema:
             return "diagnostic"
+        if "reprise" in schema:
+            return "reprise-verification"
+        if "training-run" in schema or "training_run" in schema:
+            return "training-run-check"
     base = Path(name).name
     if base.startswith("platform-runtime-"):
         return "gate"
@@ -38,7 +42,7 @@ def kind_of(name: str, document: Any) -> str:
         return "diagnostic"
     if "training-run" in base:
         return "training-run-check"
-    if "reprise" in base:
+    if "reprise" in name:
         return "reprise-verification"
     return "other"
 

@@ -13,15 +13,32 @@ from .common import is_safe_relative, sha256_file
 INDEXER_FILES = ("scripts/build_evidence_index.py",)
 
 
-def hash_sources(root: Path, paths: Iterable[str]) -> dict[str, str | None]:
-    """{path: sha256}, None for a file that is absent or a path that is not a plain relative path."""
+def hash_sources(root: Path, paths: Iterable[str], resolved: dict[str, str] | None = None) -> dict[str, str | None]:
+    """{path: sha256}, None for a file that is absent or a path that is not a plain relative path.
+
+    A path that is not a file at the root but names exactly one tracked file by its tail (a result
+    that lists `train.py` for `scripts/reprise/train.py`) is hashed from that file; `resolved`, when
+    given, receives {claimed: repo path} for each such case so the index says what was compared.
+    """
     resolved_root = root.resolve()
+    tracked: list[str] | None = None
     hashes: dict[str, str | None] = {}
     for name in sorted(set(paths)):
         if not is_safe_relative(name):
             hashes[name] = None
             continue
-        path = root / name
+        actual = name
+        if not (root / name).is_file():
+            if tracked is None:
+                tracked = _tracked_files(root)
+            candidates = [t for t in tracked if t.endswith("/" + name)]
+            if len(candidates) != 1:
+                hashes[name] = None
+                continue
+            actual = candidates[0]
+            if resolved is not None:
+                resolved[name] = actual
+        path = root / actual
         try:
             if not path.resolve().is_relative_to(resolved_root) or not path.is_file():
                 hashes[name] = None
@@ -30,6 +47,14 @@ def hash_sources(root: Path, paths: Iterable[str]) -> dict[str, str | None]:
         except OSError:
             hashes[name] = None
     return hashes
+
+
+def _tracked_files(root: Path) -> list[str]:
+    try:
+        done = subprocess.run(["git", "-C", str(root), "ls-files", "-z"], capture_output=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return [p for p in done.stdout.decode("utf-8", "replace").split("\0") if p] if done.returncode == 0 else []
 
 
 def indexer_files(root: Path) -> dict[str, str | None]:
