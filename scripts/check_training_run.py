@@ -55,9 +55,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"check_training_run.py: error: cannot write {args.output} (a folder, or its folder is missing)",
               file=sys.stderr)
         return 2
-    result = contract.check_run_dir(args.run_dir, args.max_checkpoint_bytes)
-    if args.output is not None:
-        write_atomic(args.output, json.dumps(result, indent=2, allow_nan=False) + "\n")
+    try:
+        result = contract.check_run_dir(args.run_dir, args.max_checkpoint_bytes)
+        if args.output is not None:
+            write_atomic(args.output, json.dumps(result, indent=2, allow_nan=False) + "\n")
+    except OSError as error:  # an unreadable folder or an unwritable result: not a verdict on the run
+        print(f"check_training_run.py: error: {error}", file=sys.stderr)
+        return 2
     checks = result["checks"]
     print(f"training run {args.run_dir}: {'satisfies' if result['ok'] else 'VIOLATES'} the training-run contract")
     print(f"  config.json    {'ok' if checks['config']['ok'] else 'problem'}")

@@ -8,7 +8,7 @@ import pytest
 import torch
 import training_run_contract as contract
 from conftest import validate
-from test_reprise_support import VERDICT_KEYS, protocol_run, train, tree_bytes, verify
+from test_reprise_support import VERDICT_KEYS, copy_code, protocol_run, run_script, train, tree_bytes, verdict, verify
 
 FOLDERS = ["continu", "coupure", "reprise", "reprise-incomplete",
            "controles/omit-python", "controles/omit-numpy", "controles/omit-torch"]
@@ -145,3 +145,17 @@ def test_verify_refuses_an_output_folder_that_exists_and_changes_nothing(protoco
     assert ran.returncode == 2
     assert "already exists" in ran.stderr and "Traceback" not in ran.stderr
     assert tree_bytes(protocol.output) == before
+
+
+def test_verify_exits_2_with_a_report_when_it_cannot_complete(tmp_path):
+    code = copy_code(tmp_path / "copy")
+    rows = (code / "data.csv").read_text().splitlines()
+    (code / "data.csv").write_text("\n".join(rows[:-1]) + "\n")  # 23 rows: the exercise cannot run
+    ran = run_script(code / "verify_resume.py", "--output", str(tmp_path / "out"), cwd=code)
+    assert ran.returncode == 2, ran.stdout + ran.stderr
+    assert verdict(ran) == {"device": "cpu", "all_checks_passed": False, "positive": False,
+                            "negative_divergence_detected": False, "report": "verification.json"}
+    report = json.loads((tmp_path / "out" / "verification.json").read_text(encoding="utf-8"))
+    validate(report, "reprise-verification.schema.json")
+    assert report["completed"] is False and report["exit_code"] == 2
+    assert "expected 24 rows, found 23" in report["errors"][0]

@@ -161,6 +161,9 @@ def main(argv: list[str] | None = None) -> int:
     except common.RepriseError as error:
         print(f"train.py: error: {error}", file=sys.stderr)
         return 2
+    except OSError as error:  # e.g. an output folder that cannot be created
+        print(f"train.py: error: {error}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -191,9 +191,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"verify_resume.py: error: {error}", file=sys.stderr)
         return 2
     started = time.monotonic()
-    # Import torch here while the first two processes start up: it overlaps their start-up.
+    # Imports torch while the first two processes run: it overlaps their start-up.
     importer = threading.Thread(target=import_quietly, daemon=True)
-    importer.start()
     report: dict[str, Any] = {
         "schema": common.VERIFICATION_SCHEMA, "version": common.VERSION, "project": common.PROJECT,
         "ok": False, "exit_code": 2, "completed": False, "device": "cpu",
@@ -211,6 +210,7 @@ def main(argv: list[str] | None = None) -> int:
                  "data.csv": data_sha256}
         source = {"code_sha256": fingerprint["code_sha256"], "data_sha256": data_sha256, "files": files}
         report["source"] = source
+        importer.start()
 
         def check_cut() -> None:
             importer.join()
@@ -223,11 +223,13 @@ def main(argv: list[str] | None = None) -> int:
         report["environment"].update({"torch": torch.__version__, "numpy": numpy.__version__})
         report.update(compare(out, source))
         report["completed"] = True
-    except (CannotComplete, common.RepriseError, ImportError) as error:
+    except (CannotComplete, common.RepriseError, ImportError, OSError) as error:
         report["errors"].append(str(error))
     except ComparisonFailed as error:
         report["completed"] = True
         report["errors"].append(str(error))
+    if importer.is_alive():
+        importer.join()  # never leave the interpreter while a thread is inside torch's import
     report["negative_divergence_detected"] = bool(report.get("negative_controls", {}).get("all_detected"))
     report["positive"] = bool(report.get("positive"))
     report["all_checks_passed"] = report["completed"] and report["positive"] and report["negative_divergence_detected"]
