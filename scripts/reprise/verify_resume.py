@@ -221,7 +221,11 @@ def main(argv: list[str] | None = None) -> int:
         import torch
 
         report["environment"].update({"torch": torch.__version__, "numpy": numpy.__version__})
-        report.update(compare(out, source))
+        try:
+            report.update(compare(out, source))
+        except (KeyError, IndexError, TypeError, AttributeError) as error:
+            # Evidence shaped unlike what train.py writes (a faulted process, an edited summary): a failure.
+            raise ComparisonFailed(f"the runs' evidence is malformed: {type(error).__name__}: {error}") from None
         report["completed"] = True
     except (CannotComplete, common.RepriseError, ImportError, OSError) as error:
         report["errors"].append(str(error))
