@@ -9,6 +9,8 @@ import pytest
 from conftest import validate
 from test_reprise_support import verdict, verify
 
+pytestmark = pytest.mark.slow  # three full protocol runs
+
 FAULTS = {
     # Every checkpoint read back gets its first floating-point tensor nudged by 1e-9.
     "torch.load perturbs a tensor": """
