@@ -65,6 +65,23 @@ def node_modules() -> Path:
     return target / "node_modules"
 
 
+@pytest.fixture(scope="module")
+def lean_tree(tmp_path_factory) -> Path:
+    """This working tree without ignored files (.venv, outputs): what a clone of the repository holds.
+
+    act copies a remote action's whole folder into each job; mapping the real tree would copy the venv.
+    """
+    target = tmp_path_factory.mktemp("platform-runtime")
+    listing = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                             check=True, capture_output=True).stdout.decode()
+    for name in filter(None, listing.split("\0")):
+        source = ROOT / name
+        if source.is_file() and not source.is_symlink():
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target / name)
+    return target
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -173,7 +190,7 @@ def test_dispatch_windows_on_a_linux_host_fails_honestly_and_still_uploads_its_j
     assert any("::error" in event.get("msg", "") and "windows" in event.get("msg", "") for event in run.events)
 
 
-def test_called_from_another_repository_runs_our_actions_at_our_commit(tmp_path, node_modules):
+def test_called_from_another_repository_runs_our_actions_at_our_commit(tmp_path, node_modules, lean_tree):
     caller = tmp_path / "consumer"
     (caller / ".github" / "workflows").mkdir(parents=True)
     shutil.copyfile(ACT_DIR / "caller.yml", caller / ".github" / "workflows" / "caller.yml")
@@ -181,7 +198,7 @@ def test_called_from_another_repository_runs_our_actions_at_our_commit(tmp_path,
     subprocess.run(["git", "-C", str(caller), "-c", "user.email=t@example.invalid", "-c", "user.name=t",
                     "commit", "-q", "--allow-empty", "-m", "consumer"], check=True)
     run = run_act(tmp_path, node_modules, "workflow_dispatch", "-W", ".github/workflows/caller.yml",
-                  "--local-repository", f"{REPOSITORY}@v1={ROOT}", workdir=caller,
+                  "--local-repository", f"{REPOSITORY}@v1={lean_tree}", workdir=caller,
                   extra_env={"GITHUB_REPOSITORY": "example/consumer"})
     results = run.job_results()
     assert results.get("linux") == "success", run.log[-4000:]
@@ -191,3 +208,22 @@ def test_called_from_another_repository_runs_our_actions_at_our_commit(tmp_path,
     _, gate_sha = read_json(run.artifact("platform-runtime-linux-attempt-1"), "platform-runtime-linux.json")
     seen = "\n".join(run.output_lines("after"))
     assert f"ok=true linux-result-sha256={gate_sha}" in seen, seen
+
+
+def test_root_action_on_any_runner_outputs_its_result_and_fails_an_unmet_requirement(tmp_path, node_modules,
+                                                                                      lean_tree):
+    run = run_act(tmp_path, node_modules, "workflow_dispatch", "-W", "tests/act/root-action.yml",
+                  "--local-repository", f"{REPOSITORY}@v1={lean_tree}", extra_env={"GITHUB_REPOSITORY": "example/user"})
+    results = run.job_results()
+    assert results.get("cpu") == "success", run.log[-4000:]
+    assert results.get("windows-claim") == "failure", run.log[-4000:]
+
+    archive = run.artifact("platform-runtime-cpu-Linux-attempt-1")
+    gate, gate_sha = read_json(archive, "platform-runtime.json")
+    assert gate["ok"] is True
+    assert f"ok=true result-sha256={gate_sha}" in "\n".join(run.output_lines("cpu"))
+
+    claim, _ = read_json(run.artifact("root-action-windows-claim"), "platform-runtime.json")
+    assert claim["ok"] is False and claim["requirements"] == [
+        {"name": "windows", "ok": False, "reason": "platform.system() is Linux"}]
+    assert "ok=false outcome=failure" in "\n".join(run.output_lines("windows-claim"))

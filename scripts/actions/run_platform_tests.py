@@ -3,8 +3,9 @@
 
     python scripts/actions/run_platform_tests.py --junit FILE [PATTERN ...]
 
-The default patterns pick the gate's, the atomic-write, JSONL, file-system and training-run tests:
-the parts whose behaviour differs between Windows, macOS and Linux. Tests marked `root` (they
+The default patterns pick the gate's, the file-primitive (atomic replace, JSONL), file-system
+detection, requirement and training-run-check tests: the parts whose behaviour differs between
+Windows, macOS and Linux. Tests marked `root` (they
 mount file systems) are deselected. No matching file is a failure, not a silent pass.
 PLATFORM_RUNTIME_TEST_PATTERNS (patterns separated by spaces) replaces the default list when no
 pattern is given on the command line: the act tests use it to keep their run short.
@@ -26,11 +27,10 @@ from action_io import annotate, append_summary, fail, split_list  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_PATTERNS = (
-    "tests/test_platform_runtime*.py",
-    "tests/test_atomic*.py",
-    "tests/test_jsonl*.py",
-    "tests/test_filesystem*.py",
-    "tests/test_training_run*.py",
+    "tests/test_file_primitives*.py",
+    "tests/test_filesystem_detection*.py",
+    "tests/test_requirements*.py",
+    "tests/test_gate.py",
     "tests/test_check_training_run*.py",
 )
 
