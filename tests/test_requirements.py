@@ -51,3 +51,16 @@ def test_fine_grained_filesystem_requirement():
     assert verdict(fs="nfs", filesystem=NFS4)[0]["ok"] is True
     assert verdict(fs="EXT4")[0]["ok"] is True
     assert verdict(fs="xfs")[0]["ok"] is False
+
+
+def test_github_run_is_recorded_field_by_field_and_only_inside_actions():
+    from platform_runtime.provenance import github_facts
+
+    assert github_facts({"GITHUB_SHA": "a" * 40}) is None
+    env = {"GITHUB_ACTIONS": "true", "GITHUB_SHA": "a" * 40, "GITHUB_RUN_ID": "33304800747",
+           "GITHUB_RUN_ATTEMPT": "2", "PLATFORM_RUNTIME_JOB_ID": "99239323612", "GITHUB_TOKEN": "ghs_secret",
+           "RUNNER_NAME": "private-box", "HOME": "/home/someone"}
+    facts = github_facts(env)
+    assert facts["run_id"] == "33304800747" and facts["run_attempt"] == "2" and facts["job_id"] == "99239323612"
+    text = repr(facts)
+    assert "ghs_secret" not in text and "private-box" not in text and "/home/someone" not in text

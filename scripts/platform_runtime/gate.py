@@ -65,6 +65,13 @@ class Gate:
         self.running.remove(process)
         return outcome
 
+    def device_to_resolve(self) -> str:
+        """--device auto with a required device means that device: its own failure then says why."""
+        wanted = self.options.requirements.device_types()
+        if self.options.device == "auto" and len(wanted) == 1:
+            return next(iter(wanted))
+        return self.options.device
+
     def kill_all(self) -> None:
         for process in list(self.running):
             children.kill_tree(process)
@@ -97,7 +104,7 @@ class Gate:
                 "cleanup_timeout_s": options.cleanup_timeout_s,
             },
             "requirements": [], "platform": platform_facts(),
-            "device": {"requested": options.device, "resolved": None, "type": None},
+            "device": {"requested": self.device_to_resolve(), "resolved": None, "type": None},
             "filesystem": {"type": None, "method": "not-probed"},
             "checks": {}, "workspace_cleanup": {"status": "not-run", "workspace": None,
                                                  "deadline_s": options.cleanup_timeout_s},
@@ -127,9 +134,8 @@ class Gate:
         workspace_name = f"platform-runtime-{secrets.token_hex(6)}"
         workspace = options.work_dir / workspace_name
         # The device worker starts now, beside the probe, so importing torch overlaps everything else.
-        device = self._launch("device_compute",
-                              children.worker_command("device_worker", options.device, str(workspace / "device")),
-                              options.device_timeout_s)
+        device_command = children.worker_command("device_worker", self.device_to_resolve(), str(workspace / "device"))
+        device = self._launch("device_compute", device_command, options.device_timeout_s)
         probe = self._collect(self._launch(
             "file-system probe", children.worker_command("fs_worker", "probe", str(options.work_dir), workspace_name),
             options.probe_timeout_s))

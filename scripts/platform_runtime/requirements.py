@@ -53,7 +53,9 @@ def evaluate(req: Requirements, system: str, device: dict, compute_ok: bool, fil
 
     def ran_only_on(kind: str) -> tuple[bool, str]:
         if device.get("type") != kind:
-            return False, f"the device resolved to {device.get('resolved') or 'nothing'}, not {kind}"
+            if not device.get("resolved"):
+                return False, f"no {kind} device could be used (see device_compute)"
+            return False, f"the device resolved to {device.get('resolved')}, not {kind}"
         if not compute_ok:
             return False, f"the device check on {device.get('resolved')} failed"
         if ran_on != {kind}:
