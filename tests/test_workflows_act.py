@@ -227,3 +227,29 @@ def test_root_action_on_any_runner_outputs_its_result_and_fails_an_unmet_require
     assert claim["ok"] is False and claim["requirements"] == [
         {"name": "windows", "ok": False, "reason": "platform.system() is Linux"}]
     assert "ok=false outcome=failure" in "\n".join(run.output_lines("windows-claim"))
+
+
+def test_dispatch_mps_on_a_linux_host_fails_honestly_and_still_uploads_its_json(tmp_path, node_modules):
+    run = run_act(tmp_path, node_modules, "workflow_dispatch", "-W", WORKFLOW, "--input", "platform=mps",
+                  extra_env={"GITHUB_REPOSITORY": REPOSITORY})
+    results = run.job_results()
+    assert results.get("mps") == "failure" and results.get("evidence") == "failure", run.log[-4000:]
+    gate, _ = read_json(run.artifact("platform-runtime-mps-attempt-1"), "platform-runtime-mps.json")
+    assert gate["ok"] is False and gate["device"]["requested"] == "mps"
+    assert [r["ok"] for r in gate["requirements"] if r["name"] == "mps"] == [False]
+
+
+def test_dispatch_cuda_without_a_gpu_fails_in_the_diagnostic_and_the_gate_under_the_lock(tmp_path, node_modules):
+    lock = tmp_path / "gpu.lock"
+    run = run_act(tmp_path, node_modules, "workflow_dispatch", "-W", WORKFLOW, "--input", "platform=cuda",
+                  "--input", 'cuda-runner=["ubuntu-latest"]', "--input", f"cuda-lock-file={lock}",
+                  extra_env={"GITHUB_REPOSITORY": REPOSITORY})
+    results = run.job_results()
+    assert results.get("cuda") == "failure" and results.get("evidence") == "failure", run.log[-4000:]
+    archive = run.artifact("platform-runtime-cuda-attempt-1")
+    diagnostic, _ = read_json(archive, "kernodeck-diagnostic.json")
+    gate, _ = read_json(archive, "platform-runtime-cuda.json")
+    assert diagnostic["status"] != "passed" and diagnostic["exit_code"] != 0
+    assert gate["ok"] is False and [r["ok"] for r in gate["requirements"] if r["name"] == "cuda"] == [False]
+    assert lock.exists(), "the GPU steps did not take the shared lock"
+    assert sum("lock acquired" in line for line in run.output_lines("cuda")) == 2
