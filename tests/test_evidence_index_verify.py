@@ -29,7 +29,7 @@ def results(tmp_path) -> Path:
     sources = source_hashes(ROOT, SOURCES)
     gate = gate_result("linux", sources=sources, in_actions=False)
     (folder / "platform-runtime-cpu.json").write_text(json.dumps(gate, indent=2))
-    (folder / "training-run-check.json").write_text(json.dumps({"ok": True, "violations": []}))
+    (folder / "extra-check.json").write_text(json.dumps({"ok": True, "violations": []}))
     (folder / "platform-runtime-cpu.log").write_text("not a result\n")
     return folder
 
@@ -46,7 +46,7 @@ def test_local_results_that_are_ok_pass_and_are_bound_to_their_bytes_and_sources
     completed, index = index_local(results, results / "evidence-index.json")
     assert completed.returncode == 0, completed.stdout + completed.stderr
     subjects = {s["name"]: s["digest"]["sha256"] for s in index["subject"]}
-    assert set(subjects) == {"artifacts/platform-runtime-cpu.json", "artifacts/training-run-check.json"}
+    assert set(subjects) == {"artifacts/platform-runtime-cpu.json", "artifacts/extra-check.json"}
     import hashlib
 
     assert subjects["artifacts/platform-runtime-cpu.json"] == hashlib.sha256(
@@ -72,10 +72,10 @@ def test_no_temp_paths_or_host_names_are_recorded(results, tmp_path):
 
 
 def test_a_local_result_that_is_not_ok_fails(results, tmp_path):
-    (results / "training-run-check.json").write_text(json.dumps({"ok": False, "violations": ["loss is NaN"]}))
+    (results / "extra-check.json").write_text(json.dumps({"ok": False, "violations": ["loss is NaN"]}))
     completed, index = index_local(results, tmp_path / "index.json")
     assert completed.returncode == 1
-    assert "training-run-check.json says ok=false" in index["predicate"]["verdict"]["reasons"]
+    assert "extra-check.json says ok=false" in index["predicate"]["verdict"]["reasons"]
     assert "verdict: FAIL" in completed.stdout
 
 
@@ -128,23 +128,23 @@ def test_verify_fails_on_a_tampered_file(results, tmp_path):
     completed = cli("verify", str(tmp_path / "index.json"), "--artifacts", str(results))
     assert completed.returncode == 1
     assert "mismatch  artifacts/platform-runtime-cpu.json" in completed.stdout
-    assert "match     artifacts/training-run-check.json" in completed.stdout
+    assert "match     artifacts/extra-check.json" in completed.stdout
 
 
 def test_verify_fails_on_a_missing_file(results, tmp_path):
     index_local(results, tmp_path / "index.json")
-    (results / "training-run-check.json").unlink()
+    (results / "extra-check.json").unlink()
     completed = cli("verify", str(tmp_path / "index.json"), "--artifacts", str(results))
-    assert completed.returncode == 1 and "missing   artifacts/training-run-check.json" in completed.stdout
+    assert completed.returncode == 1 and "missing   artifacts/extra-check.json" in completed.stdout
 
 
 def test_verify_does_not_follow_a_link_out_of_the_folder(results, tmp_path):
     index_local(results, tmp_path / "index.json")
     outside = tmp_path / "outside.json"
-    shutil.move(results / "training-run-check.json", outside)
-    (results / "training-run-check.json").symlink_to(outside)
+    shutil.move(results / "extra-check.json", outside)
+    (results / "extra-check.json").symlink_to(outside)
     completed = cli("verify", str(tmp_path / "index.json"), "--artifacts", str(results))
-    assert completed.returncode == 1 and "invalid   artifacts/training-run-check.json" in completed.stdout
+    assert completed.returncode == 1 and "invalid   artifacts/extra-check.json" in completed.stdout
 
 
 def test_verify_refuses_subject_names_that_escape(results, tmp_path):
@@ -185,18 +185,18 @@ def test_verify_without_required_arguments_is_a_usage_error(tmp_path):
 
 
 def test_named_results_are_indexed_exactly_and_a_missing_one_fails(results, tmp_path):
-    nested = results / "reprise-run"
+    nested = results / "resume-run"
     nested.mkdir()
     (nested / "verification.json").write_text(json.dumps({"ok": True}))
     (nested / "config.json").write_text(json.dumps({"lr": 0.1}))  # not named: not indexed
     output = results / "evidence-index.json"
     completed = cli("local", "--results", str(results), "--result", "platform-runtime-cpu.json",
-                    "--result", "reprise-run/verification.json", "--output", str(output),
+                    "--result", "resume-run/verification.json", "--output", str(output),
                     "--verdict-output", str(results / "evidence-verdict.json"))
     assert completed.returncode == 0, completed.stdout
     index = json.loads(output.read_text())
     assert [s["name"] for s in index["subject"]] == ["artifacts/platform-runtime-cpu.json",
-                                                     "artifacts/reprise-run/verification.json"]
+                                                     "artifacts/resume-run/verification.json"]
     verdict = json.loads((results / "evidence-verdict.json").read_text())
     import hashlib
 
@@ -231,3 +231,12 @@ def test_a_source_named_by_its_tail_is_compared_with_the_one_tracked_file_it_nam
     assert completed.returncode == 1
     reasons = index["predicate"]["verdict"]["reasons"]
     assert "reprise.json: 1 source file(s) differ from this checkout: __init__.py" in reasons
+
+
+def test_a_result_of_a_known_kind_must_validate_against_its_schema(results, tmp_path):
+    # check_training_run.py's results have a schema: a document that merely says ok is not one of them
+    (results / "training-run-check.json").write_text(json.dumps({"ok": True}))
+    completed, index = index_local(results, tmp_path / "index.json")
+    assert completed.returncode == 1
+    assert any(r.startswith("training-run-check.json does not validate against its schema")
+               for r in index["predicate"]["verdict"]["reasons"])

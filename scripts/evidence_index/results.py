@@ -17,7 +17,12 @@ GATE_SCHEMA_ID = "kernodeck.platform-runtime.result/v1"
 VERDICT_SCHEMA_ID = "kernodeck.evidence-index.verdict/v1"
 MAX_RESULT_BYTES = 32 * 1024 * 1024
 # Result kinds whose schema we know: kind -> file in schemas/. Others are bound by digest and `ok` only.
-SCHEMA_FILES = {"gate": "platform-runtime-result.schema.json", "diagnostic": "kernodeck-diagnostic-report.schema.json"}
+SCHEMA_FILES = {
+    "gate": "platform-runtime-result.schema.json",
+    "diagnostic": "kernodeck-diagnostic-report.schema.json",
+    "training-run-check": "training-run-check.schema.json",
+    "reprise-verification": "reprise-verification.schema.json",
+}
 
 
 def kind_of(name: str, document: Any) -> str:
