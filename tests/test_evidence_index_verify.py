@@ -219,18 +219,18 @@ def test_a_named_result_outside_the_folder_is_a_usage_error(results, tmp_path):
 
 def test_a_source_named_by_its_tail_is_compared_with_the_one_tracked_file_it_names(results, tmp_path):
     real = source_hashes(ROOT, ["scripts/build_evidence_index.py"])["scripts/build_evidence_index.py"]
-    (results / "reprise.json").write_text(json.dumps({"ok": True, "source": {"files": {
+    (results / "resume.json").write_text(json.dumps({"ok": True, "source": {"files": {
         "build_evidence_index.py": real}}}))
     completed, index = index_local(results, tmp_path / "index.json")
     assert completed.returncode == 0, completed.stdout
     resolved = index["predicate"]["source_root"]["resolved"]
     assert resolved == {"build_evidence_index.py": "scripts/build_evidence_index.py"}
     # a tail that names several tracked files (or none) is not guessed: it differs
-    (results / "reprise.json").write_text(json.dumps({"ok": True, "source": {"files": {"__init__.py": real}}}))
+    (results / "resume.json").write_text(json.dumps({"ok": True, "source": {"files": {"__init__.py": real}}}))
     completed, index = index_local(results, tmp_path / "index.json")
     assert completed.returncode == 1
     reasons = index["predicate"]["verdict"]["reasons"]
-    assert "reprise.json: 1 source file(s) differ from this checkout: __init__.py" in reasons
+    assert "resume.json: 1 source file(s) differ from this checkout: __init__.py" in reasons
 
 
 def test_a_result_of_a_known_kind_must_validate_against_its_schema(results, tmp_path):
