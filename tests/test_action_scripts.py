@@ -207,7 +207,8 @@ def test_the_torch_input_replaces_the_pin(tmp_path):
 def test_an_interpreter_that_has_everything_is_used_as_is(tmp_path, github_files):
     runtime = write(tmp_path / "runtime.txt", "pytest\n")
     assert prepare_python.main(["--venv", str(tmp_path / "v"), "--runtime", str(runtime)]) == 0
-    assert parse_outputs(github_files[0])["python"] == sys.executable and not (tmp_path / "v").exists()
+    python = parse_outputs(github_files[0])["python"]
+    assert python == Path(sys.executable).as_posix() and not (tmp_path / "v").exists()
 
 
 def test_a_missing_package_is_reported_missing_and_a_range_is_refused(tmp_path, capsys):
@@ -348,3 +349,20 @@ def test_no_matching_platform_test_is_a_failure_not_a_silent_pass(tmp_path):
 def test_pip_pins_refuses_a_package_without_a_pin():
     proc = subprocess.run([sys.executable, str(ACTIONS / "pip_pins.py"), "leftpad"], capture_output=True, text=True)
     assert proc.returncode == 2 and "no pin in requirements/ for leftpad" in proc.stderr
+
+
+def test_result_folders_are_fresh_and_named_in_outputs(tmp_path, github_files, monkeypatch):
+    import result_dir
+
+    monkeypatch.setenv("RUNNER_TEMP", str(tmp_path / "runner-temp"))
+    assert result_dir.main(["dir=platform-runtime-linux-", "nfs=nfs-"]) == 0
+    assert result_dir.main(["dir=platform-runtime-linux-"]) == 0
+    first, second = [line for line in github_files[0].read_text().split("\n") if "platform-runtime-linux-" in line]
+    assert first != second and Path(first).is_dir() and not any(Path(first).iterdir())
+    assert Path(first).parent == tmp_path / "runner-temp"
+
+
+def test_result_folder_names_are_checked(capsys):
+    import result_dir
+
+    assert result_dir.main(["dir=../escape"]) == 2 and result_dir.main([]) == 2

@@ -12,6 +12,8 @@ if [ -z "$base" ]; then
     base="$(command -v python3 || command -v python || true)"
   fi
 fi
+# setup-python reports C:\...\python.exe on Windows; Git Bash runs C:/.../python.exe reliably.
+base="${base//\\//}"
 if [ -z "$base" ]; then
   echo "::error title=platform-runtime::no python3 or python on PATH; set the python-version input"
   exit 2

@@ -11,7 +11,8 @@ The check reads package metadata only; it never imports torch.
 
 Without `--index-url`, a Linux CPU job (`--device cpu`) takes torch from PyTorch's CPU wheel index,
 so it does not download a CUDA build; other cases use the default index (PyPI).
-Outputs: `python` (the interpreter to use), `installed` (true/false), `torch-version`.
+Outputs: `python` (the interpreter to use, with forward slashes so Git Bash on Windows runs it),
+`installed` (true/false), `torch-version`.
 Exit 0 ready; 1 the install failed; 2 bad arguments.
 """
 
@@ -98,7 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     todo = missing(pins)
     if not todo:
         print(f"already installed in {sys.executable}: {', '.join(pins)}", flush=True)
-        set_outputs({"python": sys.executable, "installed": "false", "torch-version": installed_version("torch")})
+        set_outputs({"python": Path(sys.executable).as_posix(), "installed": "false",
+                     "torch-version": installed_version("torch")})
         return 0
     print(f"not installed here: {', '.join(todo)}; installing into a venv", flush=True)
     python = venv_python(args.venv)
@@ -120,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
     version = subprocess.run([str(python), "-c", "import importlib.metadata as m; print(m.version('torch'))"],
                              capture_output=True, text=True).stdout.strip()
-    set_outputs({"python": str(python), "installed": "true", "torch-version": version})
+    set_outputs({"python": python.as_posix(), "installed": "true", "torch-version": version})
     return 0
 
 
