@@ -366,3 +366,14 @@ def test_result_folder_names_are_checked(capsys):
     import result_dir
 
     assert result_dir.main(["dir=../escape"]) == 2 and result_dir.main([]) == 2
+
+
+def test_missing_packages_go_into_a_new_venv_never_the_running_python(tmp_path, github_files):
+    runtime = write(tmp_path / "runtime.txt", "six==1.17.0\n")
+    venv = tmp_path / "venv"
+    assert prepare_python.main(["--venv", str(venv), "--runtime", str(runtime)]) == 0
+    outputs = parse_outputs(github_files[0])
+    python = prepare_python.venv_python(venv)
+    assert outputs["installed"] == "true" and outputs["python"] == python.as_posix()
+    check = "import importlib.metadata as m; print(m.version('six'))"
+    assert subprocess.run([str(python), "-c", check], capture_output=True, text=True).stdout.strip() == "1.17.0"

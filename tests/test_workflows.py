@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -262,3 +263,20 @@ def test_zizmor_rejects_template_injection_and_unpinned_actions(tmp_path):
     result = _zizmor(tmp_path, BAD)
     assert result.returncode != 0
     assert "template-injection" in result.stdout and "unpinned-uses" in result.stdout
+
+
+def test_actionlint_checks_the_inputs_given_to_our_composite_actions(tmp_path):
+    """A typo in a `with:` key of ./actions/linux is an error, so the actions' input lists are enforced."""
+    (tmp_path / "actions" / "linux").mkdir(parents=True)
+    shutil.copyfile(ROOT / "actions" / "linux" / "action.yml", tmp_path / "actions" / "linux" / "action.yml")
+    (tmp_path / ".github" / "workflows").mkdir(parents=True)
+    workflow = tmp_path / ".github" / "workflows" / "w.yml"
+    good = ("name: w\non: push\npermissions: {}\njobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n"
+            "      - uses: ./actions/linux\n        with:\n          torch: torch==2.13.0\n")
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    actionlint = [str(Path(sys.executable).parent / "actionlint"), "-shellcheck", ""]
+    workflow.write_text(good)
+    assert subprocess.run(actionlint, cwd=tmp_path, capture_output=True, text=True).returncode == 0
+    workflow.write_text(good.replace("torch: torch", "torhc: torch"))
+    result = subprocess.run(actionlint, cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode != 0 and "torhc" in result.stdout

@@ -160,6 +160,10 @@ def test_dispatch_linux_runs_the_gate_uploads_its_json_and_the_evidence_job_hash
     gate, gate_sha = read_json(run.artifact("platform-runtime-linux-attempt-1"), "platform-runtime-linux.json")
     assert gate["ok"] is True and gate["exit_code"] == 0 and gate["device"]["resolved"] == "cpu"
     assert gate["github"]["run_attempt"] in (1, "1")
+    # What act does: job.check_run_id and job.workflow_* are empty, so no job id is recorded and the
+    # checkout falls back to naming this repository (its working tree, via the stand-in).
+    assert gate["github"]["job_id"] is None
+    assert any(line.startswith(f"checkout stand-in: {REPOSITORY}@") for line in run.output_lines("linux"))
 
     collection, _ = read_json(run.artifact("platform-runtime-evidence-attempt-1"), "platform-results.json")
     linux = collection["platforms"]["linux"]
@@ -253,3 +257,37 @@ def test_dispatch_cuda_without_a_gpu_fails_in_the_diagnostic_and_the_gate_under_
     assert gate["ok"] is False and [r["ok"] for r in gate["requirements"] if r["name"] == "cuda"] == [False]
     assert lock.exists(), "the GPU steps did not take the shared lock"
     assert sum("lock acquired" in line for line in run.output_lines("cuda")) == 2
+
+
+def _checkout_standin(tmp_path: Path, node_modules: Path, repositories: dict, **inputs: str) -> tuple[int, Path]:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir(exist_ok=True)
+    (tmp_path / "out").touch()
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("GITHUB_", "RUNNER_", "INPUT_"))}
+    env.update({"NODE_PATH": str(node_modules), "GITHUB_WORKSPACE": str(workspace),
+                "GITHUB_REPOSITORY": "kernodeck/platform-runtime", "GITHUB_OUTPUT": str(tmp_path / "out"),
+                "ACT_STANDIN_REPOSITORIES": json.dumps(repositories)})
+    env.update({f"INPUT_{name.upper()}": value for name, value in inputs.items()})
+    proc = subprocess.run(["node", str(STANDINS / "checkout" / "index.js")], env=env, capture_output=True, text=True)
+    return proc.returncode, workspace
+
+
+def test_checkout_standin_copies_an_exact_commit_and_refuses_what_it_does_not_have(tmp_path, node_modules):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-C", str(repo), "-c", "user.email=t@example.invalid", "-c", "user.name=t"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "f.txt").write_text("first\n")
+    subprocess.run([*git, "add", "f.txt"], check=True)
+    subprocess.run([*git, "commit", "-qm", "1"], check=True)
+    first = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    (repo / "f.txt").write_text("second\n")
+    subprocess.run([*git, "commit", "-qam", "2"], check=True)
+    mapping = {"kernodeck/platform-runtime": str(repo)}
+
+    code, workspace = _checkout_standin(tmp_path, node_modules, mapping, ref=first, path="old")
+    assert code == 0 and (workspace / "old" / "f.txt").read_text() == "first\n"
+    code, workspace = _checkout_standin(tmp_path, node_modules, mapping, path="head")
+    assert code == 0 and (workspace / "head" / "f.txt").read_text() == "second\n"
+    assert _checkout_standin(tmp_path, node_modules, mapping, ref="0" * 40, path="x")[0] != 0
+    assert _checkout_standin(tmp_path, node_modules, mapping, repository="someone/else", path="y")[0] != 0
