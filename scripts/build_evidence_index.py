@@ -130,7 +130,14 @@ def _report_verdict(statement: dict, output: Path) -> int:
     return 1
 
 
+def _check_output(*paths: Path | None) -> None:
+    for path in paths:
+        if path is not None and path.is_dir():
+            raise InputError(f"{path} is a folder, not a file to write")
+
+
 def run_build(args: argparse.Namespace) -> int:
+    _check_output(args.output, args.summary, args.verdict_output)
     options = BuildOptions(
         repository=args.repository, run_id=args.run_id, attempt=args.attempt, artifacts_dir=args.artifacts_dir,
         logs_dir=args.logs_dir, download_dir=args.download_dir, source_root=args.source_root,
@@ -147,6 +154,7 @@ def run_build(args: argparse.Namespace) -> int:
 
 
 def run_local(args: argparse.Namespace) -> int:
+    _check_output(args.output, args.summary, args.verdict_output)
     statement = build_local_index(args.results, output=args.output, source_root=args.source_root, names=args.names)
     _write_outputs(statement, args.output, args.summary, args.verdict_output)
     return _report_verdict(statement, args.output)

@@ -51,7 +51,7 @@ class Built:
         self.stderr = completed.stderr
         self.out = out
         index = out / "index.json"
-        self.index = json.loads(index.read_text()) if index.exists() else None
+        self.index = json.loads(index.read_text()) if index.is_file() else None
 
     @property
     def predicate(self) -> dict:
@@ -436,3 +436,23 @@ def test_verify_reads_entries_from_the_zip_when_only_zips_were_kept(fake, source
                                 "--artifacts", str(tmp_path / "artifacts")], capture_output=True, text=True, timeout=60)
     assert completed.returncode == 0, completed.stdout
     assert "platform-runtime-linux.json  (inside its zip)" in completed.stdout
+
+
+def test_files_deeper_in_an_artifact_are_bound_but_only_top_level_json_are_results(fake, sources, tmp_path):
+    made = standard_run(fake, ("windows",), sources)
+    job, artifact = made["windows"]
+    gate = json.dumps(gate_result("windows", sources=sources, run_id=fake.run_id, job_id=job.id)).encode()
+    artifact.content = make_zip({"platform-runtime-windows.json": gate, "training-run/config.json": b'{"lr": 0.1}',
+                                 "training-run/checkpoint.pt": b"\x80\x02weights"})
+    artifact.digest = None
+    built = build(fake, tmp_path)
+    assert built.code == 0, built.verdict
+    assert [r["name"] for r in built.platform("windows")["results"]] == ["platform-runtime-windows.json"]
+    assert built.subjects()["artifacts/platform-runtime-windows-attempt-1/training-run/checkpoint.pt"] == sha256(
+        b"\x80\x02weights")
+
+
+def test_an_output_path_that_is_a_folder_is_a_usage_error(fake, tmp_path):
+    (tmp_path / "index.json").mkdir()
+    built = build(fake, tmp_path)
+    assert built.code == 2 and "is a folder" in built.stderr and fake.requests == []

@@ -145,3 +145,12 @@ def test_a_non_http_api_url_is_a_usage_error():
 
     with pytest.raises(InputError):
         GitHubClient("file:///etc/passwd", None)
+
+
+def test_pagination_links_that_loop_are_refused(fake):
+    link = f'<{fake.api_url}/repos/{fake.repository}/actions/runs/{fake.run_id}/jobs?per_page=100>; rel="next"'
+    fake.faults.append(Fault(path=r"/jobs$", status=200, times=5, body=b'{"total_count": 9, "jobs": []}',
+                             headers={"Link": link}))
+    client, _ = client_for(fake)
+    with pytest.raises(FetchError, match="loop back"):
+        client.paginate(f"/repos/{fake.repository}/actions/runs/{fake.run_id}/jobs", "jobs")

@@ -113,7 +113,7 @@ def build_run_index(client: GitHubClient, options: BuildOptions,
                 progress(f"{platform}: job {job.get('id')} {job.get('conclusion')}")
                 entry["log"] = _fetch_log(client, options, job, platform, subjects)
                 entry["artifact"], entry["results"] = _artifact(client, options, download_dir, artifacts, entry,
-                                                                subjects)
+                                                                subjects, attempt)
                 entry["runner"] = _runner(entry)
             platforms.append(entry)
     finally:
@@ -216,9 +216,9 @@ def _fetch_log(client: GitHubClient, options: BuildOptions, job: dict[str, Any],
 
 
 def _artifact(client: GitHubClient, options: BuildOptions, download_dir: Path | None,
-              listed: list[dict[str, Any]], entry: dict[str, Any],
-              subjects: dict[str, str]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    name = artifact_name(entry["platform"], entry["job"].get("run_attempt") or 1)
+              listed: list[dict[str, Any]], entry: dict[str, Any], subjects: dict[str, str],
+              attempt: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    name = artifact_name(entry["platform"], entry["job"].get("run_attempt") or attempt)
     matches = [a for a in listed if a.get("name") == name]
     api = matches[-1] if matches else None
     record: dict[str, Any] = {"name": name, "listed": api is not None,
@@ -256,7 +256,7 @@ def _artifact(client: GitHubClient, options: BuildOptions, download_dir: Path | 
     # Unpacked to disk only when the caller keeps the download folder; otherwise checked and hashed in passing.
     target = download_dir / name if options.download_dir is not None else None
     try:
-        entries = safe_extract(zip_path, target, options.caps, keep=lambda entry: entry.endswith(".json"),
+        entries = safe_extract(zip_path, target, options.caps, keep=_is_result,
                                keep_max=MAX_RESULT_BYTES)
     except UnsafeArchive as error:
         record["status"] = "refused"
@@ -271,12 +271,18 @@ def _artifact(client: GitHubClient, options: BuildOptions, download_dir: Path | 
     for entry in entries:
         subject = f"artifacts/{name}/{entry.name}"
         subjects[subject] = entry.sha256
-        if entry.name.endswith(".json"):
+        if _is_result(entry.name):
             result = (read_result_bytes(entry.data, entry.name) if entry.data is not None
                       else too_large(entry.name, entry.sha256, entry.size))
             result["subject"] = subject
             results.append(result)
     return record, results
+
+
+def _is_result(relative: str) -> bool:
+    """The artifact's own results are its top-level *.json files; deeper files (a training-run folder's
+    config.json) are bound by digest as subjects but are not results to judge."""
+    return "/" not in relative and relative.endswith(".json")
 
 
 def _read_folder(folder: Path, prefix: str, subjects: dict[str, str], record: dict[str, Any]) -> list[dict[str, Any]]:
@@ -290,7 +296,7 @@ def _read_folder(folder: Path, prefix: str, subjects: dict[str, str], record: di
         if not path.is_file() or not is_safe_relative(relative):
             continue
         name = f"{prefix}/{relative}"
-        if path.suffix == ".json":
+        if _is_result(relative):
             result = read_result(path, relative)
             result["subject"] = name
             if result.get("sha256"):

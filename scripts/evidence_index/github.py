@@ -227,11 +227,15 @@ class GitHubClient:
         separator = "&" if "?" in path else "?"
         url: str | None = self._url(f"{path}{separator}per_page={per_page}")
         items: list[dict] = []
+        seen: set[str] = set()
         for _ in range(max_pages):
             if url is None:
                 return items
             if _origin(url) != self._origin:
                 raise FetchError("pagination link points away from the API host: refused")
+            if url in seen:
+                raise FetchError(f"{path}: pagination links loop back to a page already read")
+            seen.add(url)
             data, headers = self.get_json(url)
             page = data.get(key) if isinstance(data, dict) else None
             if not isinstance(page, list):

@@ -75,7 +75,8 @@ def platform_reasons(entry: dict[str, Any], run: dict[str, Any]) -> list[str]:
         if not isinstance(github, dict):
             reasons.append(f"{name}: the gate result was not produced inside GitHub Actions (github is null)")
         else:
-            expected = {"run_id": run.get("run_id"), "run_attempt": job.get("run_attempt"), "job_id": job.get("id")}
+            expected = {"run_id": run.get("run_id"), "run_attempt": job.get("run_attempt") or run.get("attempt"),
+                        "job_id": job.get("id")}
             for key, want in expected.items():
                 if str(github.get(key)) != str(want):
                     reasons.append(f"{name}: the gate result's {key} is {github.get(key)!r}, this job's is {want!r}")
