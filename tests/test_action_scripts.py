@@ -1,7 +1,7 @@
 """The Python behind the composite actions (scripts/actions/): one test per promise, each able to fail.
 
 Stdlib and real files and processes only; nothing here imports torch (the act tests run the real
-gate). Also the short "platform tests" pattern the act Windows run uses, so it must stay fast.
+gate).
 """
 
 from __future__ import annotations

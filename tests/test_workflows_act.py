@@ -176,7 +176,7 @@ def test_dispatch_linux_runs_the_gate_uploads_its_json_and_the_evidence_job_hash
 def test_dispatch_windows_on_a_linux_host_fails_honestly_and_still_uploads_its_json(tmp_path, node_modules):
     run = run_act(tmp_path, node_modules, "workflow_dispatch", "-W", WORKFLOW, "--input", "platform=windows",
                   extra_env={"GITHUB_REPOSITORY": REPOSITORY,
-                             "PLATFORM_RUNTIME_TEST_PATTERNS": "tests/test_action_scripts.py"})
+                             "PLATFORM_RUNTIME_TEST_PATTERNS": "tests/test_workflows.py"})
     results = run.job_results()
     assert results.get("windows") == "failure", run.log[-4000:]
     assert results.get("evidence") == "failure", run.log[-4000:]
