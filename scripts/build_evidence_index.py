@@ -30,7 +30,7 @@ from evidence_index.github import GitHubClient  # noqa: E402
 from evidence_index.local import build_local_index  # noqa: E402
 from evidence_index.results import VERDICT_SCHEMA_ID  # noqa: E402
 from evidence_index.summary import render  # noqa: E402
-from evidence_index.verify import load_statement, verify  # noqa: E402
+from evidence_index.verify import consistency, load_statement, verify  # noqa: E402
 from evidence_index.zipsafe import Caps  # noqa: E402
 
 PROG = "build_evidence_index.py"
@@ -177,7 +177,14 @@ def run_verify(args: argparse.Namespace) -> int:
     print(", ".join(f"{count} {status}" for status, count in counts.items() if count) or "no subjects")
     if counts["unchecked"]:
         print("unchecked: logs/ subjects need --logs DIR")
-    bad = counts["mismatch"] + counts["missing"] + counts["invalid"]
+    problems = consistency(statement)
+    for problem in problems:
+        print(f"inconsistent: {problem}")
+    predicate = statement.get("predicate")
+    verdict = predicate.get("verdict") if isinstance(predicate, dict) else None
+    if isinstance(verdict, dict) and not problems:
+        print(f"recorded verdict: {'PASS' if verdict.get('pass') else 'FAIL'} (consistent with the predicate)")
+    bad = counts["mismatch"] + counts["missing"] + counts["invalid"] + len(problems)
     return 1 if bad or not rows else 0
 
 

@@ -154,3 +154,10 @@ def test_pagination_links_that_loop_are_refused(fake):
     client, _ = client_for(fake)
     with pytest.raises(FetchError, match="loop back"):
         client.paginate(f"/repos/{fake.repository}/actions/runs/{fake.run_id}/jobs", "jobs")
+
+
+def test_a_gzip_encoded_log_is_hashed_as_its_decoded_bytes(fake, tmp_path):
+    fake.gzip_blobs = True
+    client, slept = client_for(fake)
+    download, _ = client.download(f"/repos/{fake.repository}/actions/jobs/501/logs", tmp_path / "log", 10**6)
+    assert (tmp_path / "log").read_bytes() == fake.jobs[0].log and slept == []

@@ -240,3 +240,22 @@ def test_a_result_of_a_known_kind_must_validate_against_its_schema(results, tmp_
     assert completed.returncode == 1
     assert any(r.startswith("training-run-check.json does not validate against its schema")
                for r in index["predicate"]["verdict"]["reasons"])
+
+
+def test_verify_fails_an_index_whose_verdict_was_edited_to_pass(results, tmp_path):
+    (results / "extra-check.json").write_text(json.dumps({"ok": False}))
+    _, index = index_local(results, tmp_path / "index.json")
+    assert index["predicate"]["verdict"]["pass"] is False
+    index["predicate"]["verdict"] = {"pass": True, "reasons": []}
+    (tmp_path / "index.json").write_text(json.dumps(index))
+    completed = cli("verify", str(tmp_path / "index.json"), "--artifacts", str(results))
+    assert completed.returncode == 1
+    assert "inconsistent: the recorded verdict (pass=True) is not what the predicate supports" in completed.stdout
+
+
+def test_verify_fails_an_index_whose_predicate_and_subjects_disagree(results, tmp_path):
+    _, index = index_local(results, tmp_path / "index.json")
+    index["predicate"]["results"][0]["sha256"] = "0" * 64
+    (tmp_path / "index.json").write_text(json.dumps(index))
+    completed = cli("verify", str(tmp_path / "index.json"), "--artifacts", str(results))
+    assert completed.returncode == 1 and "inconsistent: result: the predicate records 000000000000" in completed.stdout

@@ -220,7 +220,8 @@ def _artifact(client: GitHubClient, options: BuildOptions, download_dir: Path | 
               attempt: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     name = artifact_name(entry["platform"], entry["job"].get("run_attempt") or attempt)
     matches = [a for a in listed if a.get("name") == name]
-    api = matches[-1] if matches else None
+    # Names are unique per run; should the list still repeat one, the newest unexpired copy is the one to read.
+    api = next((a for a in reversed(matches) if not a.get("expired")), matches[-1] if matches else None)
     record: dict[str, Any] = {"name": name, "listed": api is not None,
                               "id": api.get("id") if api else None,
                               "api_digest": api.get("digest") if api else None}

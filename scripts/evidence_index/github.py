@@ -264,7 +264,7 @@ class GitHubClient:
                 response.close()
                 raise FetchError(f"{self._describe(url)}: HTTP {response.status_code}", status=response.status_code)
             declared = response.headers.get("content-length")
-            if declared and declared.isdigit() and int(declared) > max_bytes:
+            if declared and declared.isdigit() and int(declared) > max_bytes:  # compressed is smaller: still over
                 response.close()
                 raise FetchError(f"{self._describe(path)}: {declared} bytes is over the {max_bytes}-byte cap",
                                  status=413)
@@ -282,7 +282,9 @@ class GitHubClient:
                         handle.write(chunk)
                     if sink is not None:
                         sink(chunk)
-                if declared and declared.isdigit() and int(declared) != size:
+                # Content-Length counts the bytes on the wire; with a Content-Encoding those are not ours.
+                identity = response.headers.get("content-encoding", "identity").lower() in ("", "identity")
+                if identity and declared and declared.isdigit() and int(declared) != size:
                     raise requests.exceptions.ChunkedEncodingError("short read")
             except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as error:
                 last_error = f"{self._describe(path)}: {type(error).__name__} while downloading"

@@ -14,8 +14,9 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from . import STATEMENT_TYPE
+from . import PREDICATE_TYPE, STATEMENT_TYPE
 from .common import CHUNK, InputError, is_safe_relative, sha256_file
+from .verdict import decide_local, decide_run
 
 
 def load_statement(path: Path) -> dict[str, Any]:
@@ -90,3 +91,49 @@ def _hash_in_zip(root: Path, relative: str) -> str | None:
             return digest.hexdigest()
     except (zipfile.BadZipFile, OSError, EOFError):
         return None
+
+
+def consistency(statement: dict[str, Any]) -> list[str]:
+    """Problems inside the index itself: a digest the predicate records that is not its subject's, or a
+    recorded verdict that its own predicate does not support (an edited `pass`). Empty when consistent."""
+    if statement.get("predicateType") != PREDICATE_TYPE:
+        return []
+    predicate = statement.get("predicate")
+    if not isinstance(predicate, dict):
+        return ["the predicate is not an object"]
+    subjects = {s.get("name"): (s.get("digest") or {}).get("sha256") for s in statement["subject"]
+                if isinstance(s, dict)}
+    problems: list[str] = []
+
+    def check(subject: Any, digest: Any, what: str) -> None:
+        if subject is None:
+            return
+        if subjects.get(subject) != digest:
+            problems.append(f"{what}: the predicate records {str(digest)[:12]} for {subject}, the subject says "
+                            f"{str(subjects.get(subject))[:12]}")
+
+    kind = predicate.get("kind")
+    try:
+        if kind == "github-run":
+            for entry in predicate.get("platforms") or []:
+                log = entry.get("log") or {}
+                check(log.get("subject"), log.get("sha256"), f"{entry.get('platform')} log")
+                artifact = entry.get("artifact") or {}
+                check(artifact.get("subject"), artifact.get("zip_sha256"), f"{entry.get('platform')} artifact")
+                for result in entry.get("results") or []:
+                    check(result.get("subject"), result.get("sha256"), f"{entry.get('platform')} result")
+            recomputed = decide_run(predicate)
+        elif kind == "local":
+            for result in predicate.get("results") or []:
+                check(result.get("subject"), result.get("sha256"), "result")
+            recomputed = decide_local(predicate)
+        else:
+            return problems + [f"unknown predicate kind {kind!r}"]
+    except (AttributeError, KeyError, TypeError) as error:
+        return problems + [f"the predicate is malformed ({type(error).__name__})"]
+    # Only `pass` is compared: the wording of reasons may differ between versions of the indexer.
+    recorded = (predicate.get("verdict") or {}).get("pass") if isinstance(predicate.get("verdict"), dict) else None
+    if recomputed["pass"] is not recorded:
+        problems.append(f"the recorded verdict (pass={recorded}) is not what the predicate supports "
+                        f"(pass={recomputed['pass']})")
+    return problems

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import gzip
 import hashlib
 import io
 import json
@@ -143,10 +144,14 @@ class _Handler(BaseHTTPRequestHandler):
                                   "x-ratelimit-limit": "1000", "x-ratelimit-remaining": "999",
                                   "x-ratelimit-reset": str(int(time.time()) + 3600), **(headers or {})})
 
-    def _send_payload(self, content: bytes | Path, content_type: str, truncate: bool) -> None:
+    def _send_payload(self, content: bytes | Path, content_type: str, truncate: bool, gzip_it: bool = False) -> None:
+        if gzip_it and "gzip" in self.headers.get("accept-encoding", ""):
+            content = gzip.compress(content.read_bytes() if isinstance(content, Path) else content)
         size = content.stat().st_size if isinstance(content, Path) else len(content)
         self.send_response(200)
         self.send_header("Content-Type", content_type)
+        if gzip_it:
+            self.send_header("Content-Encoding", "gzip")
         self.send_header("Content-Length", str(size))
         self.end_headers()
         limit = size // 2 if truncate else size
@@ -181,6 +186,7 @@ class FakeGitHub:
         self.workflow_path = workflow_path
         self.head_branch = head_branch
         self.blob_ttl = blob_ttl
+        self.gzip_blobs = False  # serve blobs with Content-Encoding: gzip, as some blob stores do
         self.jobs: list[FakeJob] = []
         self.attempt_jobs: dict[int, list[FakeJob]] = {}  # jobs of earlier attempts, for /attempts/{n}/jobs
         self.artifacts: list[FakeArtifact] = []
@@ -270,7 +276,7 @@ class FakeGitHub:
                           {"Content-Type": "application/xml"})
             return
         record.status = 200
-        handler._send_payload(content, content_type, truncate)
+        handler._send_payload(content, content_type, truncate, gzip_it=self.gzip_blobs)
 
     def _api(self, handler: _Handler, record: Recorded, truncate: bool) -> None:
         if self.token is not None and record.headers.get("authorization") != f"Bearer {self.token}":
