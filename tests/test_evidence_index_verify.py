@@ -259,3 +259,14 @@ def test_verify_fails_an_index_whose_predicate_and_subjects_disagree(results, tm
     (tmp_path / "index.json").write_text(json.dumps(index))
     completed = cli("verify", str(tmp_path / "index.json"), "--artifacts", str(results))
     assert completed.returncode == 1 and "inconsistent: result: the predicate records 000000000000" in completed.stdout
+
+
+def test_the_local_summary_is_appended_with_the_verdict_first(results, tmp_path):
+    summary = tmp_path / "summary.md"
+    summary.write_text("earlier step\n")
+    (results / "extra-check.json").write_text(json.dumps({"ok": False}))
+    cli("local", "--results", str(results), "--output", str(tmp_path / "index.json"), "--summary", str(summary))
+    text = summary.read_text()
+    assert text.startswith("earlier step\n## Local evidence: FAIL\n")
+    assert "- extra-check.json says ok=false" in text
+    assert "| platform-runtime-cpu.json | gate | yes | valid | cpu / ext4 |" in text

@@ -15,10 +15,10 @@ def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ") if text not in (None, "") else "-"
 
 
-def _verdict_lines(verdict: dict[str, Any], title: str) -> list[str]:
+def _verdict_lines(verdict: dict[str, Any], title: str, meaning: str) -> list[str]:
     lines = [f"## {title}: {'PASS' if verdict.get('pass') else 'FAIL'}", ""]
     if verdict.get("pass"):
-        lines.append("**Verdict: pass.** Every selected platform is proven by its log, its result and its sources.")
+        lines.append(f"**Verdict: pass.** {meaning}")
     else:
         lines.append("**Verdict: fail.** Reasons:")
         lines += [f"- {_cell(reason)}" for reason in verdict.get("reasons", [])[:30]]
@@ -32,7 +32,8 @@ def render(statement: dict[str, Any]) -> str:
         return _render_local(statement)
     run = predicate["run"]
     verdict = predicate["verdict"]
-    lines = _verdict_lines(verdict, "Platform runtime evidence")
+    lines = _verdict_lines(verdict, "Platform runtime evidence",
+                           "Every selected platform is proven by its log, its result and its sources.")
     lines.append(f"Run `{run['repository']}` #{run['run_id']} attempt {run['attempt']}, event `{run.get('event')}`, "
                  f"head `{(run.get('head_sha') or '?')[:12]}`, workflow `{run.get('workflow_path')}`.")
     lines.append("")
@@ -68,16 +69,21 @@ def render(statement: dict[str, Any]) -> str:
 
 def _render_local(statement: dict[str, Any]) -> str:
     predicate = statement["predicate"]
-    lines = _verdict_lines(predicate["verdict"], "Local evidence")
+    lines = _verdict_lines(predicate["verdict"], "Local evidence",
+                           "Every result says ok, validates where its kind has a schema, and ran this "
+                           "checkout's sources.")
     git = predicate["source_root"].get("git") or {}
     lines.append(f"Checkout `{(git.get('head') or '?')[:12]}`{' (dirty)' if git.get('dirty') else ''}, "
                  f"{predicate['host']['system']} {predicate['host']['machine']}.")
     lines.append("")
-    lines.append("| result | kind | ok | schema | sha256 | sources sha256 |")
-    lines.append("| --- | --- | --- | --- | --- | --- |")
+    lines.append("| result | kind | ok | schema | ran on | sha256 | sources sha256 |")
+    lines.append("| --- | --- | --- | --- | --- | --- | --- |")
     for result in predicate.get("results", []):
         valid = {True: "valid", False: "INVALID", None: "-"}[result.get("schema_valid")]
         ok = {True: "yes", False: "NO", None: "?"}[result.get("ok")]
-        lines.append(f"| {_cell(result['name'])} | {result.get('kind')} | {ok} | {valid} | "
+        claims = result.get("claims") or {}
+        ran_on = " / ".join(str(x) for x in ((claims.get("device") or {}).get("resolved"),
+                                             (claims.get("filesystem") or {}).get("type")) if x)
+        lines.append(f"| {_cell(result['name'])} | {result.get('kind')} | {ok} | {valid} | {_cell(ran_on)} | "
                      f"{_short(result.get('sha256'))} | {_short(digest_of_files(result.get('source_files')))} |")
     return "\n".join(lines) + "\n"
