@@ -456,3 +456,12 @@ def test_an_output_path_that_is_a_folder_is_a_usage_error(fake, tmp_path):
     (tmp_path / "index.json").mkdir()
     built = build(fake, tmp_path)
     assert built.code == 2 and "is a folder" in built.stderr and fake.requests == []
+
+
+def test_an_api_under_a_path_as_on_github_enterprise_server_works(fake, sources, tmp_path):
+    fake.api_prefix = "/api/v3"
+    standard_run(fake, ("linux",), sources)
+    built = build(fake, tmp_path)
+    assert built.code == 0, built.stdout + built.stderr
+    assert all(r.path.startswith("/api/v3/") for r in fake.requests if r.host == "api")
+    assert not fake.blob_saw_authorization()

@@ -161,3 +161,14 @@ def test_a_gzip_encoded_log_is_hashed_as_its_decoded_bytes(fake, tmp_path):
     client, slept = client_for(fake)
     download, _ = client.download(f"/repos/{fake.repository}/actions/jobs/501/logs", tmp_path / "log", 10**6)
     assert (tmp_path / "log").read_bytes() == fake.jobs[0].log and slept == []
+
+
+def test_retry_after_as_an_http_date_is_honoured_and_garbage_falls_back_to_backoff(fake):
+    import email.utils
+
+    when = email.utils.formatdate(time.time() + 20, usegmt=True)
+    fake.faults += [Fault(path=r"/runs/\d+$", status=503, headers={"retry-after": when}),
+                    Fault(path=r"/runs/\d+$", status=503, headers={"retry-after": "soon"})]
+    client, slept = client_for(fake)
+    client.get_json(f"/repos/{fake.repository}/actions/runs/{fake.run_id}")
+    assert 15 <= slept[0] <= 21 and slept[1] < 1

@@ -113,11 +113,10 @@ class GitHubClient:
                 headers["Authorization"] = f"Bearer {self._token}"
         return headers
 
-    @staticmethod
-    def _describe(url: str) -> str:
+    def _describe(self, url: str) -> str:
         # The path of an API URL is harmless; a blob URL's query is a signature: show its host only.
-        parts = urlsplit(url)
-        return parts.path if parts.path.startswith("/repos/") else f"blob host {parts.hostname}"
+        parts = urlsplit(self._url(url))
+        return parts.path if _origin(self._url(url)) == self._origin else f"blob host {parts.hostname}"
 
     def _wait_seconds(self, response: requests.Response, attempt: int, url: str) -> float | None:
         """Seconds to wait before retrying this response, or None when it is not transient."""
@@ -138,9 +137,11 @@ class GitHubClient:
             try:
                 return max(0.0, float(retry_after))
             except ValueError:
-                when = email.utils.parsedate_to_datetime(retry_after)
-                if when is not None:
+                try:
+                    when = email.utils.parsedate_to_datetime(retry_after)
                     return max(0.0, when.timestamp() - self._clock())
+                except (TypeError, ValueError, OverflowError):
+                    pass  # an unreadable retry-after: fall back to backoff
         if remaining == "0" and headers.get("x-ratelimit-reset"):
             try:
                 return max(0.0, float(headers["x-ratelimit-reset"]) - self._clock()) + 1.0

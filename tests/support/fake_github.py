@@ -187,6 +187,7 @@ class FakeGitHub:
         self.head_branch = head_branch
         self.blob_ttl = blob_ttl
         self.gzip_blobs = False  # serve blobs with Content-Encoding: gzip, as some blob stores do
+        self.api_prefix = ""  # "/api/v3": the REST API under a path, as GitHub Enterprise Server serves it
         self.jobs: list[FakeJob] = []
         self.attempt_jobs: dict[int, list[FakeJob]] = {}  # jobs of earlier attempts, for /attempts/{n}/jobs
         self.artifacts: list[FakeArtifact] = []
@@ -220,7 +221,7 @@ class FakeGitHub:
 
     @property
     def api_url(self) -> str:
-        return f"http://127.0.0.1:{self._servers[0].server_address[1]}"
+        return f"http://127.0.0.1:{self._servers[0].server_address[1]}{self.api_prefix}"
 
     @property
     def blob_url(self) -> str:
@@ -287,6 +288,8 @@ class FakeGitHub:
         parts = urlsplit(handler.path)
         query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
         path = parts.path
+        if self.api_prefix:
+            path = path[len(self.api_prefix):] if path.startswith(self.api_prefix + "/") else "/not-under-prefix"
         # The /repositories/{id}/... form (what GitHub's Link headers use) names the same repository.
         path = re.sub(rf"^/repositories/{REPO_ID}/", f"/repos/{self.repository}/", path)
         prefix = f"/repos/{self.repository}/actions"
