@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -465,3 +466,35 @@ def test_an_api_under_a_path_as_on_github_enterprise_server_works(fake, sources,
     assert built.code == 0, built.stdout + built.stderr
     assert all(r.path.startswith("/api/v3/") for r in fake.requests if r.host == "api")
     assert not fake.blob_saw_authorization()
+
+
+def test_large_logs_and_zips_are_indexed_in_constant_memory(fake, sources, tmp_path):
+    made = standard_run(fake, ("linux",), sources)
+    job, artifact = made["linux"]
+    log = tmp_path / "big.log"
+    line = b"2026-08-24T10:00:05.1374210Z device_compute: step 3 loss 1.420000\n"
+    with open(log, "wb") as handle:
+        handle.write(job.log)
+        handle.write(line * (160 * 1024 * 1024 // len(line)))
+    job.log = log
+    gate = json.dumps(gate_result("linux", sources=sources, run_id=fake.run_id, job_id=job.id)).encode()
+    artifact.content = make_zip({"platform-runtime-linux.json": gate, "checkpoint.pt": os.urandom(64 * 1024 * 1024)},
+                                compression=zipfile.ZIP_STORED)
+    env = dict(os.environ, GITHUB_API_URL=fake.api_url, GITHUB_TOKEN=fake.token)
+    # Linux keeps the pre-exec image's high-water mark in ru_maxrss: start the indexer from a small launcher,
+    # not from this test process, which holds the zip in memory.
+    launcher = ("import os, subprocess, sys; child = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL); "
+                "_, status, usage = os.wait4(child.pid, 0); print(os.waitstatus_to_exitcode(status), usage.ru_maxrss)")
+    done = subprocess.run([sys.executable, "-c", launcher, sys.executable, "-B", str(CLI), "build", "--repository",
+                           fake.repository, "--run-id", str(fake.run_id), "--source-root", str(ROOT), "--output",
+                           str(tmp_path / "index.json")], env=env, capture_output=True, text=True, timeout=300)
+    code, peak_kib = map(int, done.stdout.split())
+    assert code == 0
+    assert peak_kib < 100 * 1024, f"peak {peak_kib / 1024:.0f} MB for 224 MB of downloads"
+    index = json.loads((tmp_path / "index.json").read_text())
+    digest = hashlib.sha256()
+    with open(log, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    subjects = {s["name"]: s["digest"]["sha256"] for s in index["subject"]}
+    assert subjects[f"logs/{job.id}-linux.log"] == digest.hexdigest()
