@@ -270,3 +270,17 @@ def test_the_local_summary_is_appended_with_the_verdict_first(results, tmp_path)
     assert text.startswith("earlier step\n## Local evidence: FAIL\n")
     assert "- extra-check.json says ok=false" in text
     assert "| platform-runtime-cpu.json | gate | yes | valid | cpu / ext4 |" in text
+
+
+def test_the_local_job_ends_with_the_index_of_every_earlier_steps_result(tmp_path):
+    import run_local
+
+    last = run_local.STEPS[-1]
+    assert last.name == "evidence index" and last.result == "evidence-verdict.json"
+    earlier = [step.result for step in run_local.STEPS[:-1]]
+    completed = subprocess.run(last.command(tmp_path), capture_output=True, text=True, timeout=60, cwd=last.cwd)
+    # nothing ran here, so every earlier step's result is missing and the verdict fails, naming each one
+    assert completed.returncode == 1
+    verdict = json.loads((tmp_path / "evidence-verdict.json").read_text())
+    assert verdict["ok"] is False
+    assert verdict["reasons"] == [f"{name}: missing: the step wrote no result" for name in earlier]
