@@ -14,6 +14,7 @@ import io
 import json
 import math
 import os
+import struct
 import sys
 from pathlib import Path
 from typing import Any
@@ -135,6 +136,19 @@ def read_verified_checkpoint(path: Path) -> bytes:
         raise CheckpointError(f"{path.name}: SHA-256 {actual} does not match {sidecar.name} ({expected}); "
                               "the file was modified or truncated, refused before loading")
     return data
+
+
+def state_fingerprint(exported: dict[str, Any]) -> str:
+    """SHA-256 over exported tensors (name, shape, float64 little-endian values), in name order.
+
+    Torch-free, so the verifier can recompute it from summary.json without starting torch.
+    """
+    digest = hashlib.sha256()
+    for name in sorted(exported):
+        shape, values = exported[name]["shape"], exported[name]["values"]
+        digest.update(f"{name}|{list(shape)}|{len(values)}|".encode())
+        digest.update(struct.pack(f"<{len(values)}d", *values))
+    return digest.hexdigest()
 
 
 def check_new_output(path: Path) -> None:

@@ -1,4 +1,8 @@
-"""Kernodeck reprise v1: the comparisons behind verify_resume.py.
+"""Kernodeck reprise v1: the comparisons behind verify_resume.py, without torch.
+
+Each run's summary.json carries its checkpoint's contents as read back from disk by the process
+that wrote it (exact float64 values), bound to the checkpoint file by SHA-256; the verifier checks
+those bindings and compares, so it never pays torch's start-up.
 
 Every check keeps the errors it measured (zeros included) and answers ``passed`` from them.
 Tolerance: absolute 1e-12, relative 0, on weights, optimizer state, losses, eval MSE and learning
@@ -14,34 +18,42 @@ from pathlib import Path
 from typing import Any
 
 import reprise_common as common
-import reprise_core as core
-import torch
 from reprise_common import contract
 
 # Checks whose failure means the training itself went elsewhere (what a negative control must show).
 TRAINING_CHECKS = ("weights", "optimizer_state", "losses", "learning_rates", "final_mse_eval", "row_order", "progress")
+SUMMARY_KEYS = ("source", "command", "steps_done", "progress", "scheduler", "next_lr", "history", "final_mse_eval",
+                "next_draws", "checkpoint", "optimizer_param_group", "state", "parameters", "threads", "dtype")
 
 
 @dataclass
 class Run:
+    """One run folder as the verifier sees it, without torch: summary.json, and the checkpoint's bytes
+    bound to it by SHA-256 (the process that wrote the checkpoint read it back into ``state``)."""
+
     name: str
     summary: dict
-    checkpoint: dict
     checkpoint_sha256: str
-    state_sha256: str
+
+    @property
+    def state(self) -> dict[str, Any]:
+        return self.summary["state"]
+
+    def tensors(self, prefix: str) -> dict[str, dict[str, Any]]:
+        return {name[len(prefix):]: value for name, value in self.state.items() if name.startswith(prefix)}
 
 
-def load_run(folder: Path, name: str, code_sha256: str, data_sha256: str) -> Run:
-    """A run folder read back the only safe way: fingerprint, size, weights_only, full validation."""
-    summary_path = folder / common.SUMMARY_NAME
+def load_run(folder: Path, name: str) -> Run:
+    """summary.json, and checkpoint.pt whose size and .sha256 are checked (its bytes are not unpickled here)."""
     try:
-        summary = json.loads(summary_path.read_text(encoding="utf-8"))
+        summary = json.loads((folder / common.SUMMARY_NAME).read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         raise common.RepriseError(f"{name}/{common.SUMMARY_NAME} is missing or not JSON ({error})") from None
+    missing = [key for key in SUMMARY_KEYS if key not in summary] if isinstance(summary, dict) else ["(object)"]
+    if missing:
+        raise common.RepriseError(f"{name}/{common.SUMMARY_NAME} lacks {missing}")
     data = common.read_verified_checkpoint(folder / common.CHECKPOINT_NAME)
-    checkpoint = core.load_checkpoint(data, code_sha256, data_sha256)
-    return Run(name, summary, checkpoint, contract.sha256_bytes(data),
-               core.state_fingerprint(checkpoint["model"], checkpoint["optimizer"]))
+    return Run(name, summary, contract.sha256_bytes(data))
 
 
 def _errors(reference: list[float], candidate: list[float]) -> dict[str, Any]:
@@ -54,72 +66,59 @@ def _errors(reference: list[float], candidate: list[float]) -> dict[str, Any]:
             "lengths": [len(reference), len(candidate)]}
 
 
-def _tensor_error(a: torch.Tensor, b: torch.Tensor) -> float | None:
-    if a.shape != b.shape:
+def _tensor_error(a: dict[str, Any], b: dict[str, Any] | None) -> float | None:
+    if b is None or a["shape"] != b["shape"] or len(a["values"]) != len(b["values"]):
         return None
-    if a.numel() == 0:
-        return 0.0
-    value = float((a.double() - b.double()).abs().max().item())
+    value = max((abs(x - y) for x, y in zip(a["values"], b["values"])), default=0.0)
     return value if math.isfinite(value) else None
 
 
-def _tensor_check(pairs: dict[str, tuple[torch.Tensor, torch.Tensor]]) -> dict[str, Any]:
-    errors = {name: _tensor_error(a, b) for name, (a, b) in pairs.items()}
+def _tensor_check(reference: dict[str, dict], candidate: dict[str, dict]) -> dict[str, Any]:
+    names = sorted(set(reference) | set(candidate))
+    errors = {name: (_tensor_error(reference[name], candidate.get(name)) if name in reference else None)
+              for name in names}
     known = [e for e in errors.values() if e is not None]
     passed = bool(errors) and len(known) == len(errors) and all(e <= common.ATOL for e in known)
     return {"passed": passed, "max_abs_error": max(known) if known else None, "errors": errors}
 
 
-def _optimizer_pairs(reference: dict, candidate: dict) -> tuple[dict, dict[str, Any]]:
-    pairs: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
-    missing: list[str] = []
-    for index in sorted(reference["state"]):
-        for key in sorted(reference["state"][index]):
-            other = candidate["state"].get(index, {}).get(key)
-            if other is None:
-                missing.append(f"{index}.{key}")
-                continue
-            pairs[f"{index}.{key}"] = (reference["state"][index][key], other)
-    group_a, group_b = reference["param_groups"][0], candidate["param_groups"][0]
-    group_errors: dict[str, Any] = {}
-    for key in sorted(set(group_a) | set(group_b)):
-        a, b = group_a.get(key), group_b.get(key)
-        if isinstance(a, (int, float)) and not isinstance(a, bool) and isinstance(b, (int, float)):
-            group_errors[key] = abs(float(a) - float(b))
-        elif isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b):
-            group_errors[key] = max(abs(float(x) - float(y)) for x, y in zip(a, b))
+def _group_errors(reference: dict[str, Any], candidate: dict[str, Any]) -> dict[str, float | None]:
+    errors: dict[str, float | None] = {}
+    for key in sorted(set(reference) | set(candidate)):
+        a, b = reference.get(key), candidate.get(key)
+        numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (a, b))
+        if numbers:
+            errors[key] = abs(float(a) - float(b))
+        elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b) and a and all(
+                isinstance(v, (int, float)) for v in a + b):
+            errors[key] = max(abs(float(x) - float(y)) for x, y in zip(a, b))
         else:
-            group_errors[key] = 0.0 if a == b else None
-    return pairs, {"param_group_errors": group_errors, "missing": missing}
+            errors[key] = 0.0 if a == b else None
+    return errors
 
 
 def compare_training(reference: Run, candidate: Run) -> dict[str, dict[str, Any]]:
     """``candidate`` (resumed) against ``reference`` (the uninterrupted run): one entry per promise."""
-    ref_ck, cand_ck = reference.checkpoint, candidate.checkpoint
-    ref_sum, cand_sum = reference.summary, candidate.summary
+    ref, cand = reference.summary, candidate.summary
     checks: dict[str, dict[str, Any]] = {}
-    checks["weights"] = _tensor_check({name: (ref_ck["model"][name], cand_ck["model"][name])
-                                       for name in ref_ck["model"]})
-    pairs, extra = _optimizer_pairs(ref_ck["optimizer"], cand_ck["optimizer"])
-    optimizer = _tensor_check(pairs)
-    group_values = list(extra["param_group_errors"].values())
-    optimizer["param_group_errors"] = extra["param_group_errors"]
-    optimizer["missing"] = extra["missing"]
-    optimizer["passed"] = (optimizer["passed"] and not extra["missing"]
-                           and all(e is not None and e <= common.ATOL for e in group_values))
+    checks["weights"] = _tensor_check(reference.tensors("model."), candidate.tensors("model."))
+    optimizer = _tensor_check(reference.tensors("optimizer."), candidate.tensors("optimizer."))
+    groups = _group_errors(ref["optimizer_param_group"], cand["optimizer_param_group"])
+    optimizer["param_group_errors"] = groups
+    optimizer["passed"] = optimizer["passed"] and all(e is not None and e <= common.ATOL for e in groups.values())
     checks["optimizer_state"] = optimizer
-    checks["losses"] = _errors(ref_ck["history"]["losses"], cand_ck["history"]["losses"])
-    checks["learning_rates"] = _errors(ref_ck["history"]["lrs"], cand_ck["history"]["lrs"])
-    checks["final_mse_eval"] = _errors([ref_sum["final_mse_eval"]], [cand_sum["final_mse_eval"]])
-    ref_rows, cand_rows = ref_ck["history"]["rows"], cand_ck["history"]["rows"]
+    checks["losses"] = _errors(ref["history"]["losses"], cand["history"]["losses"])
+    checks["learning_rates"] = _errors(ref["history"]["lrs"], cand["history"]["lrs"])
+    checks["final_mse_eval"] = _errors([ref["final_mse_eval"]], [cand["final_mse_eval"]])
+    ref_rows, cand_rows = ref["history"]["rows"], cand["history"]["rows"]
     first = next((i + 1 for i, (a, b) in enumerate(zip(ref_rows, cand_rows)) if a != b), None)
     checks["row_order"] = {"passed": ref_rows == cand_rows, "first_different_step": first}
-    checks["progress"] = {"passed": ref_ck["progress"] == cand_ck["progress"],
-                          "reference": ref_ck["progress"], "candidate": cand_ck["progress"]}
-    checks["scheduler_state"] = {"passed": ref_ck["scheduler"] == cand_ck["scheduler"],
-                                 "reference": ref_ck["scheduler"], "candidate": cand_ck["scheduler"]}
-    checks["next_draws_at_end"] = draws_check({"reference": ref_sum["next_draws"]["at_end"],
-                                               "candidate": cand_sum["next_draws"]["at_end"]})
+    checks["progress"] = {"passed": ref["progress"] == cand["progress"],
+                          "reference": ref["progress"], "candidate": cand["progress"]}
+    checks["scheduler_state"] = {"passed": ref["scheduler"] == cand["scheduler"],
+                                 "reference": ref["scheduler"], "candidate": cand["scheduler"]}
+    checks["next_draws_at_end"] = draws_check({"reference": ref["next_draws"]["at_end"],
+                                               "candidate": cand["next_draws"]["at_end"]})
     return checks
 
 
@@ -142,19 +141,19 @@ def draws_check(sources: dict[str, dict[str, float]]) -> dict[str, Any]:
 
 def boundary_checks(continuous: Run, cut: Run, resumed: Run) -> dict[str, Any]:
     """At the interruption: the position in the data, each RNG's next draw, the next learning rate."""
-    steps = cut.checkpoint["progress"]["steps_done"]
-    progress = cut.checkpoint["progress"]
+    progress = cut.summary["progress"]
+    steps = progress["steps_done"]
     expected = {"steps_done": 5, "epoch": 0, "cursor": 20, "rows_consumed": 20}
     position = {key: progress[key] for key in expected}
     after = continuous.summary["next_draws"]["after_step"].get(str(steps), {})
-    next_lr = _errors([continuous.checkpoint["history"]["lrs"][steps]] * 2,
-                      [cut.summary["next_lr"], resumed.checkpoint["history"]["lrs"][steps]])
+    continuous_lr = continuous.summary["history"]["lrs"][steps]
+    resumed_lr = resumed.summary["history"]["lrs"][steps]
+    next_lr = _errors([continuous_lr] * 2, [cut.summary["next_lr"], resumed_lr])
     result = {
         "position": {"passed": position == expected, **position, "rows": common.ROWS},
         "next_draws": draws_check({"continuous_after_step": after, "cut_at_end": cut.summary["next_draws"]["at_end"],
                                    "resumed_at_start": resumed.summary["next_draws"]["at_start"]}),
-        "next_lr": {**next_lr, "continuous": continuous.checkpoint["history"]["lrs"][steps],
-                    "cut": cut.summary["next_lr"], "resumed": resumed.checkpoint["history"]["lrs"][steps]},
+        "next_lr": {**next_lr, "continuous": continuous_lr, "cut": cut.summary["next_lr"], "resumed": resumed_lr},
     }
     result["passed"] = all(part["passed"] for part in result.values())
     return result
@@ -166,26 +165,27 @@ def integrity_checks(runs: dict[str, Run], expected_steps: dict[str, int], cut: 
     checks: dict[str, Any] = {}
     fingerprints = {}
     for name, run in runs.items():
-        record = run.summary.get("checkpoint", {})
+        record = run.summary["checkpoint"]
         fingerprints[name] = {
+            # The file on disk is the one the process recorded (its .sha256 was checked on reading).
             "checkpoint_sha256_matches_summary": record.get("sha256") == run.checkpoint_sha256,
-            "state_sha256_matches_summary": record.get("state_sha256") == run.state_sha256,
-            "source_matches": run.summary.get("source", {}).get("code_sha256") == source["code_sha256"]
-            and run.summary.get("source", {}).get("data_sha256") == source["data_sha256"],
+            # Saving then loading the checkpoint gave back exactly the state that was in memory.
+            "state_round_trip_exact": record.get("state_sha256") == common.state_fingerprint(run.state),
+            "source_matches": run.summary["source"].get("code_sha256") == source["code_sha256"]
+            and run.summary["source"].get("data_sha256") == source["data_sha256"],
         }
     checks["fingerprints"] = {"passed": all(all(v.values()) for v in fingerprints.values()), "runs": fingerprints}
     adam = {}
     for name, steps in expected_steps.items():
-        state = runs[name].checkpoint["optimizer"]["state"]
-        adam[name] = {"expected": steps, "found": sorted({float(entry["step"].item()) for entry in state.values()})}
+        found = {value for key, entry in runs[name].tensors("optimizer.").items() if key.endswith(".step")
+                 for value in entry["values"]}
+        adam[name] = {"expected": steps, "found": sorted(found)}
     checks["adam_steps"] = {"passed": all(v["found"] == [float(v["expected"])] for v in adam.values()), "runs": adam}
-    lrs = runs["continu"].checkpoint["history"]["lrs"]
+    lrs = runs["continu"].summary["history"]["lrs"]
     expected_lrs = [common.LR * common.GAMMA ** (k // common.STEP_SIZE) for k in range(len(lrs))]
     checks["lr_schedule_matches_specification"] = _errors(expected_lrs, lrs)
-    moved = max(float((cut.checkpoint["model"][n] - resumed.checkpoint["model"][n]).abs().max().item())
-                for n in cut.checkpoint["model"])
-    checks["weights_moved_after_resume"] = {"passed": math.isfinite(moved) and moved > 1e-9,
-                                            "max_abs_change": moved if math.isfinite(moved) else None}
+    moved = _tensor_check(cut.tensors("model."), resumed.tensors("model."))["max_abs_error"]
+    checks["weights_moved_after_resume"] = {"passed": moved is not None and moved > 1e-9, "max_abs_change": moved}
     shape = {name: {"parameters": run.summary.get("parameters"), "threads": run.summary.get("threads"),
                     "dtype": run.summary.get("dtype")} for name, run in runs.items()}
     checks["model_and_precision"] = {"passed": all(v == {"parameters": common.PARAMETERS, "threads": 1,

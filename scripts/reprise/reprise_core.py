@@ -9,7 +9,6 @@ torch's CPU generator (dropout).
 from __future__ import annotations
 
 import copy
-import hashlib
 import io
 import math
 import random
@@ -221,21 +220,22 @@ def serialise(state: dict[str, Any]) -> bytes:
     return buffer.getvalue()
 
 
-def state_fingerprint(model_state: dict, optimizer_state: dict) -> str:
-    """SHA-256 over every weight and optimizer tensor (name, dtype, shape, bytes), in a fixed order."""
-    digest = hashlib.sha256()
+def export_state(state: dict[str, Any]) -> dict[str, Any]:
+    """Every weight and Adam tensor of a checkpoint as exact floats (JSON keeps float64 exactly)."""
+    tensors: dict[str, torch.Tensor] = {f"model.{name}": value for name, value in state["model"].items()}
+    for index, entry in state["optimizer"]["state"].items():
+        for key, value in entry.items():
+            tensors[f"optimizer.{index}.{key}"] = value
+    return {name: {"shape": list(tensor.shape),
+                   "values": [float(v) for v in tensor.detach().to(torch.float64).reshape(-1).tolist()]}
+            for name, tensor in sorted(tensors.items())}
 
-    def add(name: str, tensor: torch.Tensor) -> None:
-        tensor = tensor.detach().cpu().contiguous()
-        digest.update(f"{name}|{tensor.dtype}|{tuple(tensor.shape)}|".encode())
-        digest.update(tensor.numpy().tobytes())
 
-    for name in sorted(model_state):
-        add(f"model.{name}", model_state[name])
-    for index in sorted(optimizer_state["state"]):
-        for key in sorted(optimizer_state["state"][index]):
-            add(f"optimizer.{index}.{key}", optimizer_state["state"][index][key])
-    return digest.hexdigest()
+def param_group(state: dict[str, Any]) -> dict[str, Any]:
+    """Adam's hyper-parameters and current learning rate, as JSON values."""
+    group = state["optimizer"]["param_groups"][0]
+    return {key: list(value) if isinstance(value, tuple) else value
+            for key, value in sorted(group.items()) if key != "params"}
 
 
 def load_checkpoint(data: bytes, code_sha256: str, data_sha256: str) -> dict[str, Any]:

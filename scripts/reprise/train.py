@@ -11,8 +11,10 @@ config.json, metrics.jsonl and logs/train.log.
 --omit-rng-restore [all|python|numpy|torch] skips restoring those RNGs: a deliberately wrong resume
 (a negative control). It may finish without any error; that proves nothing; verify_resume.py compares.
 
-Exit codes: 0 trained and wrote the folder; 2 refused (bad arguments, output folder exists, data.csv
-not the specification's, checkpoint missing/modified/foreign/incomplete): nothing is written.
+Exit codes: 0 trained, wrote the folder and read its checkpoint back; 1 the checkpoint it just wrote
+does not read back (summary.json is then not written); 2 refused (bad arguments, output folder
+exists, data.csv not the specification's, checkpoint missing/modified/foreign/incomplete): nothing
+is written.
 """
 
 from __future__ import annotations
@@ -57,11 +59,17 @@ def omitted(which: str | None) -> frozenset[str]:
     return frozenset(common.RNG_NAMES) if which == "all" else frozenset({which})
 
 
+class ReadBackFailed(Exception):
+    """The checkpoint this run just wrote does not load back through the safe loader (exit 1)."""
+
+
 def summary_of(core, outcome, *, steps: int, omit: frozenset[str], resumed_from: dict | None,
-               source: dict, checkpoint_bytes: bytes, state: dict) -> dict:
+               source: dict, checkpoint_bytes: bytes, state: dict, readback: dict) -> dict:
+    """What the run did, with the checkpoint's contents as read back from disk (exact floats)."""
     import numpy
     import torch
 
+    exported = core.export_state(readback)
     return {
         "schema": common.SUMMARY_SCHEMA,
         "version": common.VERSION,
@@ -74,27 +82,29 @@ def summary_of(core, outcome, *, steps: int, omit: frozenset[str], resumed_from:
         "resumed_from": resumed_from,
         "source": source,
         "environment": {"python": platform.python_version(), "torch": torch.__version__, "numpy": numpy.__version__},
-        "steps_done": outcome.progress.steps_done,
-        "progress": outcome.progress.as_dict(),
-        "scheduler": outcome.scheduler.state_dict(),
-        "next_lr": float(outcome.optimizer.param_groups[0]["lr"]),
-        "history": outcome.history.as_dict(),
+        "steps_done": readback["progress"]["steps_done"],
+        "progress": readback["progress"],
+        "scheduler": readback["scheduler"],
+        "next_lr": float(readback["optimizer"]["param_groups"][0]["lr"]),
+        "history": readback["history"],
         "final_mse_eval": outcome.final_mse_eval,
         "next_draws": {"at_start": outcome.next_draws_at_start, "after_step": outcome.next_draws_after_step,
                        "at_end": outcome.next_draws_at_end},
         "checkpoint": {"file": common.CHECKPOINT_NAME, "bytes": len(checkpoint_bytes),
                        "sha256": contract.sha256_bytes(checkpoint_bytes),
-                       "state_sha256": core.state_fingerprint(state["model"], state["optimizer"])},
+                       # Of the state in memory before saving; the verifier recomputes it from "state".
+                       "state_sha256": common.state_fingerprint(core.export_state(state))},
+        "optimizer_param_group": core.param_group(readback),
+        "state": exported,
     }
 
 
 def write_run(core, out: Path, outcome, *, steps: int, omit: frozenset[str], resumed_from: dict | None,
               source: dict, data_sha256: str) -> None:
-    """Claim the new folder, then write the contract files, the checkpoint, its .sha256, the summary."""
+    """Claim the new folder; write the contract files, the checkpoint and its .sha256; read the checkpoint
+    back through the safe loader; write the summary from what was read back."""
     state = core.checkpoint_dict(outcome, source["code_sha256"], data_sha256)
     checkpoint_bytes = core.serialise(state)
-    summary = summary_of(core, outcome, steps=steps, omit=omit, resumed_from=resumed_from, source=source,
-                         checkpoint_bytes=checkpoint_bytes, state=state)
     common.claim_output_dir(out)
     config = {
         "schema": common.CONFIG_SCHEMA, "version": common.VERSION, "project": common.PROJECT,
@@ -121,8 +131,15 @@ def write_run(core, out: Path, outcome, *, steps: int, omit: frozenset[str], res
     (out / contract.LOG_FILE).parent.mkdir()
     common.write_bytes_atomic(out / contract.LOG_FILE, ("\n".join(log) + "\n").encode("utf-8"))
     common.write_bytes_atomic(out / common.CHECKPOINT_NAME, checkpoint_bytes)
-    sidecar = contract.format_sha256_line(summary["checkpoint"]["sha256"], common.CHECKPOINT_NAME)
+    sidecar = contract.format_sha256_line(contract.sha256_bytes(checkpoint_bytes), common.CHECKPOINT_NAME)
     common.write_bytes_atomic(out / (common.CHECKPOINT_NAME + contract.SHA256_SUFFIX), sidecar.encode())
+    try:
+        readback = core.load_checkpoint(common.read_verified_checkpoint(out / common.CHECKPOINT_NAME),
+                                        source["code_sha256"], data_sha256)
+    except common.RepriseError as error:
+        raise ReadBackFailed(f"the checkpoint just written to {out} does not read back: {error}") from None
+    summary = summary_of(core, outcome, steps=steps, omit=omit, resumed_from=resumed_from, source=source,
+                         checkpoint_bytes=checkpoint_bytes, state=state, readback=readback)
     common.write_json(out / common.SUMMARY_NAME, summary)
 
 
@@ -164,6 +181,9 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as error:  # e.g. an output folder that cannot be created
         print(f"train.py: error: {error}", file=sys.stderr)
         return 2
+    except ReadBackFailed as error:
+        print(f"train.py: error: {error}", file=sys.stderr)
+        return 1
     return 0
 
 

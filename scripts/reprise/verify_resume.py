@@ -23,7 +23,6 @@ import os
 import platform
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from typing import Any
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import reprise_common as common  # noqa: E402
+import reprise_compare as rc  # noqa: E402  (no torch: the verifier only reads files)
 
 HERE = common.HERE
 REPORT = "verification.json"
@@ -44,13 +44,6 @@ class CannotComplete(Exception):
 
 class ComparisonFailed(Exception):
     """Exit 1: the protocol ran, and its evidence does not hold."""
-
-
-def import_quietly() -> None:
-    try:
-        import reprise_compare  # noqa: F401  (torch, numpy: overlaps the children's start-up)
-    except Exception:  # the main thread imports again and reports the error without a thread traceback
-        pass
 
 
 def plan() -> list[dict[str, Any]]:
@@ -103,26 +96,31 @@ def run_processes(out: Path, timeout: float, records: list[dict[str, Any]], chec
     (out / "logs").mkdir()
     running = {name: Process(steps[name], out, timeout) for name in (CONTINUOUS, CUT)}
     try:
-        if running[CUT].wait() != 0:
-            raise CannotComplete(f"process {CUT} exited {running[CUT].exit_code} (see logs/{CUT}.log)")
-        check_cut()  # a checkpoint that does not read back fails the verification before anything resumes
+        failure(running[CUT])
+        check_cut()  # coupure's files must be bound to its summary before anything resumes from them
         for name in (RESUMED, INCOMPLETE):
             running[name] = Process(steps[name], out, timeout)
-        for name, process in running.items():
-            code = process.wait()
-            if code == 2 and process.spec["phase"] == 2:
-                # train.py's refusal (exit 2) of a checkpoint just written by the same code: the resume
-                # itself is broken, which is a failed verification, not an unfinished one.
-                raise ComparisonFailed(f"process {name} refused to resume from {CUT}/{common.CHECKPOINT_NAME} "
-                                       f"(see logs/{name}.log): {last_line(process.log_path)}")
-            if code != 0:
-                raise CannotComplete(f"process {name} exited {code} (see logs/{name}.log)")
+        for process in running.values():
+            failure(process)
     finally:
         for process in running.values():
             if process.exit_code is None:
                 process.popen.kill()
                 process.wait()
         records.extend(process.record() for process in running.values())
+
+
+def failure(process: Process) -> None:
+    """Raise what a process's exit code means for the verification; return if it exited 0."""
+    code, name = process.wait(), process.spec["name"]
+    if code == 0:
+        return
+    why = f"process {name} exited {code}: {last_line(process.log_path)} (see logs/{name}.log)"
+    # 1: the checkpoint it just wrote does not read back. 2 in phase 2: it refused the checkpoint that
+    # coupure just wrote with the same code. Either way the resume is broken: a failed verification.
+    if code == 1 or (code == 2 and process.spec["phase"] == 2):
+        raise ComparisonFailed(why)
+    raise CannotComplete(why)
 
 
 def last_line(path: Path) -> str:
@@ -136,22 +134,18 @@ def verdict(report: dict[str, Any]) -> str:
                        report["negative_divergence_detected"], "report": REPORT}, separators=(",", ":"))
 
 
-def load(out: Path, name: str, source: dict[str, Any]):
-    import reprise_compare as rc
-
+def load(out: Path, name: str):
     try:
-        return rc.load_run(out / name, name, source["code_sha256"], source["data_sha256"])
+        return rc.load_run(out / name, name)
     except common.RepriseError as error:
         # A process exited 0 but its evidence does not read back: that is a failed check, not a crash.
         raise ComparisonFailed(f"{name}: {error}") from None
 
 
 def compare(out: Path, source: dict[str, Any]) -> dict[str, Any]:
-    import reprise_compare as rc
-
-    runs = {name: load(out, name, source) for name in (CONTINUOUS, CUT, RESUMED)}
+    runs = {name: load(out, name) for name in (CONTINUOUS, CUT, RESUMED)}
     controls = {"all": INCOMPLETE, **{rng: f"{CONTROLS}/omit-{rng}" for rng in common.RNG_NAMES}}
-    control_runs = {key: load(out, name, source) for key, name in controls.items()}
+    control_runs = {key: load(out, name) for key, name in controls.items()}
 
     positive = rc.compare_training(runs[CONTINUOUS], runs[RESUMED])
     boundary = rc.boundary_checks(runs[CONTINUOUS], runs[CUT], runs[RESUMED])
@@ -191,8 +185,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"verify_resume.py: error: {error}", file=sys.stderr)
         return 2
     started = time.monotonic()
-    # Imports torch while the first two processes run: it overlaps their start-up.
-    importer = threading.Thread(target=import_quietly, daemon=True)
     report: dict[str, Any] = {
         "schema": common.VERIFICATION_SCHEMA, "version": common.VERSION, "project": common.PROJECT,
         "ok": False, "exit_code": 2, "completed": False, "device": "cpu",
@@ -210,30 +202,20 @@ def main(argv: list[str] | None = None) -> int:
                  "data.csv": data_sha256}
         source = {"code_sha256": fingerprint["code_sha256"], "data_sha256": data_sha256, "files": files}
         report["source"] = source
-        importer.start()
-
-        def check_cut() -> None:
-            importer.join()
-            load(out, CUT, source)
-
-        run_processes(out, args.timeout, report["protocol"]["processes"], check_cut)
-        import numpy
-        import torch
-
-        report["environment"].update({"torch": torch.__version__, "numpy": numpy.__version__})
+        run_processes(out, args.timeout, report["protocol"]["processes"], lambda: load(out, CUT))
+        environment = load(out, CONTINUOUS).summary.get("environment", {})
+        report["environment"].update({key: str(environment.get(key)) for key in ("torch", "numpy")})
         try:
             report.update(compare(out, source))
         except (KeyError, IndexError, TypeError, AttributeError) as error:
             # Evidence shaped unlike what train.py writes (a faulted process, an edited summary): a failure.
             raise ComparisonFailed(f"the runs' evidence is malformed: {type(error).__name__}: {error}") from None
         report["completed"] = True
-    except (CannotComplete, common.RepriseError, ImportError, OSError) as error:
+    except (CannotComplete, common.RepriseError, OSError) as error:
         report["errors"].append(str(error))
     except ComparisonFailed as error:
         report["completed"] = True
         report["errors"].append(str(error))
-    if importer.is_alive():
-        importer.join()  # never leave the interpreter while a thread is inside torch's import
     report["negative_divergence_detected"] = bool(report.get("negative_controls", {}).get("all_detected"))
     report["positive"] = bool(report.get("positive"))
     report["all_checks_passed"] = report["completed"] and report["positive"] and report["negative_divergence_detected"]
