@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import pickle
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -138,3 +140,13 @@ def test_checking_changes_nothing_in_the_run_folder(run_dir, tmp_path):
     before = tree_bytes(run_dir)
     check(run_dir, tmp_path)
     assert tree_bytes(run_dir) == before
+
+
+def test_file_level_checks_do_not_start_torch(run_dir):
+    (run_dir / "checkpoint.pt.sha256").write_text("0" * 64 + "  checkpoint.pt\n")
+    probe = ("import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); "
+             "import training_run_contract as c; r = c.check_run_dir(Path(sys.argv[2])); "
+             "sys.exit(0 if not r['ok'] and 'torch' not in sys.modules else 1)")
+    ran = subprocess.run([sys.executable, "-B", "-c", probe, str(ROOT / "scripts"), str(run_dir)],
+                         capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr

@@ -3,12 +3,24 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 import torch
 import training_run_contract as contract
 from conftest import validate
-from test_reprise_support import VERDICT_KEYS, copy_code, protocol_run, run_script, train, tree_bytes, verdict, verify
+from test_reprise_support import (
+    REPRISE,
+    VERDICT_KEYS,
+    copy_code,
+    protocol_run,
+    run_script,
+    train,
+    tree_bytes,
+    verdict,
+    verify,
+)
 
 FOLDERS = ["continu", "coupure", "reprise", "reprise-incomplete",
            "controles/omit-python", "controles/omit-numpy", "controles/omit-torch"]
@@ -159,3 +171,11 @@ def test_verify_exits_2_with_a_report_when_it_cannot_complete(tmp_path):
     validate(report, "reprise-verification.schema.json")
     assert report["completed"] is False and report["exit_code"] == 2
     assert "expected 24 rows, found 23" in report["errors"][0]
+
+
+def test_the_verifier_itself_never_imports_torch(tmp_path):
+    """It only reads files; four torch start-ups are the protocol's whole cost, a fifth would be waste."""
+    probe = ("import sys; sys.path.insert(0, sys.argv[1]); import verify_resume, reprise_compare; "
+             "sys.exit(1 if 'torch' in sys.modules or 'numpy' in sys.modules else 0)")
+    ran = subprocess.run([sys.executable, "-B", "-c", probe, str(REPRISE)], capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr

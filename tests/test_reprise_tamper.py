@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import io
 import pickle
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
 import pytest
 import torch
-from test_reprise_support import copy_code, copy_run, protocol_run, train, tree_bytes, write_sha256
+from test_reprise_support import REPRISE, copy_code, copy_run, protocol_run, train, tree_bytes, write_sha256
 
 
 @pytest.fixture(scope="module")
@@ -145,3 +147,14 @@ def test_train_refuses_an_output_folder_that_exists(cut, tmp_path):
     ran = resume(cut / "checkpoint.pt", cut)
     assert ran.returncode == 2 and "already exists" in ran.stderr and "Traceback" not in ran.stderr
     assert tree_bytes(cut) == before
+
+
+def test_integrity_refusals_happen_before_torch_starts(cut, tmp_path):
+    (cut / "checkpoint.pt").write_bytes(b"not a checkpoint")
+    probe = ("import sys; sys.path.insert(0, sys.argv[1]); import train; "
+             "code = train.main(['--steps', '5', '--resume', sys.argv[2], '--output', sys.argv[3]]); "
+             "sys.exit(10 + code if 'torch' not in sys.modules else 99)")
+    ran = subprocess.run([sys.executable, "-B", "-c", probe, str(REPRISE), str(cut / "checkpoint.pt"),
+                          str(tmp_path / "out")], capture_output=True, text=True)
+    assert ran.returncode == 12, ran.stderr  # refused (2), torch never imported
+    assert not (tmp_path / "out").exists()
