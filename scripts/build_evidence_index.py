@@ -2,7 +2,7 @@
 """Bind every claim of a platform-runtime run to the SHA-256 of its sources, results and job logs.
 
     build_evidence_index.py build --repository OWNER/NAME --run-id ID [--attempt N]
-        [--artifacts-dir DIR] [--logs-dir DIR] [--download-dir DIR] [--source-root DIR]
+        [--artifacts-dir DIR] [--logs-dir DIR] [--download-dir DIR] [--source-root DIR] [--platforms LIST]
         --output INDEX.json [--summary FILE.md] [--verdict-output FILE.json]
     build_evidence_index.py local --results DIR [--result RELPATH]... --output INDEX.json [--source-root DIR]
         [--summary FILE.md] [--verdict-output FILE.json]
@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from evidence_index import PLATFORMS  # noqa: E402
 from evidence_index.build import BuildOptions, build_run_index  # noqa: E402
 from evidence_index.common import FetchError, InputError, atomic_write_bytes, dump_json, scrub  # noqa: E402
 from evidence_index.github import GitHubClient  # noqa: E402
@@ -52,6 +54,16 @@ def _size(text: str) -> int:
     return value
 
 
+def _platforms(text: str) -> list[str]:
+    try:
+        names = json.loads(text) if text.strip().startswith("[") else [n.strip() for n in text.split(",") if n.strip()]
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"not a JSON list: {text!r}") from error
+    if not isinstance(names, list) or not names or any(name not in PLATFORMS for name in names):
+        raise argparse.ArgumentTypeError(f"platforms must be among {', '.join(PLATFORMS)}: {text!r}")
+    return list(dict.fromkeys(names))
+
+
 def _positive(text: str) -> int:
     try:
         value = int(text)
@@ -75,6 +87,9 @@ def parser() -> argparse.ArgumentParser:
     build.add_argument("--download-dir", type=Path,
                        help="without --artifacts-dir: keep the downloaded zips and their contents here")
     build.add_argument("--source-root", type=Path, help="checkout of the head commit, to compare source hashes")
+    build.add_argument("--platforms", type=_platforms, metavar="LIST",
+                       help="platforms that must have run (comma-separated or a JSON list, as the plan job "
+                            "outputs it); each one missing or skipped fails the verdict")
     build.add_argument("--output", type=Path, required=True)
     build.add_argument("--summary", type=Path, help="append the Markdown summary here, e.g. $GITHUB_STEP_SUMMARY")
     build.add_argument("--verdict-output", type=Path, help=VERDICT_HELP)
@@ -141,6 +156,7 @@ def run_build(args: argparse.Namespace) -> int:
     options = BuildOptions(
         repository=args.repository, run_id=args.run_id, attempt=args.attempt, artifacts_dir=args.artifacts_dir,
         logs_dir=args.logs_dir, download_dir=args.download_dir, source_root=args.source_root,
+        platforms=args.platforms,
         max_log_bytes=args.max_log_bytes, max_zip_bytes=args.max_zip_bytes,
         caps=Caps(max_entries=args.max_zip_entries, max_total_bytes=args.max_unpacked_bytes,
                   max_entry_bytes=args.max_unpacked_bytes),

@@ -498,3 +498,22 @@ def test_large_logs_and_zips_are_indexed_in_constant_memory(fake, sources, tmp_p
             digest.update(chunk)
     subjects = {s["name"]: s["digest"]["sha256"] for s in index["subject"]}
     assert subjects[f"logs/{job.id}-linux.log"] == digest.hexdigest()
+
+
+@pytest.mark.parametrize("platforms", ['["linux","windows","mps"]', "linux,windows,mps"])
+def test_a_platform_the_plan_selected_that_did_not_run_fails(fake, sources, tmp_path, platforms):
+    made = standard_run(fake, ("linux", "windows", "mps"), sources)
+    made["mps"][0].conclusion = "skipped"
+    fake.jobs.remove(made["windows"][0])
+    built = build(fake, tmp_path, "--platforms", platforms)
+    assert built.code == 1
+    assert built.predicate["required_platforms"] == ["linux", "windows", "mps"]
+    assert "windows: selected by the plan, but no windows job ran in this attempt" in built.verdict["reasons"]
+    assert "mps: selected by the plan, but no mps job ran in this attempt" in built.verdict["reasons"]
+    passing = build(fake, tmp_path / "linux-only", "--platforms", "linux")
+    assert passing.code == 0, passing.verdict
+
+
+def test_an_unknown_platform_is_a_usage_error(fake, tmp_path):
+    built = build(fake, tmp_path, "--platforms", "linux,amiga")
+    assert built.code == 2 and "platforms must be among" in built.stderr and fake.requests == []

@@ -39,6 +39,7 @@ class BuildOptions:
     logs_dir: Path | None = None
     download_dir: Path | None = None
     source_root: Path | None = None
+    platforms: list[str] | None = None  # the plan's selection: each must have run
     max_log_bytes: int = 512 * 1024**2
     max_zip_bytes: int = 1024**3
     caps: Caps = field(default_factory=Caps)
@@ -134,6 +135,7 @@ def build_run_index(client: GitHubClient, options: BuildOptions,
         "indexer": {"files": indexer_files(REPO_ROOT), "python": host_platform.python_version()},
         "run": _run_record(run, options, attempt),
         "source_root": source_root,
+        "required_platforms": options.platforms,
         "platforms": platforms,
         "other_jobs": other_jobs,
         "artifacts": [_artifact_record(a) for a in artifacts],

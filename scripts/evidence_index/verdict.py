@@ -93,6 +93,9 @@ def decide_run(predicate: dict[str, Any]) -> dict[str, Any]:
     selected = [p for p in predicate.get("platforms", []) if p.get("selected")]
     if not selected:
         reasons.append("no platform job ran in this attempt: nothing is proven")
+    for platform in predicate.get("required_platforms") or []:
+        if platform not in {entry["platform"] for entry in selected}:
+            reasons.append(f"{platform}: selected by the plan, but no {platform} job ran in this attempt")
     counts: dict[str, int] = {}
     for entry in selected:
         counts[entry["platform"]] = counts.get(entry["platform"], 0) + 1
