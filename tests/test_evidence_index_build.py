@@ -116,7 +116,7 @@ def test_the_predicate_records_the_run_and_each_platform_job(fake, sources, tmp_
     assert run["workflow_ref"] == f"{fake.repository}/.github/workflows/platform-runtime.yml@refs/heads/main"
     windows = built.platform("windows")
     assert windows["job"]["conclusion"] == "success" and windows["job"]["name"] == "platform-runtime / windows"
-    assert windows["runner"]["image"] == "windows-2025" and windows["runner"]["image_version"] == "20260824.214.3"
+    assert windows["runner"]["image"] == "win25-vs2026" and windows["runner"]["image_version"] == "20260824.214.3"
     assert windows["runner"]["runner_os"] == "Windows" and windows["runner"]["runner_arch"] == "X64"
     assert windows["runner"]["os_from_log"].startswith("Microsoft Windows Server 2025")
     assert built.platform("mps")["runner"]["runner_arch"] == "ARM64"

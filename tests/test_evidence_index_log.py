@@ -11,8 +11,8 @@ from support.fake_github import runner_log
 
 @pytest.mark.parametrize("platform, image, version, os_text", [
     ("linux", "ubuntu-24.04", "20260824.1.0", "Ubuntu 24.04.3 LTS"),
-    ("windows", "windows-2025", "20260824.214.3", "Microsoft Windows Server 2025 10.0.26100 Datacenter"),
-    ("mps", "macos-15-arm64", "20260727.0256.1", "macOS 15.6 24G84"),
+    ("windows", "win25-vs2026", "20260824.214.3", "Microsoft Windows Server 2025 10.0.26100 Datacenter"),
+    ("mps", "macos15", "20260727.0256.1", "macOS 15.6 24G84"),
 ])
 def test_the_runner_image_name_version_and_os_are_read_from_the_setup_lines(platform, image, version, os_text):
     runner = scan_bytes(runner_log(platform))["runner"]
@@ -51,7 +51,7 @@ def test_exit_code_zero_is_not_a_failure():
 def test_crlf_logs_and_a_last_line_without_newline_are_read():
     log = runner_log("windows", exit_code=1).replace(b"\n", b"\r\n").rstrip(b"\r\n")
     result = scan_bytes(log)
-    assert result["nonzero_exits"][0]["code"] == 1 and result["runner"]["image"] == "windows-2025"
+    assert result["nonzero_exits"][0]["code"] == 1 and result["runner"]["image"] == "win25-vs2026"
     assert not result["error_lines"][0].endswith("\r")
 
 

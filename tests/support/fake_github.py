@@ -429,14 +429,16 @@ class FakeGitHub:
 # ---------------------------------------------------------------------------------------------------
 # Content shaped like the real thing
 
+# Image names and versions as the project's recorded runs printed them (windows: win25-vs2026 20260824.214.3,
+# mps: macos15 20260727.0256.1); cuda is a self-hosted runner, whose log has no Runner Image group.
 RUNNERS: dict[str, dict[str, Any]] = {
     "linux": {"image": "ubuntu-24.04", "version": "20260824.1.0", "os": ["Ubuntu", "24.04.3", "LTS"],
               "labels": ["ubuntu-24.04"], "runner_os": "Linux", "arch": "X64", "system": "Linux",
               "machine": "x86_64", "fs": "ext4"},
-    "windows": {"image": "windows-2025", "version": "20260824.214.3",
+    "windows": {"image": "win25-vs2026", "version": "20260824.214.3",
                 "os": ["Microsoft Windows Server 2025", "10.0.26100", "Datacenter"], "labels": ["windows-2025"],
                 "runner_os": "Windows", "arch": "X64", "system": "Windows", "machine": "AMD64", "fs": "ntfs"},
-    "mps": {"image": "macos-15-arm64", "version": "20260727.0256.1", "os": ["macOS", "15.6", "24G84"],
+    "mps": {"image": "macos15", "version": "20260727.0256.1", "os": ["macOS", "15.6", "24G84"],
             "labels": ["macos-15"], "runner_os": "macOS", "arch": "ARM64", "system": "Darwin", "machine": "arm64",
             "fs": "apfs"},
     "cuda": {"image": None, "version": None, "os": None, "labels": ["self-hosted", "linux", "cuda"],
