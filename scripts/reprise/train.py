@@ -157,7 +157,11 @@ def main(argv: list[str] | None = None) -> int:
         source = {**common.code_fingerprint(), "data_sha256": data_sha256}
         checkpoint_bytes = common.read_verified_checkpoint(args.resume) if args.resume else None
 
-        import reprise_core as core  # torch starts here
+        try:
+            import reprise_core as core  # torch starts here
+        except ImportError as error:
+            raise common.RepriseError(f"PyTorch and NumPy are required ({error}); "
+                                      "install them, e.g. pip install torch numpy") from None
 
         checkpoint, resumed_from = None, None
         if checkpoint_bytes is not None:
