@@ -43,16 +43,55 @@ torch.optim.Adam.step = lambda self, closure=None: None
 import torch
 torch.optim.Optimizer.load_state_dict = lambda self, state_dict: None
 """,
+    # The learning rate drifts (10% less before every step), in every process: the runs still agree with
+    # each other and resume exactly; only the schedule differs from StepLR(3, 0.5).
+    "Adam.step shrinks the learning rate": """
+import torch
+_step = torch.optim.Adam.step
+def step(self, *args, **kwargs):
+    for group in self.param_groups:
+        group["lr"] = group["lr"] * 0.9
+    return _step(self, *args, **kwargs)
+torch.optim.Adam.step = step
+""",
 }
+
+# A fault in the project's own restore (reached through an import hook): every RNG is restored even when
+# a control asks to omit one, so no negative control can diverge any more.
+RESTORE_EVERYTHING = """
+import importlib.abc, importlib.machinery, sys
+
+class Hook(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name != "reprise_core":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        original = spec.loader.exec_module
+
+        def exec_module(module):
+            original(module)
+            real = module.restore_rng
+            module.restore_rng = lambda state, np_rng, omit: real(state, np_rng, frozenset())
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+sys.meta_path.insert(0, Hook())
+"""
+
+
+def site_with(tmp_path, code: str):
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(code, encoding="utf-8")
+    return site
 
 
 @pytest.mark.parametrize("fault", list(FAULTS))
 def test_a_fault_injected_into_torch_fails_the_verification_with_exit_1(tmp_path, fault):
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(FAULTS[fault], encoding="utf-8")
     output = tmp_path / "preuve"
-    ran = verify(output, pythonpath=site)
+    ran = verify(output, pythonpath=site_with(tmp_path, FAULTS[fault]))
     assert ran.returncode == 1, ran.stdout + ran.stderr
     assert verdict(ran) == {"device": "cpu", "all_checks_passed": False, "positive": False,
                             "negative_divergence_detected": verdict(ran)["negative_divergence_detected"],
@@ -71,3 +110,18 @@ def assert_fault_is_named(report: dict) -> None:
     failed += [name for name, check in report["integrity"].items() if isinstance(check, dict) and not check["passed"]]
     assert failed, "exit 1 with no failed check named"
 
+
+
+def test_negative_controls_that_no_longer_diverge_fail_the_verification(tmp_path):
+    """The resume itself stays exact (positive true), but a negative control that reproduces the
+    uninterrupted run proves nothing: the verification must fail, exit 1."""
+    output = tmp_path / "preuve"
+    ran = verify(output, pythonpath=site_with(tmp_path, RESTORE_EVERYTHING))
+    assert ran.returncode == 1, ran.stdout + ran.stderr
+    assert verdict(ran) == {"device": "cpu", "all_checks_passed": False, "positive": True,
+                            "negative_divergence_detected": False, "report": "verification.json"}
+    report = json.loads((output / "verification.json").read_text(encoding="utf-8"))
+    validate(report, "reprise-verification.schema.json")
+    controls = report["negative_controls"]["controls"]
+    assert {name: c["divergence_detected"] for name, c in controls.items()} == {
+        "all": False, "python": False, "numpy": False, "torch": False}
