@@ -43,6 +43,11 @@ torch.optim.Adam.step = lambda self, closure=None: None
 import torch
 torch.optim.Optimizer.load_state_dict = lambda self, state_dict: None
 """,
+    # Restoring torch's generator state does nothing: the resume continues from another dropout stream.
+    "torch.set_rng_state is a no-op": """
+import torch
+torch.set_rng_state = lambda new_state: None
+""",
     # The learning rate drifts (10% less before every step), in every process: the runs still agree with
     # each other and resume exactly; only the schedule differs from StepLR(3, 0.5).
     "Adam.step shrinks the learning rate": """
@@ -100,6 +105,8 @@ def test_a_fault_injected_into_torch_fails_the_verification_with_exit_1(tmp_path
     validate(report, "reprise-verification.schema.json")
     assert report["exit_code"] == 1 and report["ok"] is False and report["completed"] is True
     assert_fault_is_named(report)
+    if fault == "torch.set_rng_state is a no-op":
+        assert report["resume_boundary"]["next_draws"]["draws"]["torch"]["passed"] is False
 
 
 def assert_fault_is_named(report: dict) -> None:
