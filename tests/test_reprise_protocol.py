@@ -87,6 +87,8 @@ def test_integrity_guards_held(protocol):
     integrity = protocol.report["integrity"]
     assert integrity["passed"]
     assert integrity["adam_steps"]["runs"]["reprise"] == {"expected": 10, "found": [10.0]}
+    assert integrity["resumed_from_cut"]["passed"]
+    assert all(all(run.values()) for run in integrity["fingerprints"]["runs"].values())
     assert integrity["lr_schedule_matches_specification"]["errors"] == [0.0] * 10
 
 

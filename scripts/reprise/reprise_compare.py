@@ -175,6 +175,11 @@ def integrity_checks(runs: dict[str, Run], expected_steps: dict[str, int], cut: 
             and run.summary["source"].get("data_sha256") == source["data_sha256"],
         }
     checks["fingerprints"] = {"passed": all(all(v.values()) for v in fingerprints.values()), "runs": fingerprints}
+    resumed_from = resumed.summary["resumed_from"] or {}
+    checks["resumed_from_cut"] = {
+        "passed": resumed_from.get("checkpoint_sha256") == cut.checkpoint_sha256
+        and resumed_from.get("steps_done") == 5,
+        "cut_checkpoint_sha256": cut.checkpoint_sha256, "resumed_from": resumed_from or None}
     adam = {}
     for name, steps in expected_steps.items():
         found = {value for key, entry in runs[name].tensors("optimizer.").items() if key.endswith(".step")
