@@ -44,11 +44,20 @@ def ensure_venv() -> Path:
     wanted = _requirements_digest()
     if python.exists() and STAMP.exists() and STAMP.read_text().strip() == wanted:
         return python
+    pip = [str(python), "-m", "pip"]
     if not python.exists():
         print("dev.py: creating .venv", flush=True)
-        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
+        if subprocess.run([sys.executable, "-m", "venv", str(VENV)]).returncode != 0:
+            # Debian and Ubuntu ship Python without ensurepip unless python3-venv is installed: make the venv
+            # without pip and drive it with this interpreter's own pip (pip 22.3+ has --python).
+            if subprocess.run([sys.executable, "-m", "venv", "--clear", "--without-pip", str(VENV)]).returncode != 0:
+                sys.exit("dev.py: cannot create .venv; install your distribution's python3-venv package")
+    if subprocess.run([*pip, "--version"], capture_output=True).returncode != 0:
+        if subprocess.run([sys.executable, "-m", "pip", "--version"], capture_output=True).returncode != 0:
+            sys.exit("dev.py: .venv has no pip and neither has this Python; install python3-venv (or python3-pip)")
+        pip = [sys.executable, "-m", "pip", "--python", str(python)]
     print("dev.py: installing requirements/dev.txt into .venv (torch takes a minute)", flush=True)
-    command = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q", "-r", str(REQUIREMENTS)]
+    command = [*pip, "install", "--disable-pip-version-check", "-q", "-r", str(REQUIREMENTS)]
     index = os.environ.get("TORCH_INDEX_URL")
     if index:
         command += ["--extra-index-url", index]

@@ -377,3 +377,14 @@ def test_missing_packages_go_into_a_new_venv_never_the_running_python(tmp_path, 
     assert outputs["installed"] == "true" and outputs["python"] == python.as_posix()
     check = "import importlib.metadata as m; print(m.version('six'))"
     assert subprocess.run([str(python), "-c", check], capture_output=True, text=True).stdout.strip() == "1.17.0"
+
+
+def test_requirement_markers_select_the_pin_for_this_python():
+    from prepare_python import for_this_python
+
+    line = 'numpy==2.2.6; python_version < "3.11"'
+    assert for_this_python(line, (3, 10)) == "numpy==2.2.6"
+    assert for_this_python(line, (3, 12)) is None
+    assert for_this_python("torch==2.13.0", (3, 12)) == "torch==2.13.0"
+    with pytest.raises(ValueError):
+        for_this_python('torch==2.13.0; sys_platform == "linux"', (3, 12))

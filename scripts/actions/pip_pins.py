@@ -16,19 +16,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from action_io import fail  # noqa: E402
-from prepare_python import installed_version, parse_requirement, satisfied  # noqa: E402
+from prepare_python import installed_version, parse_requirement, requirement_lines, satisfied  # noqa: E402
 
 REQUIREMENTS = Path(__file__).resolve().parents[2] / "requirements"
 
 
 def pins(folder: Path) -> dict[str, str]:
     found = {}
-    lines = [line for name in ("runtime.txt", "dev.txt")
-             for line in (folder / name).read_text(encoding="utf-8").splitlines()]
-    for line in lines:
-        line = line.split("#", 1)[0].strip()
-        if line and not line.startswith("-"):
-            found[parse_requirement(line)[0]] = line
+    for line in (pin for name in ("runtime.txt", "dev.txt") for pin in requirement_lines(folder / name)):
+        found[parse_requirement(line)[0]] = line
     return found
 
 

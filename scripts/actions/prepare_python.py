@@ -43,9 +43,32 @@ def parse_requirement(line: str) -> tuple[str, str | None]:
     return match.group(1).lower().replace("_", "-"), match.group(2)
 
 
+_MARKER = re.compile(r"^python_version\s*(>=|<=|==|!=|<|>)\s*[\"']([0-9]+)\.([0-9]+)[\"']$")
+
+
+def for_this_python(line: str, version: tuple[int, int] = sys.version_info[:2]) -> str | None:
+    """The requirement without its `; python_version OP "X.Y"` marker, or None where it does not apply."""
+    requirement, _, marker = line.partition(";")
+    if not marker.strip():
+        return requirement.strip()
+    match = _MARKER.match(marker.strip())
+    if not match:
+        raise ValueError(f"unsupported marker {marker.strip()!r}: only python_version comparisons")
+    wanted = (int(match.group(2)), int(match.group(3)))
+    holds = {">=": version >= wanted, "<=": version <= wanted, "==": version == wanted, "!=": version != wanted,
+             "<": version < wanted, ">": version > wanted}[match.group(1)]
+    return requirement.strip() if holds else None
+
+
+def requirement_lines(path: Path) -> list[str]:
+    """The pins of a requirements file that apply to this Python, comments and -r lines left out."""
+    lines = [line.split("#", 1)[0].strip() for line in path.read_text(encoding="utf-8").splitlines()]
+    applicable = [for_this_python(line) for line in lines if line and not line.startswith("-")]
+    return [line for line in applicable if line]
+
+
 def requirements(runtime: Path, torch_spec: str) -> list[str]:
-    lines = [line.split("#", 1)[0].strip() for line in runtime.read_text(encoding="utf-8").splitlines()]
-    pins = [line for line in lines if line]
+    pins = requirement_lines(runtime)
     if torch_spec:
         pins = [line for line in pins if parse_requirement(line)[0] != "torch"] + [torch_spec.strip()]
     return pins
