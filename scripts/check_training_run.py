@@ -16,25 +16,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import training_run_contract as contract  # noqa: E402
-
-
-def write_atomic(path: Path, text: str) -> None:
-    temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with open(temporary, "x", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    finally:
-        if temporary.exists():
-            temporary.unlink()
+from platform_runtime.atomic import atomic_write_bytes  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = contract.check_run_dir(args.run_dir, args.max_checkpoint_bytes)
         if args.output is not None:
-            write_atomic(args.output, json.dumps(result, indent=2, allow_nan=False) + "\n")
+            atomic_write_bytes(args.output, (json.dumps(result, indent=2, allow_nan=False) + "\n").encode("utf-8"))
     except OSError as error:  # an unreadable folder or an unwritable result: not a verdict on the run
         print(f"check_training_run.py: error: {error}", file=sys.stderr)
         return 2
