@@ -13,7 +13,7 @@ INDEXES = sorted((ROOT / "evidence" / "local").glob("*/evidence-index.json"))
 
 
 def test_there_are_committed_indexes_of_real_local_runs():
-    assert {path.parent.name for path in INDEXES} >= {"run-local", "filesystems"}
+    assert {path.parent.name for path in INDEXES} >= {"run-local", "filesystems", "training-run"}
 
 
 @pytest.mark.parametrize("index_path", INDEXES, ids=[path.parent.name for path in INDEXES])
