@@ -72,3 +72,38 @@ def test_gate_passes_every_check_there_and_refuses_nfs_and_windows(mounted, tmp_
     assert verdicts["windows"]["ok"] is False and "platform.system() is Linux" in verdicts["windows"]["reason"]
     assert verdicts[f"filesystem={detected}"]["ok"] is True
     assert not any(path.name.startswith("platform-runtime-") for path in work_dir.iterdir())
+
+
+@pytest.fixture
+def small_mount(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("mounting tmpfs needs root")
+    mounted = []
+
+    def mount(options: str):
+        point = tmp_path / f"mnt-{len(mounted)}"
+        point.mkdir()
+        done = _sh("mount", "-t", "tmpfs", "-o", options, "tmpfs", str(point))
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount tmpfs here: {done.stderr.strip()[:200]}")
+        mounted.append(point)
+        return point
+
+    yield mount
+    for point in mounted:
+        _sh("umount", str(point))
+
+
+@pytest.mark.root
+def test_a_full_file_system_fails_the_checks_that_write_and_names_the_error(small_mount, tmp_path):
+    run = run_gate(tmp_path, "--device", "cpu", "--work-dir", str(small_mount("size=64k")))
+    assert run.returncode == 1 and run.result["ok"] is False
+    assert "No space left on device" in run.result["checks"]["jsonl_append"]["reason"]
+    assert run.result["checks"]["device_compute"]["ok"] is False  # the checkpoint could not be saved
+
+
+@pytest.mark.root
+def test_a_read_only_work_dir_is_refused_with_exit_2_and_a_failed_result(small_mount, tmp_path):
+    run = run_gate(tmp_path, "--device", "cpu", "--work-dir", str(small_mount("size=1m,ro")))
+    assert run.returncode == 2 and run.result["ok"] is False
+    assert run.result["failures"] == ["cannot create the workspace in --work-dir: Read-only file system"]

@@ -53,18 +53,36 @@ def spawn_role(*args: str) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
 
 
-def collect_role(process: subprocess.Popen, timeout: float = ROLE_TIMEOUT_S) -> dict | None:
+class RoleFailure:
+    """A role process that gave no result: why, as far as it could say (its guarded error line)."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+def collect_role(process: subprocess.Popen, timeout: float = ROLE_TIMEOUT_S) -> dict | RoleFailure:
     try:
         stdout, _ = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         process.kill()
         process.communicate()
-        return None
+        return RoleFailure(f"no result within {timeout:.0f} s")
     lines = [line for line in stdout.decode("utf-8", "replace").splitlines() if line.strip()]
     try:
-        return json.loads(lines[-1]) if process.returncode == 0 and lines else None
+        payload = json.loads(lines[-1]) if lines else None
     except ValueError:
-        return None
+        payload = None
+    if process.returncode == 0 and isinstance(payload, dict):
+        return payload
+    if isinstance(payload, dict) and payload.get("reason"):
+        return RoleFailure(str(payload["reason"]))
+    return RoleFailure(f"exited with code {process.returncode}")
+
+
+def role_failures(results: list, role: str) -> list[str]:
+    """'N <role> process(es) failed (first reason)', or nothing when every role delivered."""
+    failed = [r for r in results if isinstance(r, RoleFailure)]
+    return [f"{len(failed)} {role} process(es) failed ({failed[0].reason})"] if failed else []
 
 
 # --- probe ----------------------------------------------------------------------------------------------
@@ -188,13 +206,9 @@ def concurrent_replace(workspace: Path, writers: int, replaces: int, readers: in
     writer_results = [collect_role(p) for p in writer_procs]
     stop.touch()
     reader_results = [collect_role(p) for p in reader_procs]
-    problems = []
-    if any(r is None for r in writer_results):
-        problems.append(f"{sum(r is None for r in writer_results)} writer process(es) failed")
-    if any(r is None for r in reader_results):
-        problems.append(f"{sum(r is None for r in reader_results)} reader process(es) failed")
-    good_writers = [r for r in writer_results if r]
-    good_readers = [r for r in reader_results if r]
+    problems = role_failures(writer_results, "writer") + role_failures(reader_results, "reader")
+    good_writers = [r for r in writer_results if isinstance(r, dict)]
+    good_readers = [r for r in reader_results if isinstance(r, dict)]
     partial = sum(r["partial_reads"] for r in good_readers)
     missing = sum(r["missing_reads"] for r in good_readers)
     versions = {tuple(v) for r in good_readers for v in r["versions"]}
@@ -241,9 +255,7 @@ def concurrent_append(workspace: Path, writers: int, records: int) -> dict:
     procs = [spawn_role("append-writer", str(target), str(i), str(records)) for i in range(writers)]
     results = [collect_role(p) for p in procs]
     verdict = verify_records(read_bytes_retrying(target), writers, records)
-    problems = []
-    if any(r is None for r in results):
-        problems.append(f"{sum(r is None for r in results)} writer process(es) failed")
+    problems = role_failures(results, "writer")
     for key, label in (("missing", "lost"), ("duplicated", "duplicated"), ("corrupt_lines", "torn or foreign"),
                        ("unexpected", "unexpected")):
         if verdict[key]:
