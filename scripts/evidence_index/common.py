@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+# The one atomic writer and file hasher of the project (stdlib only, so the indexer stays light).
+from platform_runtime.atomic import atomic_write_bytes as _atomic_write_bytes
+from platform_runtime.sources import sha256_file  # noqa: F401 - re-exported to the indexer's modules
 
 CHUNK = 1024 * 1024
 
@@ -25,14 +26,6 @@ class FetchError(Exception):
         self.status = status
 
 
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def scrub(text: str, secrets: Iterable[str | None]) -> str:
     """Remove every secret from a text that may be printed or written (messages of exceptions included)."""
     for secret in secrets:
@@ -42,31 +35,9 @@ def scrub(text: str, secrets: Iterable[str | None]) -> str:
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    # Temp file in the same directory, fsync, replace: a reader sees the old file or the new one, never half.
+    """The gate's atomic replace (temp sibling, fsync, os.replace, directory fsync), creating parents."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        if os.name == "posix":  # mkstemp makes 0600; an index is meant to be read (and uploaded) by others
-            umask = os.umask(0)
-            os.umask(umask)
-            os.fchmod(fd, 0o666 & ~umask)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    if os.name == "posix":
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+    _atomic_write_bytes(path, data)
 
 
 def dump_json(document: Any) -> bytes:

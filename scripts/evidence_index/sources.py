@@ -10,7 +10,9 @@ from typing import Any
 
 from .common import is_safe_relative, sha256_file
 
-INDEXER_FILES = ("scripts/build_evidence_index.py",)
+# The CLI and the gate modules it reuses (the package's own modules are added by indexer_files).
+INDEXER_FILES = ("scripts/build_evidence_index.py", "scripts/platform_runtime/atomic.py",
+                 "scripts/platform_runtime/sources.py")
 
 
 def hash_sources(root: Path, paths: Iterable[str], resolved: dict[str, str] | None = None) -> dict[str, str | None]:

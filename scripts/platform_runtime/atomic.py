@@ -72,6 +72,10 @@ def atomic_write_bytes(path: Path | str, data: bytes, *, counter: RetryCounter |
     directory = path.parent
     fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=directory)
     try:
+        if os.name == "posix":  # mkstemp makes 0600; results and indexes are meant to be read by others
+            umask = os.umask(0)
+            os.umask(umask)
+            os.fchmod(fd, 0o666 & ~umask)
         with os.fdopen(fd, "wb") as handle:
             if fail_after is not None:
                 handle.write(data[:fail_after])
