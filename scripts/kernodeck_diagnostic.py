@@ -409,13 +409,17 @@ def runtime_facts() -> dict[str, str]:
 
 def make_report(requested: str, code: str, stage: str, pytorch: Any = None, execution: Any = None,
                 host_check: Any = None) -> dict[str, Any]:
+    """The v1 report. `host_check` is a key only when it was requested (the specification's table)."""
     exit_code, message = CODES[code]
-    return {
+    report = {
         "schema": SCHEMA, "script_version": SCRIPT_VERSION, "requested_device": requested,
         "status": "passed" if exit_code == 0 else "failed", "code": code, "exit_code": exit_code,
         "message": message, "stage": stage, "runtime": runtime_facts(), "pytorch": pytorch,
-        "execution": execution, "host_check": host_check,
+        "execution": execution,
     }
+    if host_check is not None:
+        report["host_check"] = host_check
+    return report
 
 
 def _kill_tree(process: subprocess.Popen[bytes]) -> None:
@@ -619,7 +623,7 @@ def main(argv: list[str] | None = None) -> int:
             text = json.dumps(report, indent=2) + "\n"
             if not write_new_file(args.output, text):
                 report = make_report(args.device, "OUTPUT_WRITE_FAILED", "output", report["pytorch"],
-                                     report["execution"], report["host_check"])
+                                     report["execution"], report.get("host_check"))
         emit(report)
         return int(report["exit_code"])
     except (KeyboardInterrupt, Interrupted):

@@ -60,7 +60,13 @@ def test_cpu_mode_leaves_gpu_fields_null_as_not_measured(real_cpu) -> None:
     assert report["execution"]["backend"] == "cpu" and report["execution"]["device"] == "cpu"
     assert report["execution"]["gpu_model"] is None and report["execution"]["total_memory_bytes"] is None
     assert report["pytorch"]["gpu_available"] is None and report["pytorch"]["gpu_count"] is None
-    assert report["host_check"] is None
+
+
+def test_host_check_is_absent_unless_requested(real_cpu) -> None:
+    # The specification's table: host_check "appears only when requested" -- not even as null.
+    result, output = real_cpu
+    assert "host_check" not in result.report
+    assert "host_check" not in json.loads(output.read_text(encoding="utf-8"))
 
 
 def test_output_is_a_new_utf8_file_equal_to_stdout_without_its_path(real_cpu) -> None:

@@ -156,11 +156,21 @@ def _passing_report() -> dict:
     lambda r: r["runtime"].update(python="3.11.7 (main, /home/jdoe)"),
     lambda r: r["execution"].update(total_memory_bytes=1024),  # CPU mode measures no GPU memory
     lambda r: r.update(requested_device="gpu"),  # CPU_CHECK_PASSED for a GPU request
+    lambda r: r.update(host_check=None),  # present only when requested, never as null
 ])
 def test_schema_refuses_a_lying_report(mutate) -> None:
     report = copy.deepcopy(_passing_report())
     mutate(report)
     assert list(VALIDATOR.iter_errors(report)), "the schema accepted a report that contradicts itself"
+
+
+def test_a_report_without_host_check_is_valid_and_one_with_it_carries_it() -> None:
+    report = _passing_report()
+    assert "host_check" not in report
+    requested = diag.make_report("cpu", "CPU_CHECK_PASSED", "verify", report["pytorch"], report["execution"],
+                                 {"status": "tool_missing", "gpus": None})
+    validate(requested)
+    assert requested["host_check"] == {"status": "tool_missing", "gpus": None}
 
 
 def test_every_code_has_its_specified_exit_code() -> None:
