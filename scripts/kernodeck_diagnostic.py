@@ -25,7 +25,7 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 SCHEMA = "kernodeck.diagnostic.report/v1"
 SCRIPT_VERSION = "1.0.0"
@@ -181,8 +181,15 @@ def _is_oom(torch: Any, error: BaseException) -> bool:
 
 def _worker_main(device: str, index: int, channel: Any) -> None:
     state: dict[str, Any] = {"stage": "import", "pytorch": None, "execution": None}
+    sent = {"facts": json.dumps({"pytorch": None, "execution": None}, sort_keys=True)}
 
     def stage(name: str) -> None:
+        # What was learned so far goes out before each step, so that a hang or a crash in that step still
+        # leaves the parent the torch build and the device it had reached.
+        facts = json.dumps({"pytorch": state["pytorch"], "execution": state["execution"]}, sort_keys=True)
+        if facts != sent["facts"]:
+            channel.write(f"{PROTOCOL_PREFIX}facts {facts}\n")
+            sent["facts"] = facts
         state["stage"] = name
         channel.write(f"{PROTOCOL_PREFIX}stage {name}\n")
         channel.flush()
@@ -462,30 +469,36 @@ def run_bounded(argv: list[str], timeout: float) -> tuple[int | None, bytes, boo
         raise
 
 
-def parse_worker_output(raw: bytes) -> tuple[str, dict[str, Any] | None]:
-    """(last stage reached, validated result or None). Any line that is not the protocol voids the result."""
-    last = "launch"
-    result: dict[str, Any] | None = None
-    valid = True
-    text = raw[:MAX_WORKER_OUTPUT].decode("utf-8", "replace")
-    for line in text.splitlines():
-        if line.startswith(PROTOCOL_PREFIX + "stage "):
-            name = line[len(PROTOCOL_PREFIX) + 6:]
-            if name in WORKER_STAGES:
-                last = name
-                continue
-        elif line.startswith(PROTOCOL_PREFIX + "result ") and result is None and valid:
-            try:
-                candidate = json.loads(line[len(PROTOCOL_PREFIX) + 7:])
-            except ValueError:
-                candidate = None
-            if _valid_result(candidate):
-                result = candidate
-                continue
-        valid = False
-    if len(raw) > MAX_WORKER_OUTPUT:
-        valid = False
-    return last, (result if valid else None)
+class WorkerOutput(NamedTuple):
+    stage: str  # the last stage the child announced
+    result: dict[str, Any] | None  # its final result, None unless the whole stream was valid
+    facts: dict[str, Any]  # pytorch and execution as last announced before any invalid line
+
+
+def _protocol_json(line: str, kind: str) -> Any:
+    try:
+        return json.loads(line[len(PROTOCOL_PREFIX) + len(kind) + 1:])
+    except ValueError:
+        return None
+
+
+def parse_worker_output(raw: bytes) -> WorkerOutput:
+    """Read the child's protocol. Any line that is not the protocol voids the result and ends the reading;
+    what the child announced before it (its stage, its facts) is kept."""
+    last, result, facts = "launch", None, {"pytorch": None, "execution": None}
+    valid = len(raw) <= MAX_WORKER_OUTPUT
+    for line in raw[:MAX_WORKER_OUTPUT].decode("utf-8", "replace").splitlines():
+        kind = line[len(PROTOCOL_PREFIX):].split(" ", 1)[0] if line.startswith(PROTOCOL_PREFIX) else None
+        if kind == "stage" and line[len(PROTOCOL_PREFIX) + 6:] in WORKER_STAGES and result is None:
+            last = line[len(PROTOCOL_PREFIX) + 6:]
+        elif kind == "facts" and result is None and _valid_facts(candidate := _protocol_json(line, kind)):
+            facts = candidate
+        elif kind == "result" and result is None and _valid_result(candidate := _protocol_json(line, kind)):
+            result = candidate
+        else:
+            valid = False
+            break
+    return WorkerOutput(last, result if valid else None, facts)
 
 
 PYTORCH_KEYS = {"version", "cuda", "hip", "backend", "gpu_available", "gpu_count", "availability_warnings",
@@ -494,12 +507,16 @@ EXECUTION_KEYS = {"device", "backend", "gpu_model", "total_memory_bytes", "capab
                   "shape", "checks", "loss"}
 
 
-def _valid_result(candidate: Any) -> bool:
+def _valid_facts(candidate: Any) -> bool:
     def shaped(value: Any, keys: set[str]) -> bool:
         return value is None or (isinstance(value, dict) and set(value) == keys)
-    return (isinstance(candidate, dict) and set(candidate) == {"code", "stage", "pytorch", "execution"}
-            and candidate["code"] in WORKER_CODES and candidate["stage"] in WORKER_STAGES
+    return (isinstance(candidate, dict) and {"pytorch", "execution"} <= set(candidate)
             and shaped(candidate["pytorch"], PYTORCH_KEYS) and shaped(candidate["execution"], EXECUTION_KEYS))
+
+
+def _valid_result(candidate: Any) -> bool:
+    return (isinstance(candidate, dict) and set(candidate) == {"code", "stage", "pytorch", "execution"}
+            and candidate["code"] in WORKER_CODES and candidate["stage"] in WORKER_STAGES and _valid_facts(candidate))
 
 
 def parse_host_output(raw: bytes) -> list[dict[str, Any]] | None:
@@ -564,14 +581,14 @@ def _run_worker(args: argparse.Namespace, progress: dict[str, str]) -> dict[str,
     try:
         code, out, timed_out = run_bounded(argv, float(args.timeout))
     except Interrupted as interrupted:
-        progress["stage"] = parse_worker_output(interrupted.output)[0]
+        progress["stage"] = parse_worker_output(interrupted.output).stage
         raise
-    stage, result = parse_worker_output(out)
+    stage, result, facts = parse_worker_output(out)
     progress["stage"] = stage
-    if timed_out:
-        return make_report(args.device, "TIMEOUT", stage)
-    if result is None:
-        return make_report(args.device, "WORKER_FAILED", stage)
+    facts = result or facts
+    if timed_out or result is None:  # keep what the child had learned before it hung or died
+        return make_report(args.device, "TIMEOUT" if timed_out else "WORKER_FAILED", stage, facts["pytorch"],
+                           facts["execution"])
     if code != 0:  # a report followed by a crash is still a crash
         return make_report(args.device, "WORKER_FAILED", "worker_exit", result["pytorch"], result["execution"])
     return make_report(args.device, result["code"], result["stage"], result["pytorch"], result["execution"])

@@ -139,12 +139,25 @@ def test_hanging_child_is_stopped_at_the_timeout_exit_10(bare_python: Path, tmp_
     assert 5 <= elapsed < 12, elapsed  # generous: the machine is shared
     (child,) = [int(pid) for pid in pidfile.read_text().split()]
     assert not pid_alive(child), "the timed-out child must be gone"
+    # torch was imported and had described its build before the hang: that is kept, not dropped.
+    assert (report["pytorch"]["version"], report["pytorch"]["backend"]) == ("2.8.0+cu128", "cuda")
+    assert report["pytorch"]["gpu_available"] is None and report["execution"] is None
+
+
+def test_a_hang_inside_the_torch_import_times_out_with_pytorch_null(bare_python: Path) -> None:
+    result, report = diagnose(bare_python, "hang_import", "--timeout", "5")
+    assert (result.returncode, report["code"], report["stage"]) == (10, "TIMEOUT", "import")
+    assert report["pytorch"] is None and report["execution"] is None
 
 
 @pytest.mark.parametrize("scenario, stage", [("crash_compute", "compute"), ("silent_exit_compute", "compute")])
 def test_child_that_crashes_or_says_nothing_is_exit_11(bare_python: Path, scenario, stage) -> None:
     result, report = diagnose(bare_python, scenario)
     assert (result.returncode, report["code"], report["stage"]) == (11, "WORKER_FAILED", stage)
+    # What the child reported before it died stays: the build, the device reached, no checks yet.
+    assert (report["pytorch"]["version"], report["pytorch"]["gpu_count"]) == ("2.8.0+cu128", 1)
+    assert (report["execution"]["device"], report["execution"]["gpu_model"]) == ("cuda:0", "NVIDIA H100 80GB HBM3")
+    assert report["execution"]["checks"] is None
 
 
 def start_hanging(python: Path, pidfile: Path) -> subprocess.Popen:

@@ -38,7 +38,28 @@ def test_backend_is_detected_hip_first(hip, cuda, expected) -> None:
 
 def test_worker_protocol_accepts_stages_then_one_result() -> None:
     raw = protocol(f"{P}stage import", f"{P}stage detect", f"{P}result {json.dumps(GOOD)}")
-    assert diag.parse_worker_output(raw) == ("detect", GOOD)
+    parsed = diag.parse_worker_output(raw)
+    assert (parsed.stage, parsed.result) == ("detect", GOOD)
+
+
+FACTS = {"pytorch": {key: None for key in diag.PYTORCH_KEYS} | {"version": "2.8.0+cu128", "backend": "cuda"},
+         "execution": None}
+
+
+def test_facts_announced_before_a_hang_or_a_crash_are_kept_without_a_result() -> None:
+    raw = protocol(f"{P}stage import", f"{P}facts {json.dumps(FACTS)}", f"{P}stage visibility")
+    assert diag.parse_worker_output(raw) == ("visibility", None, FACTS)
+    # A line cut short by the kill (or any garbage) ends the reading; what came before it stands.
+    torn = raw + f"{P}facts {{\"pytorch\": nu".encode()
+    assert diag.parse_worker_output(torn) == ("visibility", None, FACTS)
+    after = protocol("garbage", f"{P}facts {json.dumps(FACTS)}", f"{P}stage verify")
+    assert diag.parse_worker_output(after) == ("launch", None, {"pytorch": None, "execution": None})
+
+
+@pytest.mark.parametrize("facts", [{"pytorch": {"version": "2.8"}, "execution": None}, {"execution": None}, [1]])
+def test_malformed_facts_are_refused(facts) -> None:
+    raw = protocol(f"{P}facts {json.dumps(facts)}", f"{P}stage detect")
+    assert diag.parse_worker_output(raw) == ("launch", None, {"pytorch": None, "execution": None})
 
 
 @pytest.mark.parametrize("raw", [

@@ -20,6 +20,9 @@ if os.environ.get("KERNODECK_FAKE_TORCH_PIDFILE"):
     with open(os.environ["KERNODECK_FAKE_TORCH_PIDFILE"], "a", encoding="utf-8") as _handle:
         _handle.write(f"{os.getpid()}\n")
 
+if SCENARIO == "hang_import":  # stuck inside `import torch`: nothing about the build can be known
+    time.sleep(3600)
+
 if SCENARIO == "import_fail":
     raise ImportError(f"libcudart.so.12: cannot open shared object file (/home/{IDENTIFYING}/lib)")
 
