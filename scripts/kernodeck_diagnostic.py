@@ -53,6 +53,11 @@ CODES: dict[str, tuple[int, str]] = {
     "OUTPUT_WRITE_FAILED": (12, "The output file exists or cannot be written; choose a new name."),
     "INTERRUPTED": (130, "The check was interrupted."),
 }
+# RUNTIME_ERROR's sentence when the device's architecture is missing from the wheel: the computation decided
+# (a driver JIT or an override can run an unlisted target), and this says the likely why. Still fixed text.
+ARCH_MISSING_MESSAGE = ("The backend raised an error; the PyTorch package carries no code for this GPU's "
+                        "architecture (execution.arch_support: missing): install a build that supports it. "
+                        "The raw exception is not exported.")
 WORKER_CODES = {
     "CPU_CHECK_PASSED", "GPU_CHECK_PASSED", "TORCH_MISSING", "TORCH_IMPORT_FAILED", "GPU_BACKEND_ABSENT",
     "GPU_UNAVAILABLE", "DEVICE_INDEX_INVALID", "CHECK_FAILED", "OUT_OF_MEMORY", "RUNTIME_ERROR",
@@ -276,10 +281,6 @@ def _worker_compute(torch: Any, device: str, index: int, state: dict[str, Any], 
             "capability": capability, "arch_support": support,
             "dtype": "float32", "shape": [2, 2], "checks": None, "loss": None,
         }
-        # A CUDA wheel without the device's architecture fails at its first kernel: say so before computing.
-        # ROCm is left to the computation (HSA_OVERRIDE_GFX_VERSION can legitimately run an unlisted target).
-        if support == "missing" and backend == "cuda":
-            raise _Outcome("RUNTIME_ERROR")
     else:
         target = "cpu"
         state["execution"] = {
@@ -418,6 +419,8 @@ def make_report(requested: str, code: str, stage: str, pytorch: Any = None, exec
                 host_check: Any = None) -> dict[str, Any]:
     """The v1 report. `host_check` is a key only when it was requested (the specification's table)."""
     exit_code, message = CODES[code]
+    if code == "RUNTIME_ERROR" and isinstance(execution, dict) and execution.get("arch_support") == "missing":
+        message = ARCH_MISSING_MESSAGE
     report = {
         "schema": SCHEMA, "script_version": SCRIPT_VERSION, "requested_device": requested,
         "status": "passed" if exit_code == 0 else "failed", "code": code, "exit_code": exit_code,

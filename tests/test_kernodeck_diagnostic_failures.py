@@ -120,13 +120,24 @@ def test_backend_errors_are_exit_9_with_their_stage_and_no_raw_text(bare_python:
     assert "illegal memory" not in result.stdout and "Tried to allocate" not in result.stdout
 
 
-def test_wheel_without_the_device_architecture_stops_before_computing(bare_python: Path) -> None:
-    # An RTX 50xx (sm_120) meets a wheel compiled up to sm_90: the first kernel would fail.
+def test_the_computation_decides_even_when_the_arch_list_lacks_the_device(bare_python: Path) -> None:
+    # The arch comparison is information: a device it calls missing still computes, and the result stands.
+    result, report = diagnose(bare_python, "arch_mismatch_runs")
+    assert (result.returncode, report["code"], report["stage"]) == (0, "GPU_CHECK_PASSED", "verify")
+    assert (report["execution"]["capability"], report["execution"]["arch_support"]) == ("sm_120", "missing")
+    assert report["execution"]["checks"] == {"product": True, "gradient": True, "loss": True}
+
+
+def test_a_failed_computation_on_a_wheel_without_the_device_architecture_says_so(bare_python: Path) -> None:
+    # An RTX 50xx (sm_120) meets a wheel compiled up to sm_90: its first kernel fails, and the report says why.
     result, report = diagnose(bare_python, "arch_mismatch")
-    assert (result.returncode, report["code"], report["stage"]) == (9, "RUNTIME_ERROR", "capability")
+    assert (result.returncode, report["code"], report["stage"]) == (9, "RUNTIME_ERROR", "compute")
     assert (report["execution"]["capability"], report["execution"]["arch_support"]) == ("sm_120", "missing")
     assert report["execution"]["gpu_model"] == "NVIDIA GeForce RTX 5070" and report["execution"]["checks"] is None
     assert "sm_120" not in report["pytorch"]["arch_list"]
+    assert "architecture" in report["message"] and "no kernel image" not in report["message"]
+    generic = run(bare_python, [], env=fake_env("runtime_compute")).report["message"]
+    assert "architecture" not in generic, "an ordinary backend error must not blame the architecture"
 
 
 def test_hanging_child_is_stopped_at_the_timeout_exit_10(bare_python: Path, tmp_path: Path) -> None:
