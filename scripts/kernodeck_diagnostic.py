@@ -5,13 +5,16 @@
     python kernodeck_diagnostic.py --device cpu         # the same computation on the CPU
     python kernodeck_diagnostic.py --device-index 0 --output diagnostic.json
 
-One self-contained file: this process uses only the Python 3.10+ standard library and never imports
-torch. The computation runs in a child interpreter (a fresh process, never a fork) under --timeout, and
-reports back over a private line protocol. The JSON report holds no host name, user name, path,
-environment variable, UUID, serial or raw PyTorch/driver message; unrecognised versions and GPU models
-become neutral values. Exit codes: 0 passed, 2 invalid arguments, 3 torch missing, 4 torch import failed,
-5 no GPU backend, 6 GPU unavailable, 7 device index invalid, 8 check failed, 9 out of memory / runtime
-error, 10 timeout, 11 worker failed, 12 output write failed, 130 interrupted.
+One self-contained file: this process uses only the Python 3.10+ standard library and never imports torch.
+The computation runs in a child interpreter (a fresh process, never a fork) under --timeout, and reports
+back over a private line protocol. The child runs isolated (`python -I -S`): code on PYTHONPATH,
+PYTHONSTARTUP, the user site, the script's folder or the working directory never runs in it; it is given
+this interpreter's own site-packages explicitly, so the torch installed there is still found. The JSON
+report holds no host name, user name, path, environment variable value, UUID, serial or raw PyTorch/driver
+message; unrecognised versions and GPU models become neutral values. Exit codes: 0 passed, 2 invalid
+arguments, 3 torch missing, 4 torch import failed, 5 no GPU backend, 6 GPU unavailable, 7 device index
+invalid, 8 check failed, 9 out of memory / runtime error, 10 timeout, 11 worker failed, 12 output write
+failed, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -334,8 +337,10 @@ def _watch_parent() -> None:
 
 
 def worker_entry(argv: list[str]) -> int:
-    """Child side: argv is [device, index]. The protocol channel is a private copy of stdout; fd 1 itself is
-    pointed at stderr so that anything a library prints cannot be mistaken for the report."""
+    """Child side: argv is [device, index, site dirs as JSON]. The child runs isolated (-I -S): the parent's
+    site-packages are the only folders added to sys.path. The protocol channel is a private copy of stdout;
+    fd 1 itself is pointed at stderr so that anything a library prints cannot be mistaken for the report."""
+    sys.path.extend(d for d in json.loads(argv[2]) if isinstance(d, str) and d not in sys.path)
     channel = os.fdopen(os.dup(1), "w", encoding="utf-8", newline="\n")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
@@ -409,10 +414,78 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def runtime_facts() -> dict[str, str]:
+def runtime_facts() -> dict[str, Any]:
     families = {"linux": "linux", "win32": "windows", "cygwin": "windows", "darwin": "macos"}
     family = next((name for prefix, name in families.items() if sys.platform.startswith(prefix)), "other")
-    return {"python": "{}.{}.{}".format(*sys.version_info[:3]), "system": family}
+    return {"python": "{}.{}.{}".format(*sys.version_info[:3]), "system": family,
+            "injection_vectors": injection_vectors()}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Isolation: the child runs `python -I -S` (no PYTHON* variables, no user site, no script folder or working
+# directory on sys.path, no site start-up code) and gets this interpreter's own site-packages explicitly.
+# ---------------------------------------------------------------------------------------------------------------
+
+CHILD_FLAGS = ("-I", "-S")
+INJECTION_ENV = ("PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONUSERBASE", "LD_PRELOAD", "LD_AUDIT",
+                 "DYLD_INSERT_LIBRARIES")
+INJECTION_VECTORS = (*INJECTION_ENV, "sitecustomize", "usercustomize", ".pth")
+
+
+def _pth_lines(directory: str) -> list[str]:
+    """Every line of the .pth files in directory, in site's order (sorted file names)."""
+    lines: list[str] = []
+    try:
+        names = sorted(name for name in os.listdir(directory) if name.endswith(".pth"))
+    except OSError:
+        return lines
+    for name in names:
+        try:
+            with open(os.path.join(directory, name), encoding="utf-8", errors="replace") as handle:
+                lines.extend(line.rstrip() for line in handle)
+        except OSError:
+            continue
+    return lines
+
+
+def _is_pth_code(line: str) -> bool:
+    return line.startswith(("import ", "import\t"))  # site.py runs such lines as code
+
+
+def interpreter_site_dirs() -> list[str]:
+    """This interpreter's own site-packages: never PYTHONPATH, the user site, the script folder or the cwd."""
+    import site
+    import sysconfig
+
+    found = [*getattr(site, "getsitepackages", list)(), sysconfig.get_paths()["purelib"],
+             sysconfig.get_paths()["platlib"]]
+    return [d for d in dict.fromkeys(os.path.abspath(d) for d in found) if os.path.isdir(d)]
+
+
+def child_site_dirs() -> list[str]:
+    """What the isolated child puts on sys.path: the interpreter's site-packages and the folders their .pth
+    files name (as site.py would add them), never the code lines of those files."""
+    dirs = interpreter_site_dirs()
+    for base in list(dirs):
+        for line in _pth_lines(base):
+            if line and not line.startswith("#") and not _is_pth_code(line):
+                path = os.path.abspath(os.path.join(base, line))
+                if os.path.isdir(path) and path not in dirs:
+                    dirs.append(path)
+    return dirs
+
+
+def injection_vectors() -> list[str]:
+    """Which ways of running code in a Python process were present for this (parent) process, by name only:
+    none of them runs in the child. Never a value, a path or a file name."""
+    import site
+
+    present = {name for name in INJECTION_ENV if os.environ.get(name)}
+    present |= {name for name in ("sitecustomize", "usercustomize") if getattr(sys.modules.get(name), "__file__", None)}
+    user = [site.getusersitepackages()] if getattr(site, "ENABLE_USER_SITE", False) else []
+    if any(_is_pth_code(line) for base in interpreter_site_dirs() + user for line in _pth_lines(base)):
+        present.add(".pth")
+    return [name for name in INJECTION_VECTORS if name in present]
 
 
 def make_report(requested: str, code: str, stage: str, pytorch: Any = None, execution: Any = None,
@@ -580,7 +653,8 @@ def write_new_file(path: str, text: str) -> bool:
 
 
 def _run_worker(args: argparse.Namespace, progress: dict[str, str]) -> dict[str, Any]:
-    argv = [sys.executable, os.path.abspath(__file__), WORKER_FLAG, args.device, str(args.device_index)]
+    argv = [sys.executable, *CHILD_FLAGS, os.path.abspath(__file__), WORKER_FLAG, args.device, str(args.device_index),
+            json.dumps(child_site_dirs())]
     try:
         code, out, timed_out = run_bounded(argv, float(args.timeout))
     except Interrupted as interrupted:

@@ -1,6 +1,6 @@
 """A stand-in `torch` for the diagnostic's tests: pure Python, just the calls the diagnostic's worker makes.
 
-It is put first on the child's PYTHONPATH by the tests, in a throwaway venv that has no real torch, to
+The tests install it into the site-packages of a throwaway venv that has no real torch, to
 reach the hardware and failure cases this machine cannot produce (CUDA, ROCm, a too-old driver, OOM, a
 hang, a crash). The scenario comes from KERNODECK_FAKE_TORCH; KERNODECK_FAKE_TORCH_PIDFILE, when set,
 receives the pid of each process that imports this package. Never used as evidence.
