@@ -236,54 +236,12 @@ def _worker_main(device: str, index: int, channel: Any) -> None:
 
 
 def _worker_compute(torch: Any, device: str, index: int, state: dict[str, Any], stage: Any) -> None:
-    import warnings
-
+    """The steps in order: detect the build, (GPU) see the device, then compute, differentiate, verify."""
     stage("detect")
-    version = getattr(torch, "version", None)
-    hip, cuda = getattr(version, "hip", None), getattr(version, "cuda", None)
-    backend = declared_backend(hip, cuda)
-    pytorch: dict[str, Any] = {
-        "version": allowed(getattr(torch, "__version__", None), TORCH_VERSION_RE),
-        "cuda": allowed(cuda, CUDA_VERSION_RE) if cuda else None,
-        "hip": allowed(hip, HIP_VERSION_RE) if hip else None,
-        "backend": backend,
-        "gpu_available": None, "gpu_count": None, "availability_warnings": None, "arch_list": None,
-    }
-    state["pytorch"] = pytorch
-    gpu = device == "gpu"
-    if gpu:
-        if backend == "none":
-            raise _Outcome("GPU_BACKEND_ABSENT")
-        stage("visibility")
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            available = bool(torch.cuda.is_available())
-            count = int(torch.cuda.device_count())
-        pytorch["gpu_available"] = available
-        pytorch["gpu_count"] = count
-        pytorch["availability_warnings"] = sorted({classify_warning(str(w.message)) for w in caught})
-        if not available or count < 1:
-            raise _Outcome("GPU_UNAVAILABLE")
-        if index >= count:
-            raise _Outcome("DEVICE_INDEX_INVALID")
-        stage("capability")
-        arch_list = [allowed(a, ARCH_RE, 16) for a in torch.cuda.get_arch_list()]
-        pytorch["arch_list"] = arch_list
-        properties = torch.cuda.get_device_properties(index)
-        if backend == "rocm":
-            capability = allowed(str(getattr(properties, "gcnArchName", "") or "").split(":")[0] or None, ARCH_RE, 16)
-        else:
-            major, minor = torch.cuda.get_device_capability(index)
-            capability = allowed(f"sm_{int(major)}{int(minor)}", ARCH_RE, 16)
-        support = arch_support(capability, arch_list)
-        memory = getattr(properties, "total_memory", None)
-        target = f"cuda:{index}"  # PyTorch names ROCm devices cuda too; execution.backend tells them apart
-        state["execution"] = {
-            "device": target, "backend": backend, "gpu_model": gpu_model(torch.cuda.get_device_name(index)),
-            "total_memory_bytes": int(memory) if isinstance(memory, int) and memory >= 0 else None,
-            "capability": capability, "arch_support": support,
-            "dtype": "float32", "shape": [2, 2], "checks": None, "loss": None,
-        }
+    state["pytorch"] = _detect_build(torch)
+    if device == "gpu":
+        state["execution"] = _select_gpu(torch, index, state["pytorch"], stage)
+        target = state["execution"]["device"]
     else:
         target = "cpu"
         state["execution"] = {
@@ -291,8 +249,62 @@ def _worker_compute(torch: Any, device: str, index: int, state: dict[str, Any], 
             "capability": None, "arch_support": None,
             "dtype": "float32", "shape": [2, 2], "checks": None, "loss": None,
         }
-    execution = state["execution"]
+    _compute_and_verify(torch, target, index if device == "gpu" else None, state["execution"], stage)
 
+
+def _detect_build(torch: Any) -> dict[str, Any]:
+    """What the installed package declares (filtered); the GPU fields stay null until measured."""
+    version = getattr(torch, "version", None)
+    hip, cuda = getattr(version, "hip", None), getattr(version, "cuda", None)
+    return {
+        "version": allowed(getattr(torch, "__version__", None), TORCH_VERSION_RE),
+        "cuda": allowed(cuda, CUDA_VERSION_RE) if cuda else None,
+        "hip": allowed(hip, HIP_VERSION_RE) if hip else None,
+        "backend": declared_backend(hip, cuda),
+        "gpu_available": None, "gpu_count": None, "availability_warnings": None, "arch_list": None,
+    }
+
+
+def _select_gpu(torch: Any, index: int, pytorch: dict[str, Any], stage: Any) -> dict[str, Any]:
+    """Visibility, then the device's facts. The arch comparison is information: the computation decides."""
+    import warnings
+
+    backend = pytorch["backend"]
+    if backend == "none":
+        raise _Outcome("GPU_BACKEND_ABSENT")
+    stage("visibility")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        available = bool(torch.cuda.is_available())
+        count = int(torch.cuda.device_count())
+    pytorch["gpu_available"] = available
+    pytorch["gpu_count"] = count
+    pytorch["availability_warnings"] = sorted({classify_warning(str(w.message)) for w in caught})
+    if not available or count < 1:
+        raise _Outcome("GPU_UNAVAILABLE")
+    if index >= count:
+        raise _Outcome("DEVICE_INDEX_INVALID")
+    stage("capability")
+    pytorch["arch_list"] = [allowed(a, ARCH_RE, 16) for a in torch.cuda.get_arch_list()]
+    properties = torch.cuda.get_device_properties(index)
+    if backend == "rocm":
+        capability = allowed(str(getattr(properties, "gcnArchName", "") or "").split(":")[0] or None, ARCH_RE, 16)
+    else:
+        major, minor = torch.cuda.get_device_capability(index)
+        capability = allowed(f"sm_{int(major)}{int(minor)}", ARCH_RE, 16)
+    memory = getattr(properties, "total_memory", None)
+    return {
+        # PyTorch names ROCm devices cuda too; execution.backend tells them apart.
+        "device": f"cuda:{index}", "backend": backend, "gpu_model": gpu_model(torch.cuda.get_device_name(index)),
+        "total_memory_bytes": int(memory) if isinstance(memory, int) and memory >= 0 else None,
+        "capability": capability, "arch_support": arch_support(capability, pytorch["arch_list"]),
+        "dtype": "float32", "shape": [2, 2], "checks": None, "loss": None,
+    }
+
+
+def _compute_and_verify(torch: Any, target: str, gpu_index: int | None, execution: dict[str, Any],
+                        stage: Any) -> None:
+    """The 2x2 product, its gradient, a synchronize on a GPU, and the exact comparison."""
     stage("allocate")
     a = torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=torch.float32, device=target, requires_grad=True)
     b = torch.tensor([[2.0, 0.0], [1.0, 2.0]], dtype=torch.float32, device=target)
@@ -301,9 +313,9 @@ def _worker_compute(torch: Any, device: str, index: int, state: dict[str, Any], 
     loss = (product * product).sum()
     stage("gradient")
     loss.backward()
-    if gpu:
+    if gpu_index is not None:
         stage("synchronize")
-        torch.cuda.synchronize(index)
+        torch.cuda.synchronize(gpu_index)
     stage("verify")
     expected_product = torch.tensor([[4.0, 4.0], [10.0, 8.0]], dtype=torch.float32, device=target)
     expected_grad = torch.tensor([[16.0, 24.0], [40.0, 52.0]], dtype=torch.float32, device=target)
