@@ -178,6 +178,7 @@ def _passing_report() -> dict:
     lambda r: r["execution"].update(total_memory_bytes=1024),  # CPU mode measures no GPU memory
     lambda r: r.update(requested_device="gpu"),  # CPU_CHECK_PASSED for a GPU request
     lambda r: r.update(host_check=None),  # present only when requested, never as null
+    lambda r: r["runtime"].update(injection_vectors=["PYTHONPATH=/home/jdoe/site"]),  # names only, never values
 ])
 def test_schema_refuses_a_lying_report(mutate) -> None:
     report = copy.deepcopy(_passing_report())
@@ -226,3 +227,4 @@ def test_schema_vocabularies_are_the_scripts() -> None:
     assert properties["schema"]["const"] == diag.SCHEMA
     warnings = properties["pytorch"]["oneOf"][1]["properties"]["availability_warnings"]["oneOf"][1]["items"]["enum"]
     assert warnings == list(diag.WARNING_VOCABULARY)
+    assert properties["runtime"]["properties"]["injection_vectors"]["items"]["enum"] == list(diag.INJECTION_VECTORS)
