@@ -1,4 +1,4 @@
-"""Check a training-run folder against the training-run contract (scripts/training_run_contract.py).
+"""Check a training-run folder against the training-run contract (scripts/reprise/training_run_contract.py).
 
     python scripts/check_training_run.py DIR [--output result.json] [--max-checkpoint-bytes N]
 
@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent / "reprise"))  # the contract's one home
 import training_run_contract as contract  # noqa: E402
 from platform_runtime.atomic import atomic_write_bytes  # noqa: E402
 

@@ -5,13 +5,16 @@
     python kernodeck_diagnostic.py --device cpu         # the same computation on the CPU
     python kernodeck_diagnostic.py --device-index 0 --output diagnostic.json
 
-One self-contained file: this process uses only the Python 3.10+ standard library and never imports
-torch. The computation runs in a child interpreter (a fresh process, never a fork) under --timeout, and
-reports back over a private line protocol. The JSON report holds no host name, user name, path,
-environment variable, UUID, serial or raw PyTorch/driver message; unrecognised versions and GPU models
-become neutral values. Exit codes: 0 passed, 2 invalid arguments, 3 torch missing, 4 torch import failed,
-5 no GPU backend, 6 GPU unavailable, 7 device index invalid, 8 check failed, 9 out of memory / runtime
-error, 10 timeout, 11 worker failed, 12 output write failed, 130 interrupted.
+One self-contained file: this process uses only the Python 3.10+ standard library and never imports torch.
+The computation runs in a child interpreter (a fresh process, never a fork) under --timeout, and reports
+back over a private line protocol. The child runs isolated (`python -I -S`): code on PYTHONPATH,
+PYTHONSTARTUP, the user site, the script's folder or the working directory never runs in it; it is given
+this interpreter's own site-packages explicitly, so the torch installed there is still found. The JSON
+report holds no host name, user name, path, environment variable value, UUID, serial or raw PyTorch/driver
+message; unrecognised versions and GPU models become neutral values. Exit codes: 0 passed, 2 invalid
+arguments, 3 torch missing, 4 torch import failed, 5 no GPU backend, 6 GPU unavailable, 7 device index
+invalid, 8 check failed, 9 out of memory / runtime error, 10 timeout, 11 worker failed, 12 output write
+failed, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 SCHEMA = "kernodeck.diagnostic.report/v1"
 SCRIPT_VERSION = "1.0.0"
@@ -53,6 +56,11 @@ CODES: dict[str, tuple[int, str]] = {
     "OUTPUT_WRITE_FAILED": (12, "The output file exists or cannot be written; choose a new name."),
     "INTERRUPTED": (130, "The check was interrupted."),
 }
+# RUNTIME_ERROR's sentence when the device's architecture is missing from the wheel: the computation decided
+# (a driver JIT or an override can run an unlisted target), and this says the likely why. Still fixed text.
+ARCH_MISSING_MESSAGE = ("The backend raised an error; the PyTorch package carries no code for this GPU's "
+                        "architecture (execution.arch_support: missing): install a build that supports it. "
+                        "The raw exception is not exported.")
 WORKER_CODES = {
     "CPU_CHECK_PASSED", "GPU_CHECK_PASSED", "TORCH_MISSING", "TORCH_IMPORT_FAILED", "GPU_BACKEND_ABSENT",
     "GPU_UNAVAILABLE", "DEVICE_INDEX_INVALID", "CHECK_FAILED", "OUT_OF_MEMORY", "RUNTIME_ERROR",
@@ -181,8 +189,15 @@ def _is_oom(torch: Any, error: BaseException) -> bool:
 
 def _worker_main(device: str, index: int, channel: Any) -> None:
     state: dict[str, Any] = {"stage": "import", "pytorch": None, "execution": None}
+    sent = {"facts": json.dumps({"pytorch": None, "execution": None}, sort_keys=True)}
 
     def stage(name: str) -> None:
+        # What was learned so far goes out before each step, so that a hang or a crash in that step still
+        # leaves the parent the torch build and the device it had reached.
+        facts = json.dumps({"pytorch": state["pytorch"], "execution": state["execution"]}, sort_keys=True)
+        if facts != sent["facts"]:
+            channel.write(f"{PROTOCOL_PREFIX}facts {facts}\n")
+            sent["facts"] = facts
         state["stage"] = name
         channel.write(f"{PROTOCOL_PREFIX}stage {name}\n")
         channel.flush()
@@ -221,58 +236,12 @@ def _worker_main(device: str, index: int, channel: Any) -> None:
 
 
 def _worker_compute(torch: Any, device: str, index: int, state: dict[str, Any], stage: Any) -> None:
-    import warnings
-
+    """The steps in order: detect the build, (GPU) see the device, then compute, differentiate, verify."""
     stage("detect")
-    version = getattr(torch, "version", None)
-    hip, cuda = getattr(version, "hip", None), getattr(version, "cuda", None)
-    backend = declared_backend(hip, cuda)
-    pytorch: dict[str, Any] = {
-        "version": allowed(getattr(torch, "__version__", None), TORCH_VERSION_RE),
-        "cuda": allowed(cuda, CUDA_VERSION_RE) if cuda else None,
-        "hip": allowed(hip, HIP_VERSION_RE) if hip else None,
-        "backend": backend,
-        "gpu_available": None, "gpu_count": None, "availability_warnings": None, "arch_list": None,
-    }
-    state["pytorch"] = pytorch
-    gpu = device == "gpu"
-    if gpu:
-        if backend == "none":
-            raise _Outcome("GPU_BACKEND_ABSENT")
-        stage("visibility")
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            available = bool(torch.cuda.is_available())
-            count = int(torch.cuda.device_count())
-        pytorch["gpu_available"] = available
-        pytorch["gpu_count"] = count
-        pytorch["availability_warnings"] = sorted({classify_warning(str(w.message)) for w in caught})
-        if not available or count < 1:
-            raise _Outcome("GPU_UNAVAILABLE")
-        if index >= count:
-            raise _Outcome("DEVICE_INDEX_INVALID")
-        stage("capability")
-        arch_list = [allowed(a, ARCH_RE, 16) for a in torch.cuda.get_arch_list()]
-        pytorch["arch_list"] = arch_list
-        properties = torch.cuda.get_device_properties(index)
-        if backend == "rocm":
-            capability = allowed(str(getattr(properties, "gcnArchName", "") or "").split(":")[0] or None, ARCH_RE, 16)
-        else:
-            major, minor = torch.cuda.get_device_capability(index)
-            capability = allowed(f"sm_{int(major)}{int(minor)}", ARCH_RE, 16)
-        support = arch_support(capability, arch_list)
-        memory = getattr(properties, "total_memory", None)
-        target = f"cuda:{index}"  # PyTorch names ROCm devices cuda too; execution.backend tells them apart
-        state["execution"] = {
-            "device": target, "backend": backend, "gpu_model": gpu_model(torch.cuda.get_device_name(index)),
-            "total_memory_bytes": int(memory) if isinstance(memory, int) and memory >= 0 else None,
-            "capability": capability, "arch_support": support,
-            "dtype": "float32", "shape": [2, 2], "checks": None, "loss": None,
-        }
-        # A CUDA wheel without the device's architecture fails at its first kernel: say so before computing.
-        # ROCm is left to the computation (HSA_OVERRIDE_GFX_VERSION can legitimately run an unlisted target).
-        if support == "missing" and backend == "cuda":
-            raise _Outcome("RUNTIME_ERROR")
+    state["pytorch"] = _detect_build(torch)
+    if device == "gpu":
+        state["execution"] = _select_gpu(torch, index, state["pytorch"], stage)
+        target = state["execution"]["device"]
     else:
         target = "cpu"
         state["execution"] = {
@@ -280,8 +249,62 @@ def _worker_compute(torch: Any, device: str, index: int, state: dict[str, Any], 
             "capability": None, "arch_support": None,
             "dtype": "float32", "shape": [2, 2], "checks": None, "loss": None,
         }
-    execution = state["execution"]
+    _compute_and_verify(torch, target, index if device == "gpu" else None, state["execution"], stage)
 
+
+def _detect_build(torch: Any) -> dict[str, Any]:
+    """What the installed package declares (filtered); the GPU fields stay null until measured."""
+    version = getattr(torch, "version", None)
+    hip, cuda = getattr(version, "hip", None), getattr(version, "cuda", None)
+    return {
+        "version": allowed(getattr(torch, "__version__", None), TORCH_VERSION_RE),
+        "cuda": allowed(cuda, CUDA_VERSION_RE) if cuda else None,
+        "hip": allowed(hip, HIP_VERSION_RE) if hip else None,
+        "backend": declared_backend(hip, cuda),
+        "gpu_available": None, "gpu_count": None, "availability_warnings": None, "arch_list": None,
+    }
+
+
+def _select_gpu(torch: Any, index: int, pytorch: dict[str, Any], stage: Any) -> dict[str, Any]:
+    """Visibility, then the device's facts. The arch comparison is information: the computation decides."""
+    import warnings
+
+    backend = pytorch["backend"]
+    if backend == "none":
+        raise _Outcome("GPU_BACKEND_ABSENT")
+    stage("visibility")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        available = bool(torch.cuda.is_available())
+        count = int(torch.cuda.device_count())
+    pytorch["gpu_available"] = available
+    pytorch["gpu_count"] = count
+    pytorch["availability_warnings"] = sorted({classify_warning(str(w.message)) for w in caught})
+    if not available or count < 1:
+        raise _Outcome("GPU_UNAVAILABLE")
+    if index >= count:
+        raise _Outcome("DEVICE_INDEX_INVALID")
+    stage("capability")
+    pytorch["arch_list"] = [allowed(a, ARCH_RE, 16) for a in torch.cuda.get_arch_list()]
+    properties = torch.cuda.get_device_properties(index)
+    if backend == "rocm":
+        capability = allowed(str(getattr(properties, "gcnArchName", "") or "").split(":")[0] or None, ARCH_RE, 16)
+    else:
+        major, minor = torch.cuda.get_device_capability(index)
+        capability = allowed(f"sm_{int(major)}{int(minor)}", ARCH_RE, 16)
+    memory = getattr(properties, "total_memory", None)
+    return {
+        # PyTorch names ROCm devices cuda too; execution.backend tells them apart.
+        "device": f"cuda:{index}", "backend": backend, "gpu_model": gpu_model(torch.cuda.get_device_name(index)),
+        "total_memory_bytes": int(memory) if isinstance(memory, int) and memory >= 0 else None,
+        "capability": capability, "arch_support": arch_support(capability, pytorch["arch_list"]),
+        "dtype": "float32", "shape": [2, 2], "checks": None, "loss": None,
+    }
+
+
+def _compute_and_verify(torch: Any, target: str, gpu_index: int | None, execution: dict[str, Any],
+                        stage: Any) -> None:
+    """The 2x2 product, its gradient, a synchronize on a GPU, and the exact comparison."""
     stage("allocate")
     a = torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=torch.float32, device=target, requires_grad=True)
     b = torch.tensor([[2.0, 0.0], [1.0, 2.0]], dtype=torch.float32, device=target)
@@ -290,9 +313,9 @@ def _worker_compute(torch: Any, device: str, index: int, state: dict[str, Any], 
     loss = (product * product).sum()
     stage("gradient")
     loss.backward()
-    if gpu:
+    if gpu_index is not None:
         stage("synchronize")
-        torch.cuda.synchronize(index)
+        torch.cuda.synchronize(gpu_index)
     stage("verify")
     expected_product = torch.tensor([[4.0, 4.0], [10.0, 8.0]], dtype=torch.float32, device=target)
     expected_grad = torch.tensor([[16.0, 24.0], [40.0, 52.0]], dtype=torch.float32, device=target)
@@ -326,8 +349,10 @@ def _watch_parent() -> None:
 
 
 def worker_entry(argv: list[str]) -> int:
-    """Child side: argv is [device, index]. The protocol channel is a private copy of stdout; fd 1 itself is
-    pointed at stderr so that anything a library prints cannot be mistaken for the report."""
+    """Child side: argv is [device, index, site dirs as JSON]. The child runs isolated (-I -S): the parent's
+    site-packages are the only folders added to sys.path. The protocol channel is a private copy of stdout;
+    fd 1 itself is pointed at stderr so that anything a library prints cannot be mistaken for the report."""
+    sys.path.extend(d for d in json.loads(argv[2]) if isinstance(d, str) and d not in sys.path)
     channel = os.fdopen(os.dup(1), "w", encoding="utf-8", newline="\n")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
@@ -401,21 +426,95 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def runtime_facts() -> dict[str, str]:
+def runtime_facts() -> dict[str, Any]:
     families = {"linux": "linux", "win32": "windows", "cygwin": "windows", "darwin": "macos"}
     family = next((name for prefix, name in families.items() if sys.platform.startswith(prefix)), "other")
-    return {"python": "{}.{}.{}".format(*sys.version_info[:3]), "system": family}
+    return {"python": "{}.{}.{}".format(*sys.version_info[:3]), "system": family,
+            "injection_vectors": injection_vectors()}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Isolation: the child runs `python -I -S` (no PYTHON* variables, no user site, no script folder or working
+# directory on sys.path, no site start-up code) and gets this interpreter's own site-packages explicitly.
+# ---------------------------------------------------------------------------------------------------------------
+
+CHILD_FLAGS = ("-I", "-S")
+INJECTION_ENV = ("PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONUSERBASE", "LD_PRELOAD", "LD_AUDIT",
+                 "DYLD_INSERT_LIBRARIES")
+INJECTION_VECTORS = (*INJECTION_ENV, "sitecustomize", "usercustomize", ".pth")
+
+
+def _pth_lines(directory: str) -> list[str]:
+    """Every line of the .pth files in directory, in site's order (sorted file names)."""
+    lines: list[str] = []
+    try:
+        names = sorted(name for name in os.listdir(directory) if name.endswith(".pth"))
+    except OSError:
+        return lines
+    for name in names:
+        try:
+            with open(os.path.join(directory, name), encoding="utf-8", errors="replace") as handle:
+                lines.extend(line.rstrip() for line in handle)
+        except OSError:
+            continue
+    return lines
+
+
+def _is_pth_code(line: str) -> bool:
+    return line.startswith(("import ", "import\t"))  # site.py runs such lines as code
+
+
+def interpreter_site_dirs() -> list[str]:
+    """This interpreter's own site-packages: never PYTHONPATH, the user site, the script folder or the cwd."""
+    import site
+    import sysconfig
+
+    found = [*getattr(site, "getsitepackages", list)(), sysconfig.get_paths()["purelib"],
+             sysconfig.get_paths()["platlib"]]
+    return [d for d in dict.fromkeys(os.path.abspath(d) for d in found) if os.path.isdir(d)]
+
+
+def child_site_dirs() -> list[str]:
+    """What the isolated child puts on sys.path: the interpreter's site-packages and the folders their .pth
+    files name (as site.py would add them), never the code lines of those files."""
+    dirs = interpreter_site_dirs()
+    for base in list(dirs):
+        for line in _pth_lines(base):
+            if line and not line.startswith("#") and not _is_pth_code(line):
+                path = os.path.abspath(os.path.join(base, line))
+                if os.path.isdir(path) and path not in dirs:
+                    dirs.append(path)
+    return dirs
+
+
+def injection_vectors() -> list[str]:
+    """Which ways of running code in a Python process were present for this (parent) process, by name only:
+    none of them runs in the child. Never a value, a path or a file name."""
+    import site
+
+    present = {name for name in INJECTION_ENV if os.environ.get(name)}
+    present |= {name for name in ("sitecustomize", "usercustomize") if getattr(sys.modules.get(name), "__file__", None)}
+    user = [site.getusersitepackages()] if getattr(site, "ENABLE_USER_SITE", False) else []
+    if any(_is_pth_code(line) for base in interpreter_site_dirs() + user for line in _pth_lines(base)):
+        present.add(".pth")
+    return [name for name in INJECTION_VECTORS if name in present]
 
 
 def make_report(requested: str, code: str, stage: str, pytorch: Any = None, execution: Any = None,
                 host_check: Any = None) -> dict[str, Any]:
+    """The v1 report. `host_check` is a key only when it was requested (the specification's table)."""
     exit_code, message = CODES[code]
-    return {
+    if code == "RUNTIME_ERROR" and isinstance(execution, dict) and execution.get("arch_support") == "missing":
+        message = ARCH_MISSING_MESSAGE
+    report = {
         "schema": SCHEMA, "script_version": SCRIPT_VERSION, "requested_device": requested,
         "status": "passed" if exit_code == 0 else "failed", "code": code, "exit_code": exit_code,
         "message": message, "stage": stage, "runtime": runtime_facts(), "pytorch": pytorch,
-        "execution": execution, "host_check": host_check,
+        "execution": execution,
     }
+    if host_check is not None:
+        report["host_check"] = host_check
+    return report
 
 
 def _kill_tree(process: subprocess.Popen[bytes]) -> None:
@@ -458,30 +557,36 @@ def run_bounded(argv: list[str], timeout: float) -> tuple[int | None, bytes, boo
         raise
 
 
-def parse_worker_output(raw: bytes) -> tuple[str, dict[str, Any] | None]:
-    """(last stage reached, validated result or None). Any line that is not the protocol voids the result."""
-    last = "launch"
-    result: dict[str, Any] | None = None
-    valid = True
-    text = raw[:MAX_WORKER_OUTPUT].decode("utf-8", "replace")
-    for line in text.splitlines():
-        if line.startswith(PROTOCOL_PREFIX + "stage "):
-            name = line[len(PROTOCOL_PREFIX) + 6:]
-            if name in WORKER_STAGES:
-                last = name
-                continue
-        elif line.startswith(PROTOCOL_PREFIX + "result ") and result is None and valid:
-            try:
-                candidate = json.loads(line[len(PROTOCOL_PREFIX) + 7:])
-            except ValueError:
-                candidate = None
-            if _valid_result(candidate):
-                result = candidate
-                continue
-        valid = False
-    if len(raw) > MAX_WORKER_OUTPUT:
-        valid = False
-    return last, (result if valid else None)
+class WorkerOutput(NamedTuple):
+    stage: str  # the last stage the child announced
+    result: dict[str, Any] | None  # its final result, None unless the whole stream was valid
+    facts: dict[str, Any]  # pytorch and execution as last announced before any invalid line
+
+
+def _protocol_json(line: str, kind: str) -> Any:
+    try:
+        return json.loads(line[len(PROTOCOL_PREFIX) + len(kind) + 1:])
+    except ValueError:
+        return None
+
+
+def parse_worker_output(raw: bytes) -> WorkerOutput:
+    """Read the child's protocol. Any line that is not the protocol voids the result and ends the reading;
+    what the child announced before it (its stage, its facts) is kept."""
+    last, result, facts = "launch", None, {"pytorch": None, "execution": None}
+    valid = len(raw) <= MAX_WORKER_OUTPUT
+    for line in raw[:MAX_WORKER_OUTPUT].decode("utf-8", "replace").splitlines():
+        kind = line[len(PROTOCOL_PREFIX):].split(" ", 1)[0] if line.startswith(PROTOCOL_PREFIX) else None
+        if kind == "stage" and line[len(PROTOCOL_PREFIX) + 6:] in WORKER_STAGES and result is None:
+            last = line[len(PROTOCOL_PREFIX) + 6:]
+        elif kind == "facts" and result is None and _valid_facts(candidate := _protocol_json(line, kind)):
+            facts = candidate
+        elif kind == "result" and result is None and _valid_result(candidate := _protocol_json(line, kind)):
+            result = candidate
+        else:
+            valid = False
+            break
+    return WorkerOutput(last, result if valid else None, facts)
 
 
 PYTORCH_KEYS = {"version", "cuda", "hip", "backend", "gpu_available", "gpu_count", "availability_warnings",
@@ -490,12 +595,16 @@ EXECUTION_KEYS = {"device", "backend", "gpu_model", "total_memory_bytes", "capab
                   "shape", "checks", "loss"}
 
 
-def _valid_result(candidate: Any) -> bool:
+def _valid_facts(candidate: Any) -> bool:
     def shaped(value: Any, keys: set[str]) -> bool:
         return value is None or (isinstance(value, dict) and set(value) == keys)
-    return (isinstance(candidate, dict) and set(candidate) == {"code", "stage", "pytorch", "execution"}
-            and candidate["code"] in WORKER_CODES and candidate["stage"] in WORKER_STAGES
+    return (isinstance(candidate, dict) and {"pytorch", "execution"} <= set(candidate)
             and shaped(candidate["pytorch"], PYTORCH_KEYS) and shaped(candidate["execution"], EXECUTION_KEYS))
+
+
+def _valid_result(candidate: Any) -> bool:
+    return (isinstance(candidate, dict) and set(candidate) == {"code", "stage", "pytorch", "execution"}
+            and candidate["code"] in WORKER_CODES and candidate["stage"] in WORKER_STAGES and _valid_facts(candidate))
 
 
 def parse_host_output(raw: bytes) -> list[dict[str, Any]] | None:
@@ -556,18 +665,19 @@ def write_new_file(path: str, text: str) -> bool:
 
 
 def _run_worker(args: argparse.Namespace, progress: dict[str, str]) -> dict[str, Any]:
-    argv = [sys.executable, os.path.abspath(__file__), WORKER_FLAG, args.device, str(args.device_index)]
+    argv = [sys.executable, *CHILD_FLAGS, os.path.abspath(__file__), WORKER_FLAG, args.device, str(args.device_index),
+            json.dumps(child_site_dirs())]
     try:
         code, out, timed_out = run_bounded(argv, float(args.timeout))
     except Interrupted as interrupted:
-        progress["stage"] = parse_worker_output(interrupted.output)[0]
+        progress["stage"] = parse_worker_output(interrupted.output).stage
         raise
-    stage, result = parse_worker_output(out)
+    stage, result, facts = parse_worker_output(out)
     progress["stage"] = stage
-    if timed_out:
-        return make_report(args.device, "TIMEOUT", stage)
-    if result is None:
-        return make_report(args.device, "WORKER_FAILED", stage)
+    facts = result or facts
+    if timed_out or result is None:  # keep what the child had learned before it hung or died
+        return make_report(args.device, "TIMEOUT" if timed_out else "WORKER_FAILED", stage, facts["pytorch"],
+                           facts["execution"])
     if code != 0:  # a report followed by a crash is still a crash
         return make_report(args.device, "WORKER_FAILED", "worker_exit", result["pytorch"], result["execution"])
     return make_report(args.device, result["code"], result["stage"], result["pytorch"], result["execution"])
@@ -619,7 +729,7 @@ def main(argv: list[str] | None = None) -> int:
             text = json.dumps(report, indent=2) + "\n"
             if not write_new_file(args.output, text):
                 report = make_report(args.device, "OUTPUT_WRITE_FAILED", "output", report["pytorch"],
-                                     report["execution"], report["host_check"])
+                                     report["execution"], report.get("host_check"))
         emit(report)
         return int(report["exit_code"])
     except (KeyboardInterrupt, Interrupted):

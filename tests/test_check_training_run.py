@@ -147,6 +147,6 @@ def test_file_level_checks_do_not_start_torch(run_dir):
     probe = ("import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); "
              "import training_run_contract as c; r = c.check_run_dir(Path(sys.argv[2])); "
              "sys.exit(0 if not r['ok'] and 'torch' not in sys.modules else 1)")
-    ran = subprocess.run([sys.executable, "-B", "-c", probe, str(ROOT / "scripts"), str(run_dir)],
+    ran = subprocess.run([sys.executable, "-B", "-c", probe, str(ROOT / "scripts" / "reprise"), str(run_dir)],
                          capture_output=True, text=True)
     assert ran.returncode == 0, ran.stderr

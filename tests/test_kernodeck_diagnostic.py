@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from diagnostic_fakes.harness import SCRIPT, bare_venv, clean_env, fake_env, run
+from diagnostic_fakes.harness import SCRIPT, bare_venv, fake_env, fake_venv, make_bare_venv, run
 
 VENV_PYTHON = Path(sys.executable)  # the project's venv: real torch 2.13 (CPU build)
 
@@ -23,6 +23,11 @@ VENV_PYTHON = Path(sys.executable)  # the project's venv: real torch 2.13 (CPU b
 @pytest.fixture(scope="session")
 def bare_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return bare_venv(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def fake_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return fake_venv(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +65,13 @@ def test_cpu_mode_leaves_gpu_fields_null_as_not_measured(real_cpu) -> None:
     assert report["execution"]["backend"] == "cpu" and report["execution"]["device"] == "cpu"
     assert report["execution"]["gpu_model"] is None and report["execution"]["total_memory_bytes"] is None
     assert report["pytorch"]["gpu_available"] is None and report["pytorch"]["gpu_count"] is None
-    assert report["host_check"] is None
+
+
+def test_host_check_is_absent_unless_requested(real_cpu) -> None:
+    # The specification's table: host_check "appears only when requested" -- not even as null.
+    result, output = real_cpu
+    assert "host_check" not in result.report
+    assert "host_check" not in json.loads(output.read_text(encoding="utf-8"))
 
 
 def test_output_is_a_new_utf8_file_equal_to_stdout_without_its_path(real_cpu) -> None:
@@ -98,16 +109,19 @@ def test_python_without_torch_is_torch_missing(bare_python: Path, alone: Path) -
     assert report["pytorch"] is None and report["execution"] is None
 
 
-def test_a_folder_named_torch_is_not_an_installation(bare_python: Path, tmp_path: Path) -> None:
-    (tmp_path / "torch").mkdir()  # a namespace package: importable, but no PyTorch
-    result = run(bare_python, ["--device", "cpu"], env=clean_env(PYTHONPATH=str(tmp_path)))
+def test_a_folder_named_torch_is_not_an_installation(tmp_path: Path) -> None:
+    python = make_bare_venv(tmp_path / "venv")
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    (Path(purelib) / "torch").mkdir()  # a namespace package: importable, but no PyTorch
+    result = run(python, ["--device", "cpu"])
     assert (result.returncode, result.report["code"]) == (3, "TORCH_MISSING")
 
 
-def test_help_answers_without_importing_torch(bare_python: Path, tmp_path: Path) -> None:
+def test_help_answers_without_importing_torch(fake_python: Path, tmp_path: Path) -> None:
     pidfile = tmp_path / "imports"
     completed = subprocess.run(
-        [str(bare_python), str(SCRIPT), "--help"], capture_output=True, text=True, timeout=30,
+        [str(fake_python), str(SCRIPT), "--help"], capture_output=True, text=True, timeout=30,
         env=fake_env("cuda_pass", KERNODECK_FAKE_TORCH_PIDFILE=str(pidfile)))
     assert completed.returncode == 0
     for option in ("--device", "--device-index", "--timeout", "--host-check", "--output"):
@@ -130,9 +144,9 @@ def test_parent_imports_only_the_standard_library() -> None:
     assert owners == ["_worker_main"]
 
 
-def test_computation_runs_in_a_child_process_never_the_parent(bare_python: Path, tmp_path: Path) -> None:
+def test_computation_runs_in_a_child_process_never_the_parent(fake_python: Path, tmp_path: Path) -> None:
     pidfile = tmp_path / "imports"
-    process = subprocess.Popen([str(bare_python), str(SCRIPT), "--device", "cpu"], stdout=subprocess.PIPE,
+    process = subprocess.Popen([str(fake_python), str(SCRIPT), "--device", "cpu"], stdout=subprocess.PIPE,
                                env=fake_env("cuda_pass", KERNODECK_FAKE_TORCH_PIDFILE=str(pidfile)))
     out, _ = process.communicate(timeout=60)
     assert process.returncode == 0 and json.loads(out)["code"] == "CPU_CHECK_PASSED"
@@ -155,8 +169,8 @@ def test_computation_runs_in_a_child_process_never_the_parent(bare_python: Path,
     (["--dev", "cpu"], "--dev "),
     (["--device"], None),
 ])
-def test_invalid_arguments_exit_2_with_a_report_and_no_echo(bare_python: Path, tmp_path: Path, argv, canary) -> None:
-    result = run(bare_python, [*argv, "--output", str(tmp_path / "never.json")] if argv != ["--device"] else argv,
+def test_invalid_arguments_exit_2_with_a_report_and_no_echo(fake_python: Path, tmp_path: Path, argv, canary) -> None:
+    result = run(fake_python, [*argv, "--output", str(tmp_path / "never.json")] if argv != ["--device"] else argv,
                  env=fake_env("cuda_pass"))
     report = result.report
     assert (result.returncode, report["code"], report["status"]) == (2, "CLI_ARGUMENTS_INVALID", "failed")
@@ -167,19 +181,19 @@ def test_invalid_arguments_exit_2_with_a_report_and_no_echo(bare_python: Path, t
     assert not (tmp_path / "never.json").exists()
 
 
-def test_range_limits_are_accepted(bare_python: Path) -> None:
+def test_range_limits_are_accepted(fake_python: Path) -> None:
     for argv in (["--timeout", "5"], ["--timeout", "120"], ["--device-index", "0"]):
-        assert run(bare_python, argv, env=fake_env("cuda_pass")).report["code"] == "GPU_CHECK_PASSED"
+        assert run(fake_python, argv, env=fake_env("cuda_pass")).report["code"] == "GPU_CHECK_PASSED"
     # 63 is a valid value; this machine's (stand-in) PyTorch just does not see that many GPUs.
-    assert run(bare_python, ["--device-index", "63"], env=fake_env("cuda_pass")).report["code"] == \
+    assert run(fake_python, ["--device-index", "63"], env=fake_env("cuda_pass")).report["code"] == \
         "DEVICE_INDEX_INVALID"
 
 
-def test_existing_output_is_preserved_byte_for_byte_and_fails_the_run(bare_python: Path, tmp_path: Path) -> None:
+def test_existing_output_is_preserved_byte_for_byte_and_fails_the_run(fake_python: Path, tmp_path: Path) -> None:
     target = tmp_path / "diagnostic.json"
     original = b"\x00 keep me \xff\r\n" * 10
     target.write_bytes(original)
-    result = run(bare_python, ["--output", str(target)], env=fake_env("cuda_pass"))
+    result = run(fake_python, ["--output", str(target)], env=fake_env("cuda_pass"))
     report = result.report
     assert (result.returncode, report["code"], report["status"]) == (12, "OUTPUT_WRITE_FAILED", "failed")
     assert report["stage"] == "output"
@@ -189,18 +203,18 @@ def test_existing_output_is_preserved_byte_for_byte_and_fails_the_run(bare_pytho
     assert str(tmp_path) not in result.stdout and "diagnostic.json" not in result.stdout
 
 
-def test_output_through_a_symlink_or_into_a_missing_folder_fails(bare_python: Path, tmp_path: Path) -> None:
+def test_output_through_a_symlink_or_into_a_missing_folder_fails(fake_python: Path, tmp_path: Path) -> None:
     link = tmp_path / "link.json"
     link.symlink_to(tmp_path / "target.json")  # dangling: O_EXCL must not follow it
-    assert run(bare_python, ["--output", str(link)], env=fake_env("cuda_pass")).returncode == 12
+    assert run(fake_python, ["--output", str(link)], env=fake_env("cuda_pass")).returncode == 12
     assert not (tmp_path / "target.json").exists()
-    assert run(bare_python, ["--output", str(tmp_path / "missing" / "x.json")], env=fake_env("cuda_pass")).returncode \
+    assert run(fake_python, ["--output", str(tmp_path / "missing" / "x.json")], env=fake_env("cuda_pass")).returncode \
         == 12
-    assert run(bare_python, ["--output", str(tmp_path)], env=fake_env("cuda_pass")).returncode == 12
+    assert run(fake_python, ["--output", str(tmp_path)], env=fake_env("cuda_pass")).returncode == 12
 
 
-def test_without_output_no_file_is_created(bare_python: Path, tmp_path: Path) -> None:
-    run(bare_python, ["--device", "cpu"], env=fake_env("cuda_pass"), cwd=tmp_path)
+def test_without_output_no_file_is_created(fake_python: Path, tmp_path: Path) -> None:
+    run(fake_python, ["--device", "cpu"], env=fake_env("cuda_pass"), cwd=tmp_path)
     assert list(tmp_path.iterdir()) == []
 
 

@@ -12,14 +12,14 @@ import time
 from pathlib import Path
 
 import pytest
-from diagnostic_fakes.harness import SCRIPT, bare_venv, fake_env, pid_alive, run, validate
+from diagnostic_fakes.harness import SCRIPT, fake_env, fake_venv, pid_alive, run, validate
 
 CANARY = "canary-host-7f1e"  # planted by the stand-in in every exception, warning, version and name it can
 
 
 @pytest.fixture(scope="session")
-def bare_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return bare_venv(tmp_path_factory)
+def fake_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return fake_venv(tmp_path_factory)
 
 
 def diagnose(python: Path, scenario: str, *args: str, **env: str):
@@ -28,8 +28,8 @@ def diagnose(python: Path, scenario: str, *args: str, **env: str):
     return result, result.report
 
 
-def test_cuda_gpu_passes_with_product_gradient_and_synchronize(bare_python: Path) -> None:
-    result, report = diagnose(bare_python, "cuda_pass")
+def test_cuda_gpu_passes_with_product_gradient_and_synchronize(fake_python: Path) -> None:
+    result, report = diagnose(fake_python, "cuda_pass")
     assert (result.returncode, report["code"], report["stage"]) == (0, "GPU_CHECK_PASSED", "verify")
     assert report["pytorch"]["backend"] == "cuda"
     assert (report["pytorch"]["cuda"], report["pytorch"]["hip"]) == ("12.8", None)
@@ -41,8 +41,8 @@ def test_cuda_gpu_passes_with_product_gradient_and_synchronize(bare_python: Path
     assert execution["checks"] == {"product": True, "gradient": True, "loss": True} and execution["loss"] == 196.0
 
 
-def test_rocm_is_detected_from_hip_first_even_with_cuda_null(bare_python: Path) -> None:
-    result, report = diagnose(bare_python, "rocm_pass")
+def test_rocm_is_detected_from_hip_first_even_with_cuda_null(fake_python: Path) -> None:
+    result, report = diagnose(fake_python, "rocm_pass")
     assert (result.returncode, report["code"]) == (0, "GPU_CHECK_PASSED")
     assert (report["pytorch"]["backend"], report["pytorch"]["cuda"]) == ("rocm", None)
     assert report["pytorch"]["hip"] == "6.2.41133-dd7f95766"
@@ -51,15 +51,15 @@ def test_rocm_is_detected_from_hip_first_even_with_cuda_null(bare_python: Path) 
     assert (report["execution"]["capability"], report["execution"]["arch_support"]) == ("gfx90a", "native")
 
 
-def test_rocm_target_outside_the_arch_list_is_recorded_and_left_to_the_computation(bare_python: Path) -> None:
-    _, report = diagnose(bare_python, "rocm_unlisted")
+def test_rocm_target_outside_the_arch_list_is_recorded_and_left_to_the_computation(fake_python: Path) -> None:
+    _, report = diagnose(fake_python, "rocm_unlisted")
     assert report["code"] == "GPU_CHECK_PASSED"
     assert (report["execution"]["capability"], report["execution"]["arch_support"]) == ("gfx942", "missing")
 
 
-def test_cpu_mode_describes_the_package_but_measures_no_gpu(bare_python: Path) -> None:
+def test_cpu_mode_describes_the_package_but_measures_no_gpu(fake_python: Path) -> None:
     # --device-index has no effect on a CPU computation, even out of what the stand-in sees.
-    result, report = diagnose(bare_python, "cuda_pass", "--device", "cpu", "--device-index", "9")
+    result, report = diagnose(fake_python, "cuda_pass", "--device", "cpu", "--device-index", "9")
     assert (result.returncode, report["code"]) == (0, "CPU_CHECK_PASSED")
     assert report["pytorch"]["backend"] == "cuda" and report["execution"]["backend"] == "cpu"
     assert report["pytorch"]["gpu_available"] is None and report["pytorch"]["gpu_count"] is None
@@ -67,14 +67,14 @@ def test_cpu_mode_describes_the_package_but_measures_no_gpu(bare_python: Path) -
     assert report["execution"]["gpu_model"] is None and report["execution"]["total_memory_bytes"] is None
 
 
-def test_torch_import_failure_is_exit_4(bare_python: Path) -> None:
-    result, report = diagnose(bare_python, "import_fail")
+def test_torch_import_failure_is_exit_4(fake_python: Path) -> None:
+    result, report = diagnose(fake_python, "import_fail")
     assert (result.returncode, report["code"], report["stage"]) == (4, "TORCH_IMPORT_FAILED", "import")
     assert report["pytorch"] is None and "libcudart" not in result.stdout
 
 
-def test_package_without_cuda_or_hip_is_exit_5(bare_python: Path) -> None:
-    result, report = diagnose(bare_python, "no_backend")
+def test_package_without_cuda_or_hip_is_exit_5(fake_python: Path) -> None:
+    result, report = diagnose(fake_python, "no_backend")
     assert (result.returncode, report["code"], report["stage"]) == (5, "GPU_BACKEND_ABSENT", "detect")
     assert report["pytorch"]["backend"] == "none" and report["execution"] is None
 
@@ -84,16 +84,16 @@ def test_package_without_cuda_or_hip_is_exit_5(bare_python: Path) -> None:
     ("driver_too_old", ["driver_too_old"]),
     ("driver_missing", ["driver_not_found"]),
 ])
-def test_unavailable_gpu_is_exit_6_and_a_too_old_driver_is_told_apart(bare_python: Path, scenario, warnings) -> None:
-    result, report = diagnose(bare_python, scenario)
+def test_unavailable_gpu_is_exit_6_and_a_too_old_driver_is_told_apart(fake_python: Path, scenario, warnings) -> None:
+    result, report = diagnose(fake_python, scenario)
     assert (result.returncode, report["code"], report["stage"]) == (6, "GPU_UNAVAILABLE", "visibility")
     assert (report["pytorch"]["gpu_available"], report["pytorch"]["gpu_count"]) == (False, 0)
     assert report["pytorch"]["availability_warnings"] == warnings
     assert "11040" not in result.stdout and "too old" not in result.stdout
 
 
-def test_index_beyond_the_visible_gpus_is_exit_7(bare_python: Path) -> None:
-    result, report = diagnose(bare_python, "cuda_pass", "--device-index", "1")
+def test_index_beyond_the_visible_gpus_is_exit_7(fake_python: Path) -> None:
+    result, report = diagnose(fake_python, "cuda_pass", "--device-index", "1")
     assert (result.returncode, report["code"], report["stage"]) == (7, "DEVICE_INDEX_INVALID", "visibility")
     assert report["pytorch"]["gpu_count"] == 1 and report["execution"] is None
 
@@ -102,8 +102,8 @@ def test_index_beyond_the_visible_gpus_is_exit_7(bare_python: Path) -> None:
     ("wrong_product", {"product": False, "gradient": False, "loss": False}),
     ("wrong_gradient", {"product": True, "gradient": False, "loss": True}),
 ])
-def test_wrong_product_or_gradient_is_exit_8(bare_python: Path, scenario, checks) -> None:
-    result, report = diagnose(bare_python, scenario)
+def test_wrong_product_or_gradient_is_exit_8(fake_python: Path, scenario, checks) -> None:
+    result, report = diagnose(fake_python, scenario)
     assert (result.returncode, report["code"], report["stage"]) == (8, "CHECK_FAILED", "verify")
     assert report["status"] == "failed" and report["execution"]["checks"] == checks
 
@@ -114,37 +114,61 @@ def test_wrong_product_or_gradient_is_exit_8(bare_python: Path, scenario, checks
     ("runtime_gradient", "RUNTIME_ERROR", "gradient"),
     ("runtime_synchronize", "RUNTIME_ERROR", "synchronize"),
 ])
-def test_backend_errors_are_exit_9_with_their_stage_and_no_raw_text(bare_python: Path, scenario, code, stage) -> None:
-    result, report = diagnose(bare_python, scenario)
+def test_backend_errors_are_exit_9_with_their_stage_and_no_raw_text(fake_python: Path, scenario, code, stage) -> None:
+    result, report = diagnose(fake_python, scenario)
     assert (result.returncode, report["code"], report["stage"]) == (9, code, stage)
     assert "illegal memory" not in result.stdout and "Tried to allocate" not in result.stdout
 
 
-def test_wheel_without_the_device_architecture_stops_before_computing(bare_python: Path) -> None:
-    # An RTX 50xx (sm_120) meets a wheel compiled up to sm_90: the first kernel would fail.
-    result, report = diagnose(bare_python, "arch_mismatch")
-    assert (result.returncode, report["code"], report["stage"]) == (9, "RUNTIME_ERROR", "capability")
+def test_the_computation_decides_even_when_the_arch_list_lacks_the_device(fake_python: Path) -> None:
+    # The arch comparison is information: a device it calls missing still computes, and the result stands.
+    result, report = diagnose(fake_python, "arch_mismatch_runs")
+    assert (result.returncode, report["code"], report["stage"]) == (0, "GPU_CHECK_PASSED", "verify")
+    assert (report["execution"]["capability"], report["execution"]["arch_support"]) == ("sm_120", "missing")
+    assert report["execution"]["checks"] == {"product": True, "gradient": True, "loss": True}
+
+
+def test_a_failed_computation_on_a_wheel_without_the_device_architecture_says_so(fake_python: Path) -> None:
+    # An RTX 50xx (sm_120) meets a wheel compiled up to sm_90: its first kernel fails, and the report says why.
+    result, report = diagnose(fake_python, "arch_mismatch")
+    assert (result.returncode, report["code"], report["stage"]) == (9, "RUNTIME_ERROR", "compute")
     assert (report["execution"]["capability"], report["execution"]["arch_support"]) == ("sm_120", "missing")
     assert report["execution"]["gpu_model"] == "NVIDIA GeForce RTX 5070" and report["execution"]["checks"] is None
     assert "sm_120" not in report["pytorch"]["arch_list"]
+    assert "architecture" in report["message"] and "no kernel image" not in report["message"]
+    generic = run(fake_python, [], env=fake_env("runtime_compute")).report["message"]
+    assert "architecture" not in generic, "an ordinary backend error must not blame the architecture"
 
 
-def test_hanging_child_is_stopped_at_the_timeout_exit_10(bare_python: Path, tmp_path: Path) -> None:
+def test_hanging_child_is_stopped_at_the_timeout_exit_10(fake_python: Path, tmp_path: Path) -> None:
     pidfile = tmp_path / "pids"
     started = time.monotonic()
-    result, report = diagnose(bare_python, "hang_visibility", "--timeout", "5",
+    result, report = diagnose(fake_python, "hang_visibility", "--timeout", "5",
                               KERNODECK_FAKE_TORCH_PIDFILE=str(pidfile))
     elapsed = time.monotonic() - started
     assert (result.returncode, report["code"], report["stage"]) == (10, "TIMEOUT", "visibility")
     assert 5 <= elapsed < 12, elapsed  # generous: the machine is shared
     (child,) = [int(pid) for pid in pidfile.read_text().split()]
     assert not pid_alive(child), "the timed-out child must be gone"
+    # torch was imported and had described its build before the hang: that is kept, not dropped.
+    assert (report["pytorch"]["version"], report["pytorch"]["backend"]) == ("2.8.0+cu128", "cuda")
+    assert report["pytorch"]["gpu_available"] is None and report["execution"] is None
+
+
+def test_a_hang_inside_the_torch_import_times_out_with_pytorch_null(fake_python: Path) -> None:
+    result, report = diagnose(fake_python, "hang_import", "--timeout", "5")
+    assert (result.returncode, report["code"], report["stage"]) == (10, "TIMEOUT", "import")
+    assert report["pytorch"] is None and report["execution"] is None
 
 
 @pytest.mark.parametrize("scenario, stage", [("crash_compute", "compute"), ("silent_exit_compute", "compute")])
-def test_child_that_crashes_or_says_nothing_is_exit_11(bare_python: Path, scenario, stage) -> None:
-    result, report = diagnose(bare_python, scenario)
+def test_child_that_crashes_or_says_nothing_is_exit_11(fake_python: Path, scenario, stage) -> None:
+    result, report = diagnose(fake_python, scenario)
     assert (result.returncode, report["code"], report["stage"]) == (11, "WORKER_FAILED", stage)
+    # What the child reported before it died stays: the build, the device reached, no checks yet.
+    assert (report["pytorch"]["version"], report["pytorch"]["gpu_count"]) == ("2.8.0+cu128", 1)
+    assert (report["execution"]["device"], report["execution"]["gpu_model"]) == ("cuda:0", "NVIDIA H100 80GB HBM3")
+    assert report["execution"]["checks"] is None
 
 
 def start_hanging(python: Path, pidfile: Path) -> subprocess.Popen:
@@ -161,9 +185,9 @@ def start_hanging(python: Path, pidfile: Path) -> subprocess.Popen:
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
-def test_interrupt_stops_the_child_and_exits_130(bare_python: Path, tmp_path: Path, signum: int) -> None:
+def test_interrupt_stops_the_child_and_exits_130(fake_python: Path, tmp_path: Path, signum: int) -> None:
     pidfile = tmp_path / "pids"
-    process = start_hanging(bare_python, pidfile)
+    process = start_hanging(fake_python, pidfile)
     process.send_signal(signum)
     out, err = process.communicate(timeout=15)
     report = json.loads(out)
@@ -175,17 +199,17 @@ def test_interrupt_stops_the_child_and_exits_130(bare_python: Path, tmp_path: Pa
     assert not pid_alive(child), "the interrupted child must be gone"
 
 
-def test_unknown_versions_and_gpu_models_become_neutral(bare_python: Path) -> None:
-    result, report = diagnose(bare_python, "identifying")
+def test_unknown_versions_and_gpu_models_become_neutral(fake_python: Path) -> None:
+    result, report = diagnose(fake_python, "identifying")
     assert report["code"] == "GPU_CHECK_PASSED"
     assert (report["pytorch"]["version"], report["pytorch"]["cuda"]) == ("unrecognized", "unrecognized")
     assert report["execution"]["gpu_model"] == "unrecognized"
     assert "GPU-" not in result.stdout  # no UUID-like text either
 
 
-def test_child_does_not_outlive_a_killed_parent(bare_python: Path, tmp_path: Path) -> None:
+def test_child_does_not_outlive_a_killed_parent(fake_python: Path, tmp_path: Path) -> None:
     pidfile = tmp_path / "pids"
-    process = start_hanging(bare_python, pidfile)
+    process = start_hanging(fake_python, pidfile)
     process.kill()  # SIGKILL: no handler runs in the parent
     process.communicate(timeout=15)
     (child,) = [int(pid) for pid in pidfile.read_text().split()]

@@ -38,7 +38,28 @@ def test_backend_is_detected_hip_first(hip, cuda, expected) -> None:
 
 def test_worker_protocol_accepts_stages_then_one_result() -> None:
     raw = protocol(f"{P}stage import", f"{P}stage detect", f"{P}result {json.dumps(GOOD)}")
-    assert diag.parse_worker_output(raw) == ("detect", GOOD)
+    parsed = diag.parse_worker_output(raw)
+    assert (parsed.stage, parsed.result) == ("detect", GOOD)
+
+
+FACTS = {"pytorch": {key: None for key in diag.PYTORCH_KEYS} | {"version": "2.8.0+cu128", "backend": "cuda"},
+         "execution": None}
+
+
+def test_facts_announced_before_a_hang_or_a_crash_are_kept_without_a_result() -> None:
+    raw = protocol(f"{P}stage import", f"{P}facts {json.dumps(FACTS)}", f"{P}stage visibility")
+    assert diag.parse_worker_output(raw) == ("visibility", None, FACTS)
+    # A line cut short by the kill (or any garbage) ends the reading; what came before it stands.
+    torn = raw + f"{P}facts {{\"pytorch\": nu".encode()
+    assert diag.parse_worker_output(torn) == ("visibility", None, FACTS)
+    after = protocol("garbage", f"{P}facts {json.dumps(FACTS)}", f"{P}stage verify")
+    assert diag.parse_worker_output(after) == ("launch", None, {"pytorch": None, "execution": None})
+
+
+@pytest.mark.parametrize("facts", [{"pytorch": {"version": "2.8"}, "execution": None}, {"execution": None}, [1]])
+def test_malformed_facts_are_refused(facts) -> None:
+    raw = protocol(f"{P}facts {json.dumps(facts)}", f"{P}stage detect")
+    assert diag.parse_worker_output(raw) == ("launch", None, {"pytorch": None, "execution": None})
 
 
 @pytest.mark.parametrize("raw", [
@@ -156,11 +177,22 @@ def _passing_report() -> dict:
     lambda r: r["runtime"].update(python="3.11.7 (main, /home/jdoe)"),
     lambda r: r["execution"].update(total_memory_bytes=1024),  # CPU mode measures no GPU memory
     lambda r: r.update(requested_device="gpu"),  # CPU_CHECK_PASSED for a GPU request
+    lambda r: r.update(host_check=None),  # present only when requested, never as null
+    lambda r: r["runtime"].update(injection_vectors=["PYTHONPATH=/home/jdoe/site"]),  # names only, never values
 ])
 def test_schema_refuses_a_lying_report(mutate) -> None:
     report = copy.deepcopy(_passing_report())
     mutate(report)
     assert list(VALIDATOR.iter_errors(report)), "the schema accepted a report that contradicts itself"
+
+
+def test_a_report_without_host_check_is_valid_and_one_with_it_carries_it() -> None:
+    report = _passing_report()
+    assert "host_check" not in report
+    requested = diag.make_report("cpu", "CPU_CHECK_PASSED", "verify", report["pytorch"], report["execution"],
+                                 {"status": "tool_missing", "gpus": None})
+    validate(requested)
+    assert requested["host_check"] == {"status": "tool_missing", "gpus": None}
 
 
 def test_every_code_has_its_specified_exit_code() -> None:
@@ -195,3 +227,4 @@ def test_schema_vocabularies_are_the_scripts() -> None:
     assert properties["schema"]["const"] == diag.SCHEMA
     warnings = properties["pytorch"]["oneOf"][1]["properties"]["availability_warnings"]["oneOf"][1]["items"]["enum"]
     assert warnings == list(diag.WARNING_VOCABULARY)
+    assert properties["runtime"]["properties"]["injection_vectors"]["items"]["enum"] == list(diag.INJECTION_VECTORS)

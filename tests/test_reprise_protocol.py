@@ -8,11 +8,11 @@ import sys
 
 import pytest
 import torch
-import training_run_contract as contract
-from conftest import validate
+from conftest import ROOT, validate
 from test_reprise_support import (
     REPRISE,
     VERDICT_KEYS,
+    contract,
     copy_code,
     protocol_run,
     run_script,
@@ -29,6 +29,16 @@ FOLDERS = ["continu", "coupure", "reprise", "reprise-incomplete",
 @pytest.fixture(scope="module")
 def protocol():
     return protocol_run()
+
+
+def test_the_folder_runs_copied_alone_with_a_python_that_cannot_see_scripts(protocol):
+    # The shared protocol run is made from a copy of scripts/reprise/ alone, outside the repository.
+    assert not protocol.code.resolve().is_relative_to(ROOT.resolve())
+    assert sorted(p.name for p in protocol.code.iterdir() if p.is_file()) == \
+        sorted(p.name for p in REPRISE.iterdir() if p.is_file())
+    assert not protocol.sees_scripts, "the Python of the copied-alone run could import from scripts/"
+    assert protocol.ran.returncode == 0, protocol.ran.stdout + protocol.ran.stderr
+    assert "ModuleNotFoundError" not in protocol.ran.stderr
 
 
 def test_protocol_exits_0_and_the_last_line_is_the_specified_verdict(protocol):

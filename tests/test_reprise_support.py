@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+import importlib.util
 import json
 import os
 import shutil
@@ -17,6 +18,22 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 REPRISE = ROOT / "scripts" / "reprise"
 VERDICT_KEYS = ["device", "all_checks_passed", "positive", "negative_divergence_detected", "report"]
+# Asks a Python whether it can import anything from scripts/ or scripts/reprise/ (it must not, for the
+# copied-alone runs): exit 0 when it cannot.
+CANNOT_SEE_SCRIPTS = ("import importlib.util as u, sys; names = ('training_run_contract', 'reprise_common', "
+                      "'platform_runtime', 'kernodeck_diagnostic'); "
+                      "sys.exit(1 if any(u.find_spec(n) for n in names) else 0)")
+
+
+def _load(name: str):
+    """A module of the reprise folder, loaded by path (the tests do not put that folder on sys.path)."""
+    spec = importlib.util.spec_from_file_location(name, REPRISE / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+contract = _load("training_run_contract")
 
 
 @dataclass
@@ -35,8 +52,9 @@ def python_env(pythonpath: Path | None = None) -> dict[str, str]:
 
 
 def run_script(script: Path, *args: str, cwd: Path, pythonpath: Path | None = None, timeout: float = 600) -> Ran:
-    completed = subprocess.run([sys.executable, "-B", str(script), *args], cwd=cwd, env=python_env(pythonpath),
-                               capture_output=True, text=True, timeout=timeout)
+    # -s: no user site, so nothing but the venv's site-packages and the script's own folder is importable.
+    completed = subprocess.run([sys.executable, "-B", "-s", str(script), *args], cwd=cwd,
+                               env=python_env(pythonpath), capture_output=True, text=True, timeout=timeout)
     return Ran(completed.returncode, completed.stdout, completed.stderr)
 
 
@@ -58,28 +76,33 @@ class Protocol:
     ran: Ran
     output: Path
     report: dict
+    code: Path  # the copied-alone folder it ran from
+    sees_scripts: bool  # whether that run's Python could import anything from scripts/
 
 
 @functools.lru_cache(maxsize=1)
 def protocol_run() -> Protocol:
-    """verify_resume.py once, end to end, into a fresh folder removed when pytest exits."""
+    """verify_resume.py once, end to end, from a copy of the folder alone (as the exercise is distributed)
+    outside the repository, into a fresh output folder; all of it removed when pytest exits."""
     base = Path(tempfile.mkdtemp(prefix="reprise-protocol-"))
     atexit.register(shutil.rmtree, base, True)
+    code = copy_code(base)
+    probe = subprocess.run([sys.executable, "-B", "-s", "-c", CANNOT_SEE_SCRIPTS], cwd=base, env=python_env())
     output = base / "preuve-cpu"
-    ran = verify(output)
+    ran = run_script(code / "verify_resume.py", "--output", str(output), cwd=code)
     report = json.loads((output / "verification.json").read_text(encoding="utf-8"))
-    return Protocol(ran, output, report)
+    return Protocol(ran, output, report, code, probe.returncode != 0)
 
 
 def copy_code(destination: Path) -> Path:
-    """A private copy of scripts/reprise (and the contract it imports) whose data.csv a test may change."""
-    scripts = destination / "scripts"
-    (scripts / "reprise").mkdir(parents=True)
-    shutil.copy2(ROOT / "scripts" / "training_run_contract.py", scripts)
+    """The reprise folder copied alone (its files, nothing else of the repository) into
+    destination/kernodeck-reprise-v1: a private copy a test may change, and the way users get it."""
+    code = destination / "kernodeck-reprise-v1"
+    code.mkdir(parents=True)
     for path in REPRISE.iterdir():
         if path.is_file():
-            shutil.copy2(path, scripts / "reprise")
-    return scripts / "reprise"
+            shutil.copy2(path, code)
+    return code
 
 
 def copy_run(source: Path, destination: Path) -> Path:

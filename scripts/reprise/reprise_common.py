@@ -15,14 +15,12 @@ import json
 import math
 import os
 import struct
-import sys
 from pathlib import Path
 from typing import Any
 
+import training_run_contract as contract  # defined once, in this folder, so the folder runs copied alone
+
 HERE = Path(__file__).resolve().parent
-# The training-run contract is defined once, beside the other platform scripts.
-sys.path.insert(0, str(HERE.parent))
-import training_run_contract as contract  # noqa: E402
 
 PROJECT = "kernodeck-reprise-v1"
 CHECKPOINT_SCHEMA = "kernodeck.reprise.checkpoint"
@@ -33,7 +31,7 @@ VERSION = 1
 
 DATA_FILE = HERE / "data.csv"
 # The code whose behaviour a checkpoint depends on; its fingerprint is stored in every checkpoint.
-CODE_FILES = ("train.py", "reprise_common.py", "reprise_core.py")
+CODE_FILES = ("train.py", "reprise_common.py", "reprise_core.py", "training_run_contract.py")
 CHECKPOINT_NAME = "checkpoint.pt"
 SUMMARY_NAME = "summary.json"
 # A reprise checkpoint is about 20 kB; anything far larger is not ours.
@@ -65,7 +63,13 @@ class CheckpointError(RepriseError):
 
 
 def sha256_file(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    """Streamed in 1 MiB blocks. A copy of scripts/core/files.py's on purpose: this folder runs alone
+    (tests/test_reprise_copies.py holds the two to the same behaviour)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def code_fingerprint() -> dict[str, Any]:

@@ -261,6 +261,17 @@ def _is_int(value: Any) -> bool:
 
 def validate_checkpoint(state: Any, code_sha256: str, data_sha256: str) -> None:
     """Every part a resume needs, with the right shapes; an incomplete state is never patched up."""
+    _check_envelope(state, code_sha256, data_sha256)
+    _check_model(state["model"])
+    steps = _check_progress(state["progress"])
+    _check_optimizer(state["optimizer"])
+    _check_scheduler(state["scheduler"], steps)
+    _check_rng(state["rng"])
+    _check_history(state["history"], steps)
+
+
+def _check_envelope(state: Any, code_sha256: str, data_sha256: str) -> None:
+    """Exactly the expected keys, and written by this code for this data.csv."""
     _require(isinstance(state, dict), "not a dictionary")
     for key in REQUIRED_KEYS:
         _require(key in state, f"missing key {key!r}")
@@ -273,7 +284,8 @@ def validate_checkpoint(state: Any, code_sha256: str, data_sha256: str) -> None:
              "written by different code (code SHA-256 differs from train.py and its modules now)")
     _require(state["data_sha256"] == data_sha256, "written for a different data.csv (SHA-256 differs)")
 
-    model = state["model"]
+
+def _check_model(model: Any) -> None:
     _require(isinstance(model, dict), "model state is not a dictionary")
     for name, shape in PARAMETER_SHAPES.items():
         _require(name in model, f"missing key 'model.{name}'")
@@ -282,7 +294,9 @@ def validate_checkpoint(state: Any, code_sha256: str, data_sha256: str) -> None:
                  f"model tensor {name!r} has the wrong type, shape or dtype")
     _require(set(model) == set(PARAMETER_SHAPES), f"unexpected model keys {sorted(set(model) - set(PARAMETER_SHAPES))}")
 
-    progress = state["progress"]
+
+def _check_progress(progress: Any) -> int:
+    """The data position (permutation, epoch, cursor) agrees with the step count; returns that count."""
     _require(isinstance(progress, dict), "progress is not a dictionary")
     for key in ("permutation", "epoch", "cursor", "rows_consumed", "steps_done"):
         _require(key in progress, f"missing key 'progress.{key}'")
@@ -293,17 +307,19 @@ def validate_checkpoint(state: Any, code_sha256: str, data_sha256: str) -> None:
     _require(all(_is_int(progress[k]) for k in ("epoch", "cursor", "rows_consumed")), "progress values must be ints")
     _require(progress["rows_consumed"] == steps * common.BATCH == progress["epoch"] * common.ROWS + progress["cursor"]
              and 0 < progress["cursor"] <= common.ROWS, "progress counters are inconsistent")
+    return steps
 
-    optimizer = state["optimizer"]
+
+def _check_optimizer(optimizer: Any) -> None:
+    """Adam's state for each of the four parameter tensors, in one parameter group."""
     _require(isinstance(optimizer, dict) and set(optimizer) == {"state", "param_groups"},
              "optimizer state must hold exactly 'state' and 'param_groups'")
     groups = optimizer["param_groups"]
     _require(isinstance(groups, list) and len(groups) == 1 and groups[0].get("params") == [0, 1, 2, 3],
              "optimizer.param_groups must be one group over the 4 parameter tensors")
-    shapes = list(PARAMETER_SHAPES.values())
     _require(isinstance(optimizer["state"], dict) and sorted(optimizer["state"]) == [0, 1, 2, 3],
              "optimizer.state must hold Adam's state for each of the 4 parameter tensors")
-    for index, shape in enumerate(shapes):
+    for index, shape in enumerate(PARAMETER_SHAPES.values()):
         entry = optimizer["state"][index]
         for key in ("step", "exp_avg", "exp_avg_sq"):
             _require(isinstance(entry, dict) and isinstance(entry.get(key), torch.Tensor),
@@ -311,7 +327,8 @@ def validate_checkpoint(state: Any, code_sha256: str, data_sha256: str) -> None:
         _require(tuple(entry["exp_avg"].shape) == shape and tuple(entry["exp_avg_sq"].shape) == shape,
                  f"optimizer.state.{index} has the wrong shape")
 
-    scheduler = state["scheduler"]
+
+def _check_scheduler(scheduler: Any, steps: int) -> None:
     _require(isinstance(scheduler, dict), "scheduler state is not a dictionary")
     for key in ("step_size", "gamma", "base_lrs", "last_epoch", "_last_lr"):
         _require(key in scheduler, f"missing key 'scheduler.{key}'")
@@ -319,7 +336,9 @@ def validate_checkpoint(state: Any, code_sha256: str, data_sha256: str) -> None:
              and scheduler["base_lrs"] == [common.LR] and scheduler["last_epoch"] == steps,
              "scheduler state is not StepLR(step_size=3, gamma=0.5) at the checkpoint's step")
 
-    rng = state["rng"]
+
+def _check_rng(rng: Any) -> None:
+    """The three generators' states as plain types (Python, NumPy PCG64) and a CPU byte tensor (torch)."""
     _require(isinstance(rng, dict), "rng is not a dictionary")
     for name in common.RNG_NAMES:
         _require(name in rng, f"missing key 'rng.{name}'")
@@ -333,7 +352,8 @@ def validate_checkpoint(state: Any, code_sha256: str, data_sha256: str) -> None:
     _require(isinstance(rng["torch"], torch.Tensor) and rng["torch"].dtype == torch.uint8 and rng["torch"].dim() == 1,
              "rng.torch is not a CPU generator state (uint8 tensor)")
 
-    history = state["history"]
+
+def _check_history(history: Any, steps: int) -> None:
     _require(isinstance(history, dict), "history is not a dictionary")
     for key in ("losses", "lrs", "rows"):
         _require(key in history, f"missing key 'history.{key}'")

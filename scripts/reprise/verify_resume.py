@@ -176,20 +176,9 @@ def compare(out: Path, source: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="verify_resume.py", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--output", type=Path, required=True, help="new folder for the runs and verification.json")
-    parser.add_argument("--timeout", type=float, default=600.0, help="seconds allowed to each process")
-    args = parser.parse_args(argv)
-    out: Path = args.output
-    try:
-        common.claim_output_dir(out)
-    except (common.RepriseError, OSError) as error:
-        print(f"verify_resume.py: error: {error}", file=sys.stderr)
-        return 2
-    started = time.monotonic()
-    report: dict[str, Any] = {
+def new_report() -> dict[str, Any]:
+    """The report before anything ran: a failure (exit 2) until the protocol proves otherwise."""
+    return {
         "schema": common.VERIFICATION_SCHEMA, "version": common.VERSION, "project": common.PROJECT,
         "ok": False, "exit_code": 2, "completed": False, "device": "cpu",
         "all_checks_passed": False, "positive": False, "negative_divergence_detected": False,
@@ -199,6 +188,10 @@ def main(argv: list[str] | None = None) -> int:
                      "side_by_side": [[CONTINUOUS, CUT], [RESUMED, INCOMPLETE]], "processes": []},
         "errors": [],
     }
+
+
+def run_protocol(out: Path, timeout: float, report: dict[str, Any]) -> None:
+    """Fingerprint the sources, run the four processes, compare; every outcome lands in report."""
     try:
         data_sha256, _ = common.load_data()
         fingerprint = common.code_fingerprint()
@@ -206,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
                  "data.csv": data_sha256}
         source = {"code_sha256": fingerprint["code_sha256"], "data_sha256": data_sha256, "files": files}
         report["source"] = source
-        run_processes(out, args.timeout, report["protocol"]["processes"], lambda: load(out, CUT))
+        run_processes(out, timeout, report["protocol"]["processes"], lambda: load(out, CUT))
         environment = load(out, CONTINUOUS).summary.get("environment", {})
         report["environment"].update({key: str(environment.get(key)) for key in ("torch", "numpy")})
         try:
@@ -220,11 +213,33 @@ def main(argv: list[str] | None = None) -> int:
     except ComparisonFailed as error:
         report["completed"] = True
         report["errors"].append(str(error))
+
+
+def conclude(report: dict[str, Any]) -> None:
+    """The verdict: both the exact resume and the detected divergence of every negative control."""
     report["negative_divergence_detected"] = bool(report.get("negative_controls", {}).get("all_detected"))
     report["positive"] = bool(report.get("positive"))
     report["all_checks_passed"] = report["completed"] and report["positive"] and report["negative_divergence_detected"]
     report["ok"] = report["all_checks_passed"]
     report["exit_code"] = 0 if report["all_checks_passed"] else (1 if report["completed"] else 2)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="verify_resume.py", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--output", type=Path, required=True, help="new folder for the runs and verification.json")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds allowed to each process")
+    args = parser.parse_args(argv)
+    out: Path = args.output
+    try:
+        common.claim_output_dir(out)
+    except (common.RepriseError, OSError) as error:
+        print(f"verify_resume.py: error: {error}", file=sys.stderr)
+        return 2
+    started = time.monotonic()
+    report = new_report()
+    run_protocol(out, args.timeout, report)
+    conclude(report)
     report["timing"] = {"wall_s": round(time.monotonic() - started, 3)}
     common.write_json(out / REPORT, report)
     print(f"positive resume: {'passed' if report['positive'] else 'FAILED'}; negative controls diverged: "

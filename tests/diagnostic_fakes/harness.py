@@ -1,14 +1,17 @@
 """Runs scripts/kernodeck_diagnostic.py as a user would and validates every report it prints.
 
 Three kinds of Python run it: the project's venv (real torch, CPU), a throwaway `--without-pip` venv with
-nothing installed (no torch at all), and that same bare venv with the stand-in torch of `site/` first on
-PYTHONPATH (hardware and failure cases this machine cannot produce).
+nothing installed (no torch at all), and a second throwaway venv with the stand-in torch of `site/`
+installed in its site-packages (hardware and failure cases this machine cannot produce). The stand-in is
+installed, not put on PYTHONPATH: the diagnostic's child runs isolated and ignores PYTHONPATH, but finds
+what its interpreter's own site-packages hold, as it finds a real torch.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -48,6 +51,15 @@ def make_bare_venv(where: Path) -> Path:
     return python
 
 
+def make_fake_venv(where: Path) -> Path:
+    """A bare venv with the stand-in torch installed in its site-packages."""
+    python = make_bare_venv(where)
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True, env=clean_env()).stdout.strip()
+    shutil.copytree(FAKE_SITE / "torch", Path(purelib) / "torch")
+    return python
+
+
 def clean_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "KERNODECK_FAKE", "VIRTUAL_ENV"))}
     env.update(extra)
@@ -55,7 +67,8 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 
 def fake_env(scenario: str, **extra: str) -> dict[str, str]:
-    return clean_env(PYTHONPATH=str(FAKE_SITE), KERNODECK_FAKE_TORCH=scenario, **extra)
+    """The environment that picks the stand-in's scenario (run it with fake_venv's Python)."""
+    return clean_env(KERNODECK_FAKE_TORCH=scenario, **extra)
 
 
 def validate(report: dict) -> None:
@@ -98,3 +111,10 @@ def bare_venv(factory: pytest.TempPathFactory) -> Path:
     if "python" not in _BARE:
         _BARE["python"] = make_bare_venv(factory.mktemp("bare") / "venv")
     return _BARE["python"]
+
+
+def fake_venv(factory: pytest.TempPathFactory) -> Path:
+    """One venv with the stand-in torch installed, per test session."""
+    if "fake" not in _BARE:
+        _BARE["fake"] = make_fake_venv(factory.mktemp("fake") / "venv")
+    return _BARE["fake"]

@@ -1,6 +1,6 @@
 """A stand-in `torch` for the diagnostic's tests: pure Python, just the calls the diagnostic's worker makes.
 
-It is put first on the child's PYTHONPATH by the tests, in a throwaway venv that has no real torch, to
+The tests install it into the site-packages of a throwaway venv that has no real torch, to
 reach the hardware and failure cases this machine cannot produce (CUDA, ROCm, a too-old driver, OOM, a
 hang, a crash). The scenario comes from KERNODECK_FAKE_TORCH; KERNODECK_FAKE_TORCH_PIDFILE, when set,
 receives the pid of each process that imports this package. Never used as evidence.
@@ -20,10 +20,16 @@ if os.environ.get("KERNODECK_FAKE_TORCH_PIDFILE"):
     with open(os.environ["KERNODECK_FAKE_TORCH_PIDFILE"], "a", encoding="utf-8") as _handle:
         _handle.write(f"{os.getpid()}\n")
 
+if SCENARIO == "hang_import":  # stuck inside `import torch`: nothing about the build can be known
+    time.sleep(3600)
+
 if SCENARIO == "import_fail":
     raise ImportError(f"libcudart.so.12: cannot open shared object file (/home/{IDENTIFYING}/lib)")
 
 float32 = "float32"
+# A device whose architecture the wheel lacks; in arch_mismatch_runs the computation runs all the same
+# (as a driver JIT or an override can make it), in arch_mismatch its first kernel fails.
+ARCH_MISMATCH = {"arch_mismatch", "arch_mismatch_runs"}
 
 
 class OutOfMemoryError(RuntimeError):
@@ -81,6 +87,8 @@ class Tensor:
 
     def __matmul__(self, other: Tensor) -> Tensor:
         _step("compute")
+        if SCENARIO == "arch_mismatch":  # what a wheel without the device's cubins does at its first kernel
+            raise RuntimeError(f"CUDA error: no kernel image is available for execution on the device ({IDENTIFYING})")
         data = _matmul(self.data, other.data)
         if SCENARIO == "wrong_product":
             data[1][0] += 1.0
@@ -159,13 +167,13 @@ class _Cuda:
     def get_arch_list() -> list[str]:
         if version.hip:
             return ["gfx900", "gfx906", "gfx908", "gfx90a", "gfx1030", "gfx1100"]
-        if SCENARIO == "arch_mismatch":  # a cu126-era wheel meets a Blackwell card
+        if SCENARIO in ARCH_MISMATCH:  # a cu126-era wheel meets a Blackwell card
             return ["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"]
         return ["sm_50", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120", "compute_120"]
 
     @staticmethod
     def get_device_capability(index: int = 0) -> tuple[int, int]:
-        return (12, 0) if SCENARIO == "arch_mismatch" else (9, 0)
+        return (12, 0) if SCENARIO in ARCH_MISMATCH else (9, 0)
 
     @staticmethod
     def get_device_name(index: int = 0) -> str:
@@ -173,7 +181,7 @@ class _Cuda:
             return f"NVIDIA {IDENTIFYING} GPU-8f3a2b1c-77d2"
         if version.hip:
             return "AMD Instinct MI250X"
-        return "NVIDIA GeForce RTX 5070" if SCENARIO == "arch_mismatch" else "NVIDIA H100 80GB HBM3"
+        return "NVIDIA GeForce RTX 5070" if SCENARIO in ARCH_MISMATCH else "NVIDIA H100 80GB HBM3"
 
     @staticmethod
     def get_device_properties(index: int = 0) -> _Properties:

@@ -9,8 +9,9 @@ A run folder satisfies the contract when it holds:
   ``<name>.sha256`` (``sha256sum`` format) that matches its bytes, and each loadable with
   ``torch.load(..., map_location="cpu", weights_only=True)``.
 
-Writers (scripts/reprise/train.py) use the names and the ``.sha256`` format from here; the checker
-(scripts/check_training_run.py) calls :func:`check_run_dir`. torch is imported only to load a
+It lives inside scripts/reprise/ so that folder runs copied alone. Writers (train.py here) use the
+names and the ``.sha256`` format from here; the checker (scripts/check_training_run.py) imports this
+module from this folder and calls :func:`check_run_dir`. torch is imported only to load a
 checkpoint whose fingerprint already matched, so file-level problems cost no torch start-up.
 """
 
