@@ -18,9 +18,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from core.files import encode_json  # noqa: E402
 from platform_runtime import gate  # noqa: E402
 from platform_runtime.requirements import DEVICE_TYPES, PLATFORMS, Requirements  # noqa: E402
-from platform_runtime.result import EXIT_USAGE, encode, write  # noqa: E402
+from platform_runtime.result import EXIT_USAGE, write  # noqa: E402
 
 DEVICE_PATTERN = re.compile(r"^(auto|cpu|mps|cuda(:\d{1,2})?)$")
 
@@ -104,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     if hasattr(signal, "SIGTERM"):
         signal.signal(signal.SIGTERM, terminate)
     result = gate.run(options)
-    sys.stdout.write(encode(result).decode("utf-8"))
+    sys.stdout.write(encode_json(result).decode("utf-8"))
     print(summary(result), file=sys.stderr)
     if args.output is not None:
         try:

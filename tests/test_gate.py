@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 from conftest import FAULTS, ROOT, SCRIPTS, run_gate
-from platform_runtime.sources import GATE_SOURCES, sha256_file
+from core.files import sha256_file
+from platform_runtime.sources import GATE_SOURCES
 
 CHECKS = {"device_compute", "failing_writer", "concurrent_replace", "jsonl_append", "workspace_cleanup"}
 

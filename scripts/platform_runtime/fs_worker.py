@@ -28,8 +28,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script by the gate: make the package importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from platform_runtime import filesystem  # noqa: E402
-from platform_runtime.atomic import (  # noqa: E402
+from core.files import (  # noqa: E402
     TEMP_SUFFIX,
     InjectedWriteFailure,
     RetryCounter,
@@ -38,6 +37,8 @@ from platform_runtime.atomic import (  # noqa: E402
     read_bytes_retrying,
     retry_sharing,
 )
+
+from platform_runtime import filesystem  # noqa: E402
 from platform_runtime.jsonl import METHOD, LockedAppender, record_line, verify_records  # noqa: E402
 
 ROLE_TIMEOUT_S = 90.0

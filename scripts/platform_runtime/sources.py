@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
+
+from core.files import sha256_file
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -11,8 +12,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 # package is missing here, so nothing the gate executes escapes the hash.
 GATE_SOURCES: tuple[str, ...] = (
     "scripts/platform_runtime_check.py",
+    "scripts/core/files.py",
     "scripts/platform_runtime/__init__.py",
-    "scripts/platform_runtime/atomic.py",
     "scripts/platform_runtime/children.py",
     "scripts/platform_runtime/device_worker.py",
     "scripts/platform_runtime/filesystem.py",
@@ -25,14 +26,6 @@ GATE_SOURCES: tuple[str, ...] = (
     "scripts/platform_runtime/sources.py",
     "schemas/platform-runtime-result.schema.json",
 )
-
-
-def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(chunk):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def hash_sources(root: Path = REPO_ROOT, sources: tuple[str, ...] = GATE_SOURCES) -> tuple[dict[str, str], list[str]]:
