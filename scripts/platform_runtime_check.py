@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from core.files import encode_json  # noqa: E402
 from platform_runtime import gate  # noqa: E402
-from platform_runtime.requirements import DEVICE_TYPES, PLATFORMS, Requirements  # noqa: E402
+from platform_runtime.claims import DEVICE_TYPES, PLATFORMS, Requirements  # noqa: E402
 from platform_runtime.result import EXIT_USAGE, write  # noqa: E402
 
 DEVICE_PATTERN = re.compile(r"^(auto|cpu|mps|cuda(:\d{1,2})?)$")

@@ -9,26 +9,24 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from conftest import FAULTS, ROOT, SCRIPTS, run_gate
+from conftest import ROOT, SCRIPTS, fault_python, run_gate
 from core.files import sha256_file
 from platform_runtime.sources import GATE_SOURCES
 
 CHECKS = {"device_compute", "failing_writer", "concurrent_replace", "jsonl_append", "workspace_cleanup"}
 
 
-def test_cpu_gate_passes_with_every_check_and_binds_its_sources(tmp_path, monkeypatch):
+def test_cpu_gate_passes_with_every_check_and_binds_its_sources(tmp_path):
     audit = tmp_path / "audit"
     audit.mkdir()
-    monkeypatch.setenv("PYTHONPATH", str(FAULTS))
-    monkeypatch.setenv("PLATFORM_RUNTIME_AUDIT_DIR", str(audit))
     work = tmp_path / "work"
     work.mkdir()
-    run = run_gate(tmp_path, "--device", "cpu", "--require-device", "cpu", "--work-dir", str(work))
+    run = run_gate(tmp_path, "--device", "cpu", "--require-device", "cpu", "--work-dir", str(work), fault="",
+                   env={"PLATFORM_RUNTIME_AUDIT_DIR": str(audit)})
     result = run.result
     assert run.returncode == 0, run.stderr
     assert result["ok"] is True and result["exit_code"] == 0 and result["failures"] == []
@@ -151,9 +149,9 @@ def test_a_hung_check_is_killed_at_the_global_timeout(gate):
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_interrupted_gate_kills_its_children_and_still_writes_a_failed_result(tmp_path, signum):
     output = tmp_path / "result.json"
-    env = dict(os.environ, PYTHONPATH=str(FAULTS), PLATFORM_RUNTIME_FAULT="device-hangs")
-    process = subprocess.Popen([sys.executable, "-B", str(SCRIPTS / "platform_runtime_check.py"), "--device", "cpu",
-                                "--output", str(output)], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+    env = dict(os.environ, PLATFORM_RUNTIME_FAULT="device-hangs")
+    process = subprocess.Popen([str(fault_python()), "-B", str(SCRIPTS / "platform_runtime_check.py"), "--device",
+                                "cpu", "--output", str(output)], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE)
     time.sleep(3)
     process.send_signal(signum)

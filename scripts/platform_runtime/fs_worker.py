@@ -39,6 +39,7 @@ from core.files import (  # noqa: E402
 )
 
 from platform_runtime import filesystem  # noqa: E402
+from platform_runtime.isolation import WORKER_FLAGS  # noqa: E402
 from platform_runtime.jsonl import METHOD, LockedAppender, record_line, verify_records  # noqa: E402
 
 ROLE_TIMEOUT_S = 90.0
@@ -50,7 +51,7 @@ def emit(payload: dict) -> None:
 
 
 def spawn_role(*args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-B", str(Path(__file__).resolve()), *args],
+    return subprocess.Popen([sys.executable, *WORKER_FLAGS, str(Path(__file__).resolve()), *args],
                             stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
 
 

@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
-from platform_runtime.requirements import Requirements, conflicts, evaluate
+import pytest
+from platform_runtime.claims import PHASES, Requirements, conflicts, evaluate
+
+
+def phases(kind: str, **changes) -> dict:
+    record = {"tensor_devices": [kind], "on_device": True, "synchronized": True, "allocated_bytes": 4096,
+              "resident_bytes": 8192}
+    return {name: {**record, **changes.get(name, {})} for name in PHASES}
+
 
 CPU_DEVICE = {"type": "cpu", "resolved": "cpu", "ran_on": ["cpu"], "peak_allocated_bytes": None}
-CUDA_DEVICE = {"type": "cuda", "resolved": "cuda:0", "ran_on": ["cuda"], "peak_allocated_bytes": 1 << 20}
+CUDA_DEVICE = {"type": "cuda", "resolved": "cuda:0", "ran_on": ["cuda"], "peak_allocated_bytes": 1 << 20,
+               "phases": phases("cuda")}
+ROCM_DEVICE = {**CUDA_DEVICE, "type": "rocm", "ran_on": ["rocm"], "phases": phases("rocm")}
+# A fake MPS run (no Mac here): the judge's input as a passing MPS worker would report it.
+FAKE_MPS_DEVICE = {"type": "mps", "resolved": "mps", "ran_on": ["mps"], "peak_allocated_bytes": 4096,
+                   "phases": phases("mps")}
 EXT4 = {"type": "ext4", "method": "linux-mountinfo-mnt-id", "nfs_version": None}
 NFS4 = {"type": "nfs4", "method": "linux-mountinfo-mnt-id", "nfs_version": "4.2"}
 NTFS = {"type": "ntfs", "method": "win32-GetVolumeInformationW", "drive_type": "fixed"}
@@ -22,15 +35,44 @@ def test_no_conflict_for_a_satisfiable_set():
 def test_cuda_holds_only_when_the_work_ran_and_allocated_on_cuda():
     assert verdict(["cuda"], dev=CUDA_DEVICE)[0]["ok"] is True
     assert verdict(["cuda"], dev=CPU_DEVICE)[0]["ok"] is False
-    assert verdict(["cuda"], dev={**CUDA_DEVICE, "peak_allocated_bytes": 0})[0]["ok"] is False
     assert verdict(["cuda"], dev={**CUDA_DEVICE, "ran_on": ["cpu", "cuda"]})[0]["ok"] is False
     assert verdict(["cuda"], dev=CUDA_DEVICE, ok=False)[0]["ok"] is False
 
 
+@pytest.mark.parametrize("phase, change, words", [
+    ("matmul", {"allocated_bytes": 0}, "allocated nothing"),
+    ("training", {"allocated_bytes": None}, "allocated nothing"),
+    ("checkpoint_load", {"allocated_bytes": 0}, "allocated nothing"),
+    ("checkpoint_save", {"resident_bytes": 0}, "no memory resident"),
+    ("training", {"tensor_devices": ["cpu", "cuda"], "on_device": False}, "not only on cuda"),
+    ("checkpoint_save", {"synchronized": False}, "not synchronized"),
+])
+def test_cuda_is_proven_phase_by_phase(phase, change, words):
+    # The start-up probe's allocation no longer carries the claim: each phase must show its own.
+    refused = verdict(["cuda"], dev={**CUDA_DEVICE, "phases": phases("cuda", **{phase: change})})[0]
+    assert refused["ok"] is False and phase in refused["reason"] and words in refused["reason"]
+    missing = {k: v for k, v in CUDA_DEVICE["phases"].items() if k != phase}
+    assert verdict(["cuda"], dev={**CUDA_DEVICE, "phases": missing})[0]["ok"] is False
+
+
+def test_rocm_is_named_rocm_and_does_not_satisfy_cuda():
+    assert verdict(["rocm"], dev=ROCM_DEVICE)[0]["ok"] is True
+    refused = verdict(["cuda"], dev=ROCM_DEVICE)[0]
+    assert refused["ok"] is False and "ROCm" in refused["reason"]
+    assert verdict(["rocm"], dev=CUDA_DEVICE)[0]["ok"] is False
+    assert conflicts(Requirements(("rocm",), None, None), "cuda:0") == []
+
+
 def test_mps_holds_only_on_mps():
-    mps = {"type": "mps", "resolved": "mps", "ran_on": ["mps"], "peak_allocated_bytes": 4096}
-    assert verdict(["mps"], dev=mps, system="Darwin")[0]["ok"] is True
-    assert verdict(["mps"], dev={**mps, "peak_allocated_bytes": 0}, system="Darwin")[0]["ok"] is False
+    assert verdict(["mps"], dev=FAKE_MPS_DEVICE, system="Darwin")[0]["ok"] is True
+    assert verdict(["mps"], dev={**FAKE_MPS_DEVICE, "phases": phases("mps", matmul={"resident_bytes": 0})},
+                   system="Darwin")[0]["ok"] is False
+
+
+def test_mps_fallback_in_the_environment_fails_require_mps_saying_so():
+    refused = evaluate(Requirements(("mps",), None, None), "Darwin", FAKE_MPS_DEVICE, True, EXT4,
+                       {"PYTORCH_ENABLE_MPS_FALLBACK": True})[0]
+    assert refused["ok"] is False and "PYTORCH_ENABLE_MPS_FALLBACK is set" in refused["reason"]
 
 
 def test_nfs_holds_only_for_an_nfs_mount_found_in_mountinfo():
