@@ -43,6 +43,12 @@ def test_cpu_gate_passes_with_every_check_and_binds_its_sources(tmp_path):
     append = result["checks"]["jsonl_append"]
     assert append["valid_records"] == append["expected_records"] == 1600
     assert append["method"] == "fcntl-lockf-exclusive"
+    assert append["lock_probe"]["refused_while_held"] is True and append["lock_probe"]["acquired_after_release"] is True
+    stages = result["checks"]["failing_writer"]["stages"]
+    assert set(stages) == {"before-data", "partial-write", "fsync", "replace"}
+    assert all(s["raised"] and s["old_file_intact"] and s["temp_files_left"] == 0 for s in stages.values())
+    assert set(result["device"]["phases"]) == {"matmul", "training", "checkpoint_save", "checkpoint_load"}
+    assert all(p["tensor_devices"] == ["cpu"] and p["synchronized"] for p in result["device"]["phases"].values())
     assert result["workspace_cleanup"]["status"] == "cleaned" and list(work.iterdir()) == []
     assert result["filesystem"]["method"] == "linux-mountinfo-mnt-id" and result["filesystem"]["type"]
     # The result names the exact bytes that ran.
@@ -117,6 +123,8 @@ def test_unavailable_backend_fails_the_requirement(gate, requirement):
     ("torn-line", "jsonl_append", "torn or foreign"),
     ("duplicated-line", "jsonl_append", "1 record(s) duplicated"),
     ("appender-crashes", "jsonl_append", "writer process(es) failed"),
+    ("lock-noop", "jsonl_append", "did not exclude another process"),
+    ("replace-unlinks-first", "concurrent_replace", "found the file missing"),
     ("cleanup-does-nothing", "workspace_cleanup", "still exists"),
 ])
 def test_each_broken_property_fails_its_check(gate, fault, check, words):

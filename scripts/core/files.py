@@ -28,10 +28,6 @@ TEMP_SUFFIX = ".tmp"
 CHUNK = 1 << 20  # hash in 1 MiB blocks: checkpoints and artifacts can be larger than memory allows
 
 
-class InjectedWriteFailure(RuntimeError):
-    """Raised by atomic_write_bytes(fail_after=...) to prove what a writer dying mid-write leaves behind."""
-
-
 @dataclass
 class RetryCounter:
     sharing_violations: int = 0
@@ -88,9 +84,8 @@ def fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def atomic_write_bytes(path: Path | str, data: bytes, *, counter: RetryCounter | None = None,
-                       fail_after: int | None = None) -> None:
-    """Replace path with data atomically. fail_after=N writes N bytes of the temp file, then raises."""
+def atomic_write_bytes(path: Path | str, data: bytes, *, counter: RetryCounter | None = None) -> None:
+    """Replace path with data atomically: the old file stays whole whatever step fails."""
     path = Path(path)
     directory = path.parent
     fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=directory)
@@ -100,10 +95,6 @@ def atomic_write_bytes(path: Path | str, data: bytes, *, counter: RetryCounter |
             os.umask(umask)
             os.fchmod(fd, 0o666 & ~umask)
         with os.fdopen(fd, "wb") as handle:
-            if fail_after is not None:
-                handle.write(data[:fail_after])
-                handle.flush()
-                raise InjectedWriteFailure(f"writer failed after {fail_after} of {len(data)} bytes")
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
