@@ -9,6 +9,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -88,11 +89,20 @@ def test_conflicting_requirements_are_refused_with_exit_2_and_a_failed_result(ga
 
 @pytest.mark.parametrize("args", [["--device", "gpu"], ["--timeout", "-3"], ["--require", "solaris"],
                                   ["--require-filesystem", "../etc"]])
-def test_invalid_arguments_exit_2_with_a_message_and_no_traceback(gate, args):
+def test_invalid_arguments_exit_2_with_a_message_no_traceback_and_a_failed_result(gate, args):
     run = gate(*args)
     assert run.returncode == 2
     assert "error:" in run.stderr and "Traceback" not in run.stderr
-    assert run.result is None  # nothing was measured, nothing is written
+    # --output could be read, so the result is written: nothing ran, and it says why.
+    assert run.result["ok"] is False and run.result["exit_code"] == 2 and run.result["checks"] == {}
+    assert run.result["failures"] == [f"invalid arguments: {run.result['usage_error']}"]
+    assert "Traceback" not in run.output.read_text(encoding="utf-8")
+
+
+def test_an_output_option_without_a_value_writes_nothing_and_exits_2(tmp_path):
+    completed = subprocess.run([sys.executable, "-B", str(SCRIPTS / "platform_runtime_check.py"), "--output"],
+                               cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert completed.returncode == 2 and "Traceback" not in completed.stderr and list(tmp_path.iterdir()) == []
 
 
 def test_missing_work_dir_is_a_usage_error_with_a_failed_result(gate, tmp_path):
@@ -145,13 +155,32 @@ def test_cleanup_past_its_deadline_fails_explicitly(gate):
     assert time.monotonic() - started < 60
 
 
-def test_a_hung_check_is_killed_at_the_global_timeout(gate):
+def test_a_hung_check_is_killed_at_the_global_timeout_and_the_workspace_still_cleaned(gate, tmp_path):
     started = time.monotonic()
     run = gate("--device", "cpu", "--timeout", "12", fault="device-hangs")
     assert run.returncode == 3 and run.result["ok"] is False
     assert "did not finish within" in run.result["checks"]["device_compute"]["reason"]
     assert "--timeout" in run.result["checks"]["device_compute"]["reason"]
     assert time.monotonic() - started < 45
+    # The cleanup has its own deadline, which the global one does not cut: the exit-3 result says it ran.
+    assert run.result["workspace_cleanup"]["status"] == "cleaned"
+    assert run.result["workspace_cleanup"]["after_global_timeout"] is True
+    assert not list(tmp_path.glob("platform-runtime-*"))
+
+
+def test_a_child_that_cannot_be_reaped_is_abandoned_and_named_within_the_deadline(gate, tmp_path):
+    pidfile = tmp_path / "escaped.pid"
+    started = time.monotonic()
+    try:
+        run = gate("--device", "cpu", "--timeout", "8", fault="device-escapes-holding-output",
+                   env={"PLATFORM_RUNTIME_FAULT_PIDFILE": str(pidfile)})
+        elapsed = time.monotonic() - started
+    finally:
+        if pidfile.exists():
+            os.kill(int(pidfile.read_text()), signal.SIGKILL)
+    assert run.returncode == 3 and elapsed < 30
+    device = run.result["checks"]["device_compute"]
+    assert device["abandoned"] is True and "abandoned" in device["reason"]
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from platform_runtime.isolation import WORKER_FLAGS
 
-KILL_GRACE_S = 5.0
+KILL_GRACE_S = 3.0
 PACKAGE_DIR = Path(__file__).resolve().parent
 
 

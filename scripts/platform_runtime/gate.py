@@ -262,3 +262,12 @@ class Gate:
 
 def run(options: Options) -> dict:
     return Gate(options).run()
+
+
+def usage_result(message: str) -> dict:
+    """The result for arguments that could not be parsed: nothing ran; `arguments` holds the defaults."""
+    result = skeleton(Options(), "auto")
+    sources, _ = hash_sources()
+    result.update(exit_code=EXIT_USAGE, failures=[f"invalid arguments: {message}"], usage_error=message,
+                  source={"files": sources, "git": git_state(REPO_ROOT)})
+    return result

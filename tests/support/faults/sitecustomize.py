@@ -48,6 +48,18 @@ if ROLE == "device" and FAULT == "device-hangs":
     import time
 
     time.sleep(3600)
+elif ROLE == "device" and FAULT == "device-escapes-holding-output":
+    # Stands in for a process the kill cannot reap in time (uninterruptible sleep on a hung NFS mount): a
+    # grandchild leaves the process group and keeps the worker's output open.
+    import time
+
+    if os.fork() == 0:
+        os.setsid()
+        with open(os.environ["PLATFORM_RUNTIME_FAULT_PIDFILE"], "w") as handle:
+            handle.write(str(os.getpid()))
+        time.sleep(3600)
+        os._exit(0)
+    time.sleep(3600)
 elif ROLE == "device" and FAULT == "device-crashes":
     import signal
 
