@@ -19,6 +19,11 @@ from core.files import sha256_file
 from platform_runtime.sources import GATE_SOURCES
 
 CHECKS = {"device_compute", "failing_writer", "concurrent_replace", "jsonl_append", "workspace_cleanup"}
+POSIX_ONLY = pytest.mark.skipif(os.name != "posix", reason="POSIX signals, fork, fcntl or pgrep; not on Windows")
+# What this platform's file-system evidence and lock are (the gate chooses them by platform, not by name).
+EXPECTED_METHODS = {"linux": ("linux-mountinfo-mnt-id", "fcntl-lockf-exclusive"),
+                    "darwin": ("darwin-statfs", "fcntl-lockf-exclusive"),
+                    "win32": ("win32-GetVolumeInformationW", "msvcrt-locking-lockfile")}
 
 
 def test_cpu_gate_passes_with_every_check_and_binds_its_sources(tmp_path):
@@ -43,7 +48,8 @@ def test_cpu_gate_passes_with_every_check_and_binds_its_sources(tmp_path):
     assert replace["distinct_versions_seen"] >= 10
     append = result["checks"]["jsonl_append"]
     assert append["valid_records"] == append["expected_records"] == 1600
-    assert append["method"] == "fcntl-lockf-exclusive"
+    fs_method, lock_method = EXPECTED_METHODS[sys.platform]
+    assert append["method"] == lock_method
     assert append["lock_probe"]["refused_while_held"] is True and append["lock_probe"]["acquired_after_release"] is True
     stages = result["checks"]["failing_writer"]["stages"]
     assert set(stages) == {"before-data", "partial-write", "fsync", "replace"}
@@ -51,7 +57,7 @@ def test_cpu_gate_passes_with_every_check_and_binds_its_sources(tmp_path):
     assert set(result["device"]["phases"]) == {"matmul", "training", "checkpoint_save", "checkpoint_load"}
     assert all(p["tensor_devices"] == ["cpu"] and p["synchronized"] for p in result["device"]["phases"].values())
     assert result["workspace_cleanup"]["status"] == "cleaned" and list(work.iterdir()) == []
-    assert result["filesystem"]["method"] == "linux-mountinfo-mnt-id" and result["filesystem"]["type"]
+    assert result["filesystem"]["method"] == fs_method and result["filesystem"]["type"]
     # The result names the exact bytes that ran.
     assert set(result["source"]["files"]) == set(GATE_SOURCES)
     for path, digest in result["source"]["files"].items():
@@ -125,7 +131,7 @@ def test_unavailable_backend_fails_the_requirement(gate, requirement):
     ("matmul-wrong", "device_compute", "differs from the known answer"),
     ("cannot-allocate", "device_compute", "out of memory at stage allocate"),
     ("loss-nan", "device_compute", "not finite"),
-    ("device-crashes", "device_compute", "by signal SIGKILL"),
+    pytest.param("device-crashes", "device_compute", "by signal SIGKILL", marks=POSIX_ONLY),
     ("writer-in-place", "failing_writer", "the old file"),
     ("temp-left-behind", "failing_writer", "temporary sibling"),
     ("replace-not-atomic", "concurrent_replace", "partial or unparsable"),
@@ -133,8 +139,8 @@ def test_unavailable_backend_fails_the_requirement(gate, requirement):
     ("torn-line", "jsonl_append", "torn or foreign"),
     ("duplicated-line", "jsonl_append", "1 record(s) duplicated"),
     ("appender-crashes", "jsonl_append", "writer process(es) failed"),
-    ("lock-noop", "jsonl_append", "did not exclude another process"),
-    ("replace-unlinks-first", "concurrent_replace", "found the file missing"),
+    pytest.param("lock-noop", "jsonl_append", "did not exclude another process", marks=POSIX_ONLY),
+    pytest.param("replace-unlinks-first", "concurrent_replace", "found the file missing", marks=POSIX_ONLY),
     ("cleanup-does-nothing", "workspace_cleanup", "still exists"),
 ])
 def test_each_broken_property_fails_its_check(gate, fault, check, words):
@@ -168,6 +174,7 @@ def test_a_hung_check_is_killed_at_the_global_timeout_and_the_workspace_still_cl
     assert not list(tmp_path.glob("platform-runtime-*"))
 
 
+@POSIX_ONLY
 def test_a_child_that_cannot_be_reaped_is_abandoned_and_named_within_the_deadline(gate, tmp_path):
     pidfile = tmp_path / "escaped.pid"
     started = time.monotonic()
@@ -183,6 +190,7 @@ def test_a_child_that_cannot_be_reaped_is_abandoned_and_named_within_the_deadlin
     assert device["abandoned"] is True and "abandoned" in device["reason"]
 
 
+@POSIX_ONLY
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_interrupted_gate_kills_its_children_and_still_writes_a_failed_result(tmp_path, signum):
     output = tmp_path / "result.json"
