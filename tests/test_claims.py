@@ -106,3 +106,39 @@ def test_github_run_is_recorded_field_by_field_and_only_inside_actions():
     assert facts["run_id"] == "33304800747" and facts["run_attempt"] == "2" and facts["job_id"] == "99239323612"
     text = repr(facts)
     assert "ghs_secret" not in text and "private-box" not in text and "/home/someone" not in text
+
+
+# The device block of a real result: NVIDIA H200, torch 2.11.0+cu130, from the gate before per-phase proof
+# (lent machine, 2026-11-30). Its only memory evidence is one cumulative peak since process start.
+H200_BEFORE_PHASES = {"requested": "cuda", "resolved": "cuda:0", "type": "cuda", "ran_on": ["cuda"],
+                      "peak_allocated_bytes": 68172288,
+                      "torch": {"version": "2.11.0+cu130", "cuda": "13.0", "hip": None},
+                      "cuda": {"backend": "cuda", "available": True, "capability": "9.0", "name": "NVIDIA H200"}}
+
+
+def test_a_cumulative_peak_alone_no_longer_proves_cuda():
+    refused = verdict(["cuda"], dev=H200_BEFORE_PHASES)[0]
+    assert refused["ok"] is False and "phase matmul was not measured" in refused["reason"]
+    assert verdict(["cuda"], dev={**H200_BEFORE_PHASES, "phases": phases("cuda")})[0]["ok"] is True
+
+
+def test_the_kernel_driver_version_is_read_as_nvidia_smi_shows_it():
+    from platform_runtime.device_worker import kernel_driver_version
+
+    text = ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  "
+            "(dvs-builder@U22-I3-AF03-09-1)  Thu Oct 30 2026\nGCC version:  gcc version 13.3.0\n")
+    assert kernel_driver_version(text) == "580.159.04"
+    assert kernel_driver_version("NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.14  Tue\n") == "550.54.14"
+    assert kernel_driver_version("") is None
+
+
+def test_the_build_decides_which_device_claims_are_possible():
+    from platform_runtime.torch_build import build_supports, cross_check
+
+    h200 = {"version": "2.11.0+cu130", "cuda": "13.0", "hip": None, "backend_libraries": ["libtorch_cuda.so"]}
+    assert build_supports(h200, "cuda") is None and "ROCm" in build_supports(h200, "rocm")
+    cpu = {"version": "2.13.0+cpu", "cuda": None, "hip": None, "backend_libraries": []}
+    assert "without CUDA" in build_supports(cpu, "cuda")
+    assert "macOS" in build_supports(cpu, "mps", system="Linux")
+    assert cross_check(h200, H200_BEFORE_PHASES["torch"], "cuda") == []
+    assert cross_check(cpu, H200_BEFORE_PHASES["torch"], "cuda")  # the worker's torch is not the installed one

@@ -122,10 +122,25 @@ def _runtime_version(torch) -> int:
     return int(value[-1] if isinstance(value, tuple) else value)
 
 
+def kernel_driver_version(text: str) -> str | None:
+    """The NVIDIA kernel module's version (what nvidia-smi calls the driver) from /proc/driver/nvidia/version."""
+    match = re.search(r"Kernel Module(?: for [\w-]+)?\s+(\d+(?:\.\d+)+)", text)
+    return match.group(1) if match else None
+
+
+def _read_kernel_driver() -> str | None:
+    try:
+        return kernel_driver_version(Path("/proc/driver/nvidia/version").read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return None
+
+
 def cuda_versions(torch) -> dict:
-    """Driver and runtime versions as the CUDA/HIP runtime reports them (ints such as 12080)."""
+    """Driver and runtime versions: the CUDA driver API and runtime versions as ints (13000 is 13.0), and
+    on Linux the kernel driver's version string (580.159.04)."""
     return {"driver_version": _guarded(lambda: int(torch._C._cuda_getDriverVersion())),
-            "runtime_version": _guarded(lambda: _runtime_version(torch))}
+            "runtime_version": _guarded(lambda: _runtime_version(torch)),
+            "kernel_driver": _read_kernel_driver()}
 
 
 def resolve(torch, requested: str) -> tuple[str | None, str | None, dict | None, dict | None]:
