@@ -379,7 +379,7 @@ def cleanup(workspace: Path) -> dict:
             "sharing_retries": counter.sharing_violations}
 
 
-def main(argv: list[str]) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="mode", required=True)
     p = sub.add_parser("probe")
@@ -412,28 +412,26 @@ def main(argv: list[str]) -> int:
     p.add_argument("records", type=int)
     sub.add_parser("lock-attempt").add_argument("target", type=Path)
     sub.add_parser("cleanup").add_argument("workspace", type=Path)
-    args = parser.parse_args(argv)
+    return parser
 
-    if args.mode == "probe":
-        result = probe(args.work_dir, args.workspace_name)
-    elif args.mode == "failing-writer":
-        result = failing_writer(args.workspace)
-    elif args.mode == "replace":
-        result = concurrent_replace(args.workspace, args.writers, args.replaces, args.readers, args.min_versions,
-                                    args.tolerate_missing)
-    elif args.mode == "replace-writer":
-        result = replace_writer(args.target, args.writer, args.replaces)
-    elif args.mode == "replace-reader":
-        result = replace_reader(args.target, args.stop, args.max_seconds, args.tolerate_missing)
-    elif args.mode == "append":
-        result = concurrent_append(args.workspace, args.writers, args.records)
-    elif args.mode == "append-writer":
-        result = append_writer(args.target, args.writer, args.records)
-    elif args.mode == "lock-attempt":
-        result = lock_attempt(args.target)
-    else:
-        result = cleanup(args.workspace)
-    emit(result)
+
+MODES = {
+    "probe": lambda a: probe(a.work_dir, a.workspace_name),
+    "failing-writer": lambda a: failing_writer(a.workspace),
+    "replace": lambda a: concurrent_replace(a.workspace, a.writers, a.replaces, a.readers, a.min_versions,
+                                            a.tolerate_missing),
+    "replace-writer": lambda a: replace_writer(a.target, a.writer, a.replaces),
+    "replace-reader": lambda a: replace_reader(a.target, a.stop, a.max_seconds, a.tolerate_missing),
+    "append": lambda a: concurrent_append(a.workspace, a.writers, a.records),
+    "append-writer": lambda a: append_writer(a.target, a.writer, a.records),
+    "lock-attempt": lambda a: lock_attempt(a.target),
+    "cleanup": lambda a: cleanup(a.workspace),
+}
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    emit(MODES[args.mode](args))
     return 0
 
 
