@@ -174,6 +174,14 @@ def test_a_hung_check_is_killed_at_the_global_timeout_and_the_workspace_still_cl
     assert not list(tmp_path.glob("platform-runtime-*"))
 
 
+def test_a_probe_that_hangs_after_making_the_workspace_still_gets_it_removed(gate, tmp_path):
+    run = gate("--device", "cpu", "--timeout", "6", fault="probe-hangs-after-mkdir")
+    assert run.returncode == 3 and run.result["ok"] is False
+    cleanup = run.result["workspace_cleanup"]
+    assert cleanup["status"] == "cleaned" and cleanup["after_global_timeout"] is True
+    assert not list(tmp_path.glob("platform-runtime-*"))
+
+
 @POSIX_ONLY
 def test_a_child_that_cannot_be_reaped_is_abandoned_and_named_within_the_deadline(gate, tmp_path):
     pidfile = tmp_path / "escaped.pid"

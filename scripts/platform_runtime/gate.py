@@ -159,6 +159,7 @@ class Gate:
         refused = self._probe(result, failures, device, workspace_name)
         if refused is not None:
             return refused
+        result["workspace_cleanup"]["workspace"] = workspace_name
         outcomes = self._run_parallel(device, workspace, result["filesystem"].get("type") in NFS_TYPES)
         for outcome in outcomes:
             self._record(result, failures, outcome)
@@ -175,12 +176,14 @@ class Gate:
         payload = probe.payload or {}
         if payload.get("ok"):
             result["filesystem"] = payload["filesystem"]
-            result["workspace_cleanup"]["workspace"] = workspace_name
             return None
         self.kill_all()
         self._collect(device)
         failures.append(self._reason(probe) if probe.failure() else scrub(payload.get("reason") or "probe failed",
                                                                           self.private))
+        if probe.timed_out:  # it may have made the workspace before it hung: try to remove it, or name it
+            result["workspace_cleanup"]["workspace"] = workspace_name
+            self._cleanup(result, self.options.work_dir / workspace_name, failures, probe.global_deadline)
         if probe.global_deadline:
             return EXIT_TIMEOUT
         return EXIT_USAGE if payload.get("usage_error") else EXIT_FAILED

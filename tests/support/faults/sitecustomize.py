@@ -66,6 +66,18 @@ elif ROLE == "device" and FAULT == "device-crashes":
     os.kill(os.getpid(), signal.SIGKILL)
 elif ROLE == "device" and FAULT:
     _torch_faults()
+elif ROLE == "probe" and FAULT == "probe-hangs-after-mkdir":
+    # The probe makes the workspace, then hangs (a stuck mount): the global timeout must not leave it behind.
+    import pathlib
+    import time
+
+    real_mkdir = pathlib.Path.mkdir
+
+    def mkdir(self, *args, **kwargs):
+        real_mkdir(self, *args, **kwargs)
+        time.sleep(3600)
+
+    pathlib.Path.mkdir = mkdir
 elif ROLE == "failing-writer" and FAULT == "writer-in-place":
     # The "temporary" file is the target itself: a writer that dies mid-write destroys the old file.
     import tempfile
