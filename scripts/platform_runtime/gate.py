@@ -226,8 +226,8 @@ class Gate:
             check.update(details)
             check["ok"] = outcome.payload.get("ok") is True and not problems
         if not check["ok"]:
-            check["reason"] = "; ".join(problems) if problems and outcome.payload.get("ok") is True \
-                else self._reason(outcome)
+            worker_ok = outcome.payload is not None and outcome.payload.get("ok") is True
+            check["reason"] = "; ".join(problems + ([] if worker_ok else [self._reason(outcome)]))
             failures.append(f"{outcome.name}: {check['reason']}")
         result["checks"][outcome.name] = check
 
