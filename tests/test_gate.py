@@ -67,6 +67,9 @@ def test_cpu_gate_passes_with_every_check_and_binds_its_sources(tmp_path):
     assert {r["role"] for r in records} >= {"device", "probe", "replace-writer", "replace-reader", "append-writer",
                                            "cleanup", "failing-writer"}
     assert [r["role"] for r in records if r["torch"]] == ["device"]
+    # This run's interpreter is the fault venv: its site-packages sitecustomize does reach the isolated
+    # workers (what -I cannot keep out), and the result says so.
+    assert result["isolation"]["device_worker_loaded"] == ["sitecustomize"]
 
 
 def test_result_names_no_local_path_host_or_user(gate, tmp_path):

@@ -47,6 +47,7 @@ def test_a_sitecustomize_on_pythonpath_cannot_rewrite_a_worker_report_and_is_nam
     assert run.returncode == 0, run.stderr
     assert run.result["checks"]["device_compute"]["ok"] is True and "FORGED" not in text
     assert {"PYTHONPATH", "PYTHONSTARTUP", "sitecustomize"} <= set(run.result["isolation"]["present"])
+    assert run.result["isolation"]["device_worker_loaded"] == []  # present for the gate, absent in its worker
     assert str(evil) not in text  # named, never valued
 
 

@@ -441,7 +441,9 @@ def problems_of(report: dict, kind: str) -> list[str]:
 
 def run(requested: str, workspace: Path, site_dir: str | None = None) -> dict:
     stage = Stage()
-    report: dict = {"ok": False, "stage": "import", "reason": None, "resolved": None, "type": None}
+    report: dict = {"ok": False, "stage": "import", "reason": None, "resolved": None, "type": None,
+                    # What start-up code reached this isolated process (the interpreter's own site-packages).
+                    "startup_modules": sorted(m for m in ("sitecustomize", "usercustomize") if m in sys.modules)}
     started = time.monotonic()
     try:
         torch = import_torch(site_dir)

@@ -219,6 +219,7 @@ class Gate:
                 # The worker's word is checked against the installed build, whatever it said.
                 problems = torch_build.cross_check(self.build, details.get("torch"), details.get("type"))
                 result["device"]["build_cross_check"] = problems
+                result["isolation"]["device_worker_loaded"] = details.get("startup_modules")
                 details = {k: details.get(k) for k in ("stage", "matmul", "training", "checkpoint", "ran_on",
                                                        "peak_allocated_bytes", "phases")}
             details.pop("ok", None)
