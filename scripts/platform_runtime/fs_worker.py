@@ -66,7 +66,10 @@ def collect_role(process: subprocess.Popen, timeout: float = ROLE_TIMEOUT_S) -> 
         stdout, _ = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         process.kill()
-        process.communicate()
+        try:
+            process.communicate(timeout=5)
+        except subprocess.TimeoutExpired:  # unkillable for now (uninterruptible sleep): abandoned, not awaited
+            return RoleFailure(f"no result within {timeout:.0f} s, and it did not exit when killed (abandoned)")
         return RoleFailure(f"no result within {timeout:.0f} s")
     lines = [line for line in stdout.decode("utf-8", "replace").splitlines() if line.strip()]
     try:
