@@ -5,7 +5,9 @@ works on this runner's device and on the work dir's file system.
 Exit codes: 0 every check passed and every requirement held; 1 a check failed or a requirement did not
 hold; 2 invalid arguments or conflicting requirements; 3 the global --timeout expired; 130 interrupted.
 With --output the JSON result (schemas/platform-runtime-result.schema.json) is written atomically in every
-one of those cases. The JSON is also printed on stdout; a short summary goes to stderr.
+one of those cases, invalid arguments included, whenever the --output value itself could be read (it is
+not written when --output has no value or the file cannot be written). The JSON is also printed on stdout
+(not for invalid arguments); a short summary goes to stderr.
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from core.files import encode_json  # noqa: E402
 from platform_runtime import gate  # noqa: E402
-from platform_runtime.requirements import DEVICE_TYPES, PLATFORMS, Requirements  # noqa: E402
-from platform_runtime.result import EXIT_USAGE, encode, write  # noqa: E402
+from platform_runtime.claims import DEVICE_TYPES, PLATFORMS, Requirements  # noqa: E402
+from platform_runtime.result import EXIT_USAGE, write  # noqa: E402
 
 DEVICE_PATTERN = re.compile(r"^(auto|cpu|mps|cuda(:\d{1,2})?)$")
 
@@ -71,6 +74,26 @@ def build_parser() -> Parser:
     return parser
 
 
+def output_of(argv: list[str] | None) -> Path | None:
+    """The --output value alone, read the way the full parser would read it; None when it cannot be."""
+    parser = Parser(add_help=False)
+    parser.add_argument("--output", type=Path)
+    try:
+        known, _ = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
+    except UsageError:
+        return None
+    return known.output
+
+
+def write_output(path: Path, result: dict) -> bool:
+    try:
+        write(path, result)
+    except OSError as exc:
+        print(f"platform_runtime_check.py: error: cannot write --output: {exc.strerror}", file=sys.stderr)
+        return False
+    return True
+
+
 def summary(result: dict) -> str:
     lines = [f"platform runtime gate: {'PASS' if result['ok'] else 'FAIL'} (exit {result['exit_code']}), "
              f"device {result['device'].get('resolved') or '-'}, file system {result['filesystem'].get('type') or '-'}"]
@@ -85,12 +108,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
     except UsageError as exc:
-        print(f"platform_runtime_check.py: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return usage_error(str(exc), output_of(argv))
     if args.require_filesystem is not None and not re.fullmatch(r"[A-Za-z0-9_.-]{1,32}", args.require_filesystem):
-        print("platform_runtime_check.py: error: --require-filesystem must be a file-system type name",
-              file=sys.stderr)
-        return EXIT_USAGE
+        return usage_error("--require-filesystem must be a file-system type name", args.output)
     options = gate.Options(
         device=args.device,
         requirements=Requirements(tuple(dict.fromkeys(args.require)), args.require_device, args.require_filesystem),
@@ -104,15 +124,18 @@ def main(argv: list[str] | None = None) -> int:
     if hasattr(signal, "SIGTERM"):
         signal.signal(signal.SIGTERM, terminate)
     result = gate.run(options)
-    sys.stdout.write(encode(result).decode("utf-8"))
+    sys.stdout.write(encode_json(result).decode("utf-8"))
     print(summary(result), file=sys.stderr)
-    if args.output is not None:
-        try:
-            write(args.output, result)
-        except OSError as exc:
-            print(f"platform_runtime_check.py: error: cannot write --output: {exc.strerror}", file=sys.stderr)
-            return EXIT_USAGE if result["exit_code"] == 0 else result["exit_code"]
+    if args.output is not None and not write_output(args.output, result):
+        return EXIT_USAGE if result["exit_code"] == 0 else result["exit_code"]
     return result["exit_code"]
+
+
+def usage_error(message: str, output: Path | None) -> int:
+    print(f"platform_runtime_check.py: error: {message}", file=sys.stderr)
+    if output is not None:
+        write_output(output, gate.usage_result(message))
+    return EXIT_USAGE
 
 
 if __name__ == "__main__":

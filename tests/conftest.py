@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
+import sysconfig
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -37,17 +41,46 @@ class GateRun:
         self.output = output
 
 
+_FAULT_VENV: list[Path] = []
+
+
+def fault_python() -> Path:
+    """The python of a throw-away venv whose site-packages loads tests/support/faults/sitecustomize.py.
+
+    The gate's workers run isolated (python -I), so PYTHONPATH no longer reaches them; an interpreter's own
+    site-packages does. This venv's .pth adds the faults folder and this venv's torch, so the faults enter
+    every process from outside the project's code, as an installed package would. Made once per session.
+    """
+    if not _FAULT_VENV:
+        root = Path(tempfile.mkdtemp(prefix="gate-faults-"))
+        atexit.register(shutil.rmtree, root, True)
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root / "venv")], check=True,
+                       capture_output=True, timeout=120)
+        python = root / "venv" / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+        purelib = subprocess.run([str(python), "-I", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                 check=True, capture_output=True, text=True, timeout=60).stdout.strip()
+        Path(purelib, "gate_faults.pth").write_text(f"{FAULTS}\n{sysconfig.get_paths()['purelib']}\n",
+                                                     encoding="utf-8")
+        _FAULT_VENV.append(python)
+    return _FAULT_VENV[0]
+
+
 def run_gate(tmp_path: Path, *args: str, fault: str | None = None, cwd: Path | None = None,
-             timeout: float = 300) -> GateRun:
-    """Run scripts/platform_runtime_check.py as a user would; validate whatever result it writes."""
+             timeout: float = 300, env: dict[str, str] | None = None) -> GateRun:
+    """Run scripts/platform_runtime_check.py as a user would; validate whatever result it writes.
+
+    fault: the name of a fault (tests/support/faults/sitecustomize.py) to inject into the gate's processes;
+    "" runs the fault venv with no fault (for the audit records). env: extra environment variables.
+    """
     output = tmp_path / f"result-{len(list(tmp_path.glob('result-*.json')))}.json"
-    env = dict(os.environ)
+    env = {**os.environ, **(env or {})}
     env.pop("GITHUB_ACTIONS", None)
-    if fault:
-        env["PYTHONPATH"] = str(FAULTS) + os.pathsep + env.get("PYTHONPATH", "")
+    python = Path(sys.executable)
+    if fault is not None:
+        python = fault_python()
         env["PLATFORM_RUNTIME_FAULT"] = fault
     completed = subprocess.run(
-        [sys.executable, "-B", str(SCRIPTS / "platform_runtime_check.py"), *args, "--output", str(output)],
+        [str(python), "-B", str(SCRIPTS / "platform_runtime_check.py"), *args, "--output", str(output)],
         cwd=cwd or tmp_path, env=env, capture_output=True, text=True, timeout=timeout)
     result = json.loads(output.read_text(encoding="utf-8")) if output.exists() else None
     if result is not None:

@@ -2,23 +2,48 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
 
 import pytest
 from conftest import SCRIPTS
-from platform_runtime.atomic import InjectedWriteFailure, atomic_write_bytes
+from core.files import (
+    CHUNK,
+    atomic_write_json,
+    encode_json,
+    sha256_bytes,
+    sha256_file,
+)
+from platform_runtime.fs_worker import FAILURE_STAGES, failing_stage
 from platform_runtime.jsonl import record_line, verify_records
 from platform_runtime.sources import GATE_SOURCES, REPO_ROOT
 
 
-def test_atomic_writer_failing_mid_write_keeps_the_old_bytes_and_no_temp(tmp_path):
-    target = tmp_path / "state.json"
-    atomic_write_bytes(target, b"old")
-    with pytest.raises(InjectedWriteFailure):
-        atomic_write_bytes(target, b"new content", fail_after=4)
-    assert target.read_bytes() == b"old" and [p.name for p in tmp_path.iterdir()] == ["state.json"]
+@pytest.mark.parametrize("stage", FAILURE_STAGES)
+def test_atomic_writer_failing_at_each_stage_keeps_the_old_bytes_and_no_temp(tmp_path, stage):
+    facts = failing_stage(tmp_path, stage)
+    assert facts["raised"] == "OSError" and facts["old_file_intact"] is True and facts["temp_files_left"] == 0
+    assert [p.name for p in tmp_path.iterdir()] == [f"state-{stage}.json"]
+    # The failure struck where it says: nothing written, half written, or everything written but not durable.
+    size = len(json.dumps({"version": 2, "payload": "n" * 4096}))
+    assert facts["temp_bytes_at_failure"] == {"before-data": 0, "partial-write": size // 2}.get(stage, size)
+
+
+def test_sha256_file_matches_hashlib_across_block_boundaries(tmp_path):
+    data = bytes(range(256)) * (CHUNK // 256 * 2 + 3)  # more than two blocks, not a multiple of one
+    (tmp_path / "big").write_bytes(data)
+    assert sha256_file(tmp_path / "big") == hashlib.sha256(data).hexdigest() == sha256_bytes(data)
+
+
+def test_encode_json_is_sorted_indented_lf_utf8_and_atomic_write_json_writes_exactly_it(tmp_path):
+    document = {"b": "\u00e9", "a": [1, {"d": 2, "c": 3}]}
+    data = encode_json(document)
+    assert data == (json.dumps(document, indent=2, sort_keys=True) + "\n").encode("utf-8")
+    assert b"\r" not in data and data.index(b'"a"') < data.index(b'"b"')
+    atomic_write_json(tmp_path / "doc.json", document)
+    assert (tmp_path / "doc.json").read_bytes() == data
 
 
 def records(writers: int = 2, per: int = 3) -> list[bytes]:

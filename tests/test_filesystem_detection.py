@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 
 import pytest
 from platform_runtime import filesystem
@@ -29,6 +30,11 @@ def test_mountinfo_is_parsed_into_type_device_and_options():
     assert entries[120].fstype == "nfs4" and "vers=4.2" in entries[120].options
 
 
+POSIX_ONLY = pytest.mark.skipif(not hasattr(os, "makedev"), reason="os.makedev is POSIX only")
+LINUX_ONLY = pytest.mark.skipif(sys.platform != "linux", reason="reads this host's /proc mountinfo and GNU stat")
+
+
+@POSIX_ONLY
 def test_the_mount_is_matched_by_mount_id_not_by_device_number():
     entries = filesystem.parse_mountinfo(MOUNTINFO)
     # btrfs reports an anonymous st_dev (0:52 here would even point at the NFS mount): the id decides.
@@ -36,6 +42,7 @@ def test_the_mount_is_matched_by_mount_id_not_by_device_number():
     assert entry.fstype == "btrfs" and method == "linux-mountinfo-mnt-id"
 
 
+@POSIX_ONLY
 def test_st_dev_is_only_a_fallback_when_the_kernel_gives_no_mount_id():
     entries = filesystem.parse_mountinfo(MOUNTINFO)
     entry, method = filesystem.match_mount(entries, None, os.makedev(7, 0))
@@ -63,6 +70,7 @@ def test_fdinfo_mount_id_is_read():
     assert filesystem.read_mount_id("pos:\t0\n") is None
 
 
+@LINUX_ONLY
 def test_this_directory_is_detected_as_the_kernel_reports_it(tmp_path):
     expected = subprocess.run(["stat", "-f", "-c", "%T", str(tmp_path)], capture_output=True, text=True).stdout.strip()
     report = filesystem.detect(tmp_path)

@@ -14,20 +14,25 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import FAULTS, ROOT, SCRIPTS, run_gate
-from platform_runtime.sources import GATE_SOURCES, sha256_file
+from conftest import ROOT, SCRIPTS, fault_python, run_gate
+from core.files import sha256_file
+from platform_runtime.sources import GATE_SOURCES
 
 CHECKS = {"device_compute", "failing_writer", "concurrent_replace", "jsonl_append", "workspace_cleanup"}
+POSIX_ONLY = pytest.mark.skipif(os.name != "posix", reason="POSIX signals, fork, fcntl or pgrep; not on Windows")
+# What this platform's file-system evidence and lock are (the gate chooses them by platform, not by name).
+EXPECTED_METHODS = {"linux": ("linux-mountinfo-mnt-id", "fcntl-lockf-exclusive"),
+                    "darwin": ("darwin-statfs", "fcntl-lockf-exclusive"),
+                    "win32": ("win32-GetVolumeInformationW", "msvcrt-locking-lockfile")}
 
 
-def test_cpu_gate_passes_with_every_check_and_binds_its_sources(tmp_path, monkeypatch):
+def test_cpu_gate_passes_with_every_check_and_binds_its_sources(tmp_path):
     audit = tmp_path / "audit"
     audit.mkdir()
-    monkeypatch.setenv("PYTHONPATH", str(FAULTS))
-    monkeypatch.setenv("PLATFORM_RUNTIME_AUDIT_DIR", str(audit))
     work = tmp_path / "work"
     work.mkdir()
-    run = run_gate(tmp_path, "--device", "cpu", "--require-device", "cpu", "--work-dir", str(work))
+    run = run_gate(tmp_path, "--device", "cpu", "--require-device", "cpu", "--work-dir", str(work), fault="",
+                   env={"PLATFORM_RUNTIME_AUDIT_DIR": str(audit)})
     result = run.result
     assert run.returncode == 0, run.stderr
     assert result["ok"] is True and result["exit_code"] == 0 and result["failures"] == []
@@ -43,9 +48,16 @@ def test_cpu_gate_passes_with_every_check_and_binds_its_sources(tmp_path, monkey
     assert replace["distinct_versions_seen"] >= 10
     append = result["checks"]["jsonl_append"]
     assert append["valid_records"] == append["expected_records"] == 1600
-    assert append["method"] == "fcntl-lockf-exclusive"
+    fs_method, lock_method = EXPECTED_METHODS[sys.platform]
+    assert append["method"] == lock_method
+    assert append["lock_probe"]["refused_while_held"] is True and append["lock_probe"]["acquired_after_release"] is True
+    stages = result["checks"]["failing_writer"]["stages"]
+    assert set(stages) == {"before-data", "partial-write", "fsync", "replace"}
+    assert all(s["raised"] and s["old_file_intact"] and s["temp_files_left"] == 0 for s in stages.values())
+    assert set(result["device"]["phases"]) == {"matmul", "training", "checkpoint_save", "checkpoint_load"}
+    assert all(p["tensor_devices"] == ["cpu"] and p["synchronized"] for p in result["device"]["phases"].values())
     assert result["workspace_cleanup"]["status"] == "cleaned" and list(work.iterdir()) == []
-    assert result["filesystem"]["method"] == "linux-mountinfo-mnt-id" and result["filesystem"]["type"]
+    assert result["filesystem"]["method"] == fs_method and result["filesystem"]["type"]
     # The result names the exact bytes that ran.
     assert set(result["source"]["files"]) == set(GATE_SOURCES)
     for path, digest in result["source"]["files"].items():
@@ -55,6 +67,9 @@ def test_cpu_gate_passes_with_every_check_and_binds_its_sources(tmp_path, monkey
     assert {r["role"] for r in records} >= {"device", "probe", "replace-writer", "replace-reader", "append-writer",
                                            "cleanup", "failing-writer"}
     assert [r["role"] for r in records if r["torch"]] == ["device"]
+    # This run's interpreter is the fault venv: its site-packages sitecustomize does reach the isolated
+    # workers (what -I cannot keep out), and the result says so.
+    assert result["isolation"]["device_worker_loaded"] == ["sitecustomize"]
 
 
 def test_result_names_no_local_path_host_or_user(gate, tmp_path):
@@ -83,11 +98,20 @@ def test_conflicting_requirements_are_refused_with_exit_2_and_a_failed_result(ga
 
 @pytest.mark.parametrize("args", [["--device", "gpu"], ["--timeout", "-3"], ["--require", "solaris"],
                                   ["--require-filesystem", "../etc"]])
-def test_invalid_arguments_exit_2_with_a_message_and_no_traceback(gate, args):
+def test_invalid_arguments_exit_2_with_a_message_no_traceback_and_a_failed_result(gate, args):
     run = gate(*args)
     assert run.returncode == 2
     assert "error:" in run.stderr and "Traceback" not in run.stderr
-    assert run.result is None  # nothing was measured, nothing is written
+    # --output could be read, so the result is written: nothing ran, and it says why.
+    assert run.result["ok"] is False and run.result["exit_code"] == 2 and run.result["checks"] == {}
+    assert run.result["failures"] == [f"invalid arguments: {run.result['usage_error']}"]
+    assert "Traceback" not in run.output.read_text(encoding="utf-8")
+
+
+def test_an_output_option_without_a_value_writes_nothing_and_exits_2(tmp_path):
+    completed = subprocess.run([sys.executable, "-B", str(SCRIPTS / "platform_runtime_check.py"), "--output"],
+                               cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert completed.returncode == 2 and "Traceback" not in completed.stderr and list(tmp_path.iterdir()) == []
 
 
 def test_missing_work_dir_is_a_usage_error_with_a_failed_result(gate, tmp_path):
@@ -110,7 +134,7 @@ def test_unavailable_backend_fails_the_requirement(gate, requirement):
     ("matmul-wrong", "device_compute", "differs from the known answer"),
     ("cannot-allocate", "device_compute", "out of memory at stage allocate"),
     ("loss-nan", "device_compute", "not finite"),
-    ("device-crashes", "device_compute", "by signal SIGKILL"),
+    pytest.param("device-crashes", "device_compute", "by signal SIGKILL", marks=POSIX_ONLY),
     ("writer-in-place", "failing_writer", "the old file"),
     ("temp-left-behind", "failing_writer", "temporary sibling"),
     ("replace-not-atomic", "concurrent_replace", "partial or unparsable"),
@@ -118,6 +142,8 @@ def test_unavailable_backend_fails_the_requirement(gate, requirement):
     ("torn-line", "jsonl_append", "torn or foreign"),
     ("duplicated-line", "jsonl_append", "1 record(s) duplicated"),
     ("appender-crashes", "jsonl_append", "writer process(es) failed"),
+    pytest.param("lock-noop", "jsonl_append", "did not exclude another process", marks=POSIX_ONLY),
+    pytest.param("replace-unlinks-first", "concurrent_replace", "found the file missing", marks=POSIX_ONLY),
     ("cleanup-does-nothing", "workspace_cleanup", "still exists"),
 ])
 def test_each_broken_property_fails_its_check(gate, fault, check, words):
@@ -138,21 +164,50 @@ def test_cleanup_past_its_deadline_fails_explicitly(gate):
     assert time.monotonic() - started < 60
 
 
-def test_a_hung_check_is_killed_at_the_global_timeout(gate):
+def test_a_hung_check_is_killed_at_the_global_timeout_and_the_workspace_still_cleaned(gate, tmp_path):
     started = time.monotonic()
     run = gate("--device", "cpu", "--timeout", "12", fault="device-hangs")
     assert run.returncode == 3 and run.result["ok"] is False
     assert "did not finish within" in run.result["checks"]["device_compute"]["reason"]
     assert "--timeout" in run.result["checks"]["device_compute"]["reason"]
     assert time.monotonic() - started < 45
+    # The cleanup has its own deadline, which the global one does not cut: the exit-3 result says it ran.
+    assert run.result["workspace_cleanup"]["status"] == "cleaned"
+    assert run.result["workspace_cleanup"]["after_global_timeout"] is True
+    assert not list(tmp_path.glob("platform-runtime-*"))
 
 
+def test_a_probe_that_hangs_after_making_the_workspace_still_gets_it_removed(gate, tmp_path):
+    run = gate("--device", "cpu", "--timeout", "6", fault="probe-hangs-after-mkdir")
+    assert run.returncode == 3 and run.result["ok"] is False
+    cleanup = run.result["workspace_cleanup"]
+    assert cleanup["status"] == "cleaned" and cleanup["after_global_timeout"] is True
+    assert not list(tmp_path.glob("platform-runtime-*"))
+
+
+@POSIX_ONLY
+def test_a_child_that_cannot_be_reaped_is_abandoned_and_named_within_the_deadline(gate, tmp_path):
+    pidfile = tmp_path / "escaped.pid"
+    started = time.monotonic()
+    try:
+        run = gate("--device", "cpu", "--timeout", "8", fault="device-escapes-holding-output",
+                   env={"PLATFORM_RUNTIME_FAULT_PIDFILE": str(pidfile)})
+        elapsed = time.monotonic() - started
+    finally:
+        if pidfile.exists():
+            os.kill(int(pidfile.read_text()), signal.SIGKILL)
+    assert run.returncode == 3 and elapsed < 30
+    device = run.result["checks"]["device_compute"]
+    assert device["abandoned"] is True and "abandoned" in device["reason"]
+
+
+@POSIX_ONLY
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_interrupted_gate_kills_its_children_and_still_writes_a_failed_result(tmp_path, signum):
     output = tmp_path / "result.json"
-    env = dict(os.environ, PYTHONPATH=str(FAULTS), PLATFORM_RUNTIME_FAULT="device-hangs")
-    process = subprocess.Popen([sys.executable, "-B", str(SCRIPTS / "platform_runtime_check.py"), "--device", "cpu",
-                                "--output", str(output)], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+    env = dict(os.environ, PLATFORM_RUNTIME_FAULT="device-hangs")
+    process = subprocess.Popen([str(fault_python()), "-B", str(SCRIPTS / "platform_runtime_check.py"), "--device",
+                                "cpu", "--output", str(output)], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE)
     time.sleep(3)
     process.send_signal(signum)

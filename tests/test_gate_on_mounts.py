@@ -9,10 +9,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 from conftest import ROOT, run_gate
 
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="mounts tmpfs, ext4, xfs, btrfs and reads mountinfo")
 FILE_SYSTEMS = ["working-tree", "tmpfs", "ext4", "xfs", "btrfs"]
 IMAGE_SIZE = {"ext4": "64M", "xfs": "320M", "btrfs": "160M"}  # xfs refuses images under 300 MB
 

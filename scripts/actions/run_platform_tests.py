@@ -29,8 +29,9 @@ ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_PATTERNS = (
     "tests/test_file_primitives*.py",
     "tests/test_filesystem_detection*.py",
-    "tests/test_requirements*.py",
+    "tests/test_claims*.py",
     "tests/test_gate.py",
+    "tests/test_gate_isolation.py",
     "tests/test_check_training_run*.py",
 )
 

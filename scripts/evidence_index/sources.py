@@ -11,7 +11,7 @@ from typing import Any
 from .common import is_safe_relative, sha256_file
 
 # The CLI and the gate modules it reuses (the package's own modules are added by indexer_files).
-INDEXER_FILES = ("scripts/build_evidence_index.py", "scripts/platform_runtime/atomic.py",
+INDEXER_FILES = ("scripts/build_evidence_index.py", "scripts/core/files.py",
                  "scripts/platform_runtime/sources.py")
 
 

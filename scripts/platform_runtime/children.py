@@ -1,7 +1,9 @@
 """Child processes with deadlines: every check runs in one, and none may hang the gate.
 
 A child prints one JSON object as the last line of its stdout. On POSIX it leads a new session, so a
-timeout kills it together with the processes it started; on Windows taskkill /T does the same.
+timeout kills it together with the processes it started; on Windows taskkill /T does the same. A child that
+neither exits nor releases its output within KILL_GRACE_S of the kill (a process in uninterruptible sleep on
+a hung NFS mount, or one that escaped its group holding the pipe) is abandoned and named, never waited for.
 """
 
 from __future__ import annotations
@@ -15,6 +17,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from platform_runtime.isolation import WORKER_FLAGS
+
+KILL_GRACE_S = 3.0
 PACKAGE_DIR = Path(__file__).resolve().parent
 
 
@@ -43,6 +48,7 @@ class ChildOutcome:
     timed_out: bool = False
     timeout_s: float = 0.0
     global_deadline: bool = False
+    abandoned: bool = False
     stderr_tail: str = ""
     errors: list[str] = field(default_factory=list)
 
@@ -50,7 +56,11 @@ class ChildOutcome:
         """Why this child did not deliver a result, or None when it did."""
         if self.timed_out:
             who = "the gate's --timeout" if self.global_deadline else "its deadline"
-            return f"{self.name} did not finish within {self.timeout_s:.0f} s ({who}) and was killed"
+            text = f"{self.name} did not finish within {self.timeout_s:.0f} s ({who}) and was killed"
+            if self.abandoned:
+                text += (f"; it did not exit or release its output within {KILL_GRACE_S:.0f} s of the kill "
+                         "(uninterruptible sleep?) and was abandoned")
+            return text
         if self.payload is None:
             how = describe_returncode(self.returncode)
             return f"{self.name} exited {how} without a result"
@@ -69,8 +79,8 @@ def describe_returncode(code: int | None) -> str:
 
 
 def worker_command(module: str, *args: str) -> list[str]:
-    """Run one of this package's worker modules as a script, in a fresh interpreter (never a fork)."""
-    return [sys.executable, "-B", str(PACKAGE_DIR / f"{module}.py"), *args]
+    """Run one of this package's worker modules as a script, in a fresh isolated interpreter (never a fork)."""
+    return [sys.executable, *WORKER_FLAGS, str(PACKAGE_DIR / f"{module}.py"), *args]
 
 
 def start(command: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
@@ -119,21 +129,19 @@ def collect(name: str, process: subprocess.Popen, started: float, timeout: float
         timed_out = False
     except subprocess.TimeoutExpired:
         kill_tree(process)
+        abandoned = False
         try:
-            stdout, stderr = process.communicate(timeout=10)
+            stdout, stderr = process.communicate(timeout=KILL_GRACE_S)
         except subprocess.TimeoutExpired:
-            stdout, stderr = b"", b""
+            stdout, stderr, abandoned = b"", b"", True
         timed_out = True
+    else:
+        abandoned = False
     duration = time.monotonic() - started
     payload = None if timed_out else parse_last_json(stdout)
     return ChildOutcome(
         name=name, returncode=process.returncode, payload=payload, duration_s=round(duration, 3),
-        timed_out=timed_out, timeout_s=timeout, global_deadline=global_deadline and timed_out,
+        timed_out=timed_out, timeout_s=timeout, global_deadline=global_deadline and timed_out, abandoned=abandoned,
         stderr_tail=stderr.decode("utf-8", "replace")[-2000:],
     )
 
-
-def run(name: str, command: list[str], timeout: float, global_deadline: bool = False,
-        env: dict[str, str] | None = None) -> ChildOutcome:
-    started = time.monotonic()
-    return collect(name, start(command, env), started, timeout, global_deadline)

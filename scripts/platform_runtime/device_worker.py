@@ -1,18 +1,27 @@
 """The device check, in its own process: the only part of the gate that imports torch.
 
-    device_worker.py DEVICE WORKSPACE
+    device_worker.py DEVICE WORKSPACE [TORCH_SITE_DIR]
+
+The gate starts it with `python -I`, so nothing from the caller's PYTHONPATH, PYTHONSTARTUP, user site or
+working directory runs here; TORCH_SITE_DIR is where the parent's interpreter finds torch, and torch is
+imported from exactly there.
 
 Proves, on the resolved device: a real allocation; a matrix product equal to an answer computed in pure
 Python; 12 SGD-with-momentum steps whose losses are finite and decrease and whose every parameter update
 equals the rule recomputed in Python; a checkpoint saved from the device and loaded on the CPU with
 torch.load(map_location="cpu", weights_only=True) into a fresh model and optimizer, every tensor compared
 exactly as Python numbers (so a patched torch.equal or a load that returns other values cannot pass).
-Prints one JSON object; the gate decides what it means for the requirements.
+On CUDA/ROCm/MPS each phase (matmul, training, checkpoint save, checkpoint load) records the bytes it
+allocated on the device (peak statistics reset before it), the devices its tensors live on, and ends with a
+synchronize. Prints one JSON object; the gate decides what it means for the requirements.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import importlib.machinery
+import importlib.util
 import json
 import math
 import os
@@ -85,7 +94,9 @@ def probe_cuda(torch, index: int | None) -> dict:
     if available and index is not None and index < info["device_count"]:
         props = torch.cuda.get_device_properties(index)
         arch_list = list(torch.cuda.get_arch_list())
-        info.update({"name": props.name, "total_memory_bytes": int(props.total_memory), "arch_list": arch_list})
+        info.update({"name": props.name, "total_memory_bytes": int(props.total_memory), "arch_list": arch_list,
+                     "uuid": str(props.uuid) if getattr(props, "uuid", None) is not None else None,
+                     **cuda_versions(torch)})
         if info["backend"] == "rocm":
             arch = getattr(props, "gcnArchName", "").split(":")[0]
             info.update({"arch": arch, "arch_in_build": arch in arch_list})
@@ -96,6 +107,40 @@ def probe_cuda(torch, index: int | None) -> dict:
                              a.startswith("compute_") and a[8:].isdigit() and int(a[8:]) <= major * 10 + minor
                              and int(a[8:]) // 10 == major for a in arch_list)})
     return info
+
+
+def _guarded(read):
+    try:
+        value = read()
+    except Exception:  # noqa: BLE001 - a private API that moved is a missing fact, not a failure
+        return None
+    return value if isinstance(value, (int, str)) else None
+
+
+def _runtime_version(torch) -> int:
+    value = torch.cuda.cudart().cudaRuntimeGetVersion()
+    return int(value[-1] if isinstance(value, tuple) else value)
+
+
+def kernel_driver_version(text: str) -> str | None:
+    """The NVIDIA kernel module's version (what nvidia-smi calls the driver) from /proc/driver/nvidia/version."""
+    match = re.search(r"Kernel Module(?: for [\w-]+)?\s+(\d+(?:\.\d+)+)", text)
+    return match.group(1) if match else None
+
+
+def _read_kernel_driver() -> str | None:
+    try:
+        return kernel_driver_version(Path("/proc/driver/nvidia/version").read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return None
+
+
+def cuda_versions(torch) -> dict:
+    """Driver and runtime versions: the CUDA driver API and runtime versions as ints (13000 is 13.0), and
+    on Linux the kernel driver's version string (580.159.04)."""
+    return {"driver_version": _guarded(lambda: int(torch._C._cuda_getDriverVersion())),
+            "runtime_version": _guarded(lambda: _runtime_version(torch)),
+            "kernel_driver": _read_kernel_driver()}
 
 
 def resolve(torch, requested: str) -> tuple[str | None, str | None, dict | None, dict | None]:
@@ -134,12 +179,49 @@ def synchronize(torch, device) -> None:
         torch.mps.synchronize()
 
 
-def allocated_bytes(torch, device) -> int | None:
-    if device.type == "cuda":
-        return int(torch.cuda.max_memory_allocated(device))
-    if device.type == "mps":
-        return int(torch.mps.current_allocated_memory())
-    return None
+def device_kind(torch, device) -> str:
+    """The gate's name for the device: ROCm runs under torch's "cuda" device type but is named rocm."""
+    return "rocm" if device.type == "cuda" and getattr(torch.version, "hip", None) else device.type
+
+
+class Phases:
+    """Per phase: device bytes it allocated (peak reset before it), bytes resident at its end, the devices
+    of its tensors, and a synchronize after it. On the CPU the byte counts are None."""
+
+    def __init__(self, torch, device, stage: Stage) -> None:
+        self.torch, self.device, self.stage = torch, device, stage
+        self.kind = device_kind(torch, device)
+        self.records: dict[str, dict] = {}
+
+    def _allocated(self) -> int | None:
+        if self.device.type == "cuda":
+            return int(self.torch.cuda.memory_allocated(self.device))
+        if self.device.type == "mps":
+            return int(self.torch.mps.current_allocated_memory())
+        return None
+
+    @contextlib.contextmanager
+    def __call__(self, name: str):
+        self.stage(name)
+        synchronize(self.torch, self.device)
+        if self.device.type == "cuda":
+            self.torch.cuda.reset_peak_memory_stats(self.device)
+        start = self._allocated()
+        record: dict = {"tensor_devices": []}
+        yield record
+        synchronize(self.torch, self.device)
+        resident = self._allocated()
+        if self.device.type == "cuda":
+            allocated = int(self.torch.cuda.max_memory_allocated(self.device)) - start
+        else:
+            allocated = None if resident is None else max(0, resident - start)
+        record.update(allocated_bytes=allocated, resident_bytes=resident, synchronized=True,
+                      on_device=record["tensor_devices"] == [self.kind])
+        self.records[name] = record
+
+    def devices_of(self, tensors) -> list[str]:
+        kinds = {self.kind if t.device.type == self.device.type else t.device.type for t in tensors}
+        return sorted(kinds)
 
 
 def build_model(torch, seed: int):
@@ -153,16 +235,39 @@ def training_data(torch):
     return torch.tensor(rows, dtype=torch.float32), torch.tensor(targets, dtype=torch.float32)
 
 
-def train(torch, device, stage: Stage) -> tuple[object, object, dict]:
-    stage("train")
-    model = build_model(torch, seed=0).to(device)
-    optimizer = torch.optim.SGD(model.parameters(), lr=LEARNING_RATE, momentum=MOMENTUM)
-    x, y = (t.to(device) for t in training_data(torch))
+def optimizer_tensors(optimizer) -> list:
+    return [value for slot in optimizer.state.values() for value in slot.values() if hasattr(value, "device")]
+
+
+def train(torch, device, phase: Phases) -> tuple[object, object, dict]:
+    with phase("training") as record:
+        model = build_model(torch, seed=0).to(device)
+        optimizer = torch.optim.SGD(model.parameters(), lr=LEARNING_RATE, momentum=MOMENTUM)
+        x, y = (t.to(device) for t in training_data(torch))
+        params = list(model.parameters())
+        initial = [flat(p) for p in params]
+        losses, max_rule_error = sgd_steps(torch, model, optimizer, x, y)
+        record["tensor_devices"] = phase.devices_of([*params, *optimizer_tensors(optimizer)])
+    final = [flat(p) for p in params]
+    facts = {
+        "steps": STEPS, "optimizer": f"SGD(lr={LEARNING_RATE}, momentum={MOMENTUM})", "losses": losses,
+        "initial_loss": losses[0], "final_loss": losses[-1],
+        "losses_finite": all(math.isfinite(v) for v in losses),
+        "loss_decreased": losses[-1] < losses[0],
+        "parameters_changed": final != initial,
+        "update_rule_max_relative_error": max_rule_error,
+        "update_rule_ok": max_rule_error <= 1e-5,
+        "parameter_device": params[0].device.type,
+    }
+    return model, optimizer, facts
+
+
+def sgd_steps(torch, model, optimizer, x, y) -> tuple[list[float], float]:
+    """12 steps; each parameter update is compared with the SGD rule recomputed in Python."""
     losses: list[float] = []
     buffers: list[list[float]] | None = None
     max_rule_error = 0.0
     params = list(model.parameters())
-    initial = [flat(p) for p in params]
     for _ in range(STEPS):
         optimizer.zero_grad()
         loss = torch.nn.functional.mse_loss(model(x), y)
@@ -179,39 +284,16 @@ def train(torch, device, stage: Stage) -> tuple[object, object, dict]:
             for b_value, a_value, step in zip(b_param, a_param, buf):
                 expected = b_value - LEARNING_RATE * step
                 max_rule_error = max(max_rule_error, abs(a_value - expected) / (1.0 + abs(expected)))
-    synchronize(torch, device)
-    final = [flat(p) for p in params]
-    facts = {
-        "steps": STEPS, "optimizer": f"SGD(lr={LEARNING_RATE}, momentum={MOMENTUM})", "losses": losses,
-        "initial_loss": losses[0], "final_loss": losses[-1],
-        "losses_finite": all(math.isfinite(v) for v in losses),
-        "loss_decreased": losses[-1] < losses[0],
-        "parameters_changed": final != initial,
-        "update_rule_max_relative_error": max_rule_error,
-        "update_rule_ok": max_rule_error <= 1e-5,
-        "parameter_device": params[0].device.type,
-    }
-    return model, optimizer, facts
+    return losses, max_rule_error
 
 
-def checkpoint_round_trip(torch, model, optimizer, device, workspace: Path, stage: Stage) -> dict:
-    stage("checkpoint_save")
-    # Started beside the file-system probe: make the run's workspace if the probe has not yet (never its
-    # parents: a missing --work-dir stays missing and the probe reports it).
-    workspace.parent.mkdir(exist_ok=True)
-    workspace.mkdir(exist_ok=True)
-    path = workspace / "checkpoint.pt"
-    state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "steps": STEPS}
-    saved_from = sorted({t.device.type for t in state["model"].values()})
-    torch.save(state, path)
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    stage("checkpoint_load")
-    loaded = torch.load(path, map_location="cpu", weights_only=True)
-    fresh = build_model(torch, seed=1)  # a different initialisation: equality must come from the file
-    fresh_optimizer = torch.optim.SGD(fresh.parameters(), lr=0.5, momentum=0.0)
-    fresh.load_state_dict(loaded["model"])
-    fresh_optimizer.load_state_dict(loaded["optimizer"])
-    stage("compare")
+def state_tensors(state: dict) -> list:
+    return [*state["model"].values(),
+            *(v for slot in state["optimizer"]["state"].values() for v in slot.values() if hasattr(v, "device"))]
+
+
+def compare_restored(torch, model, optimizer, fresh, fresh_optimizer) -> tuple[int, list[str]]:
+    """Every model and optimizer tensor restored on the CPU equals the source, as Python numbers."""
     mismatches: list[str] = []
     compared = 0
     source_model, restored_model = model.state_dict(), fresh.state_dict()
@@ -232,6 +314,32 @@ def checkpoint_round_trip(torch, model, optimizer, device, workspace: Path, stag
     for key in ("lr", "momentum", "dampening", "weight_decay", "nesterov"):
         if source_opt["param_groups"][0].get(key) != restored_opt["param_groups"][0].get(key):
             mismatches.append(f"optimizer.param_groups.{key}")
+    return compared, mismatches
+
+
+def save_checkpoint(torch, model, optimizer, workspace: Path, phase: Phases) -> tuple[Path, list[str]]:
+    with phase("checkpoint_save") as record:
+        # Started beside the file-system probe: make the run's workspace if the probe has not yet (never its
+        # parents: a missing --work-dir stays missing and the probe reports it).
+        workspace.parent.mkdir(exist_ok=True)
+        workspace.mkdir(exist_ok=True)
+        path = workspace / "checkpoint.pt"
+        state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "steps": STEPS}
+        record["tensor_devices"] = phase.devices_of(state_tensors(state))
+        torch.save(state, path)
+    return path, record["tensor_devices"]
+
+
+def load_checkpoint(torch, model, optimizer, device, path: Path, phase: Phases) -> dict:
+    """Loaded on the CPU into a fresh model and optimizer (the spec's round trip), and onto the device."""
+    phase.stage("checkpoint_load")
+    loaded = torch.load(path, map_location="cpu", weights_only=True)
+    fresh = build_model(torch, seed=1)  # a different initialisation: equality must come from the file
+    fresh_optimizer = torch.optim.SGD(fresh.parameters(), lr=0.5, momentum=0.0)
+    fresh.load_state_dict(loaded["model"])
+    fresh_optimizer.load_state_dict(loaded["optimizer"])
+    phase.stage("compare")
+    compared, mismatches = compare_restored(torch, model, optimizer, fresh, fresh_optimizer)
     x, _ = training_data(torch)
     with torch.no_grad():
         reference = flat(model(x.to(device)))
@@ -240,55 +348,76 @@ def checkpoint_round_trip(torch, model, optimizer, device, workspace: Path, stag
     forward_error = max(abs(a - b) for a, b in zip(reference, restored))
     if forward_error > tolerance:
         mismatches.append(f"forward pass differs by {forward_error:.3g}")
+    with phase("checkpoint_load") as record:
+        on_device = torch.load(path, map_location=device, weights_only=True)
+        record["tensor_devices"] = phase.devices_of(state_tensors(on_device))
+        if [flat(t) for t in state_tensors(on_device)] != [flat(t) for t in state_tensors(loaded)]:
+            mismatches.append("the checkpoint loaded onto the device differs from the one loaded on the CPU")
+    return {"compared": compared, "mismatches": mismatches, "forward_error": forward_error}
+
+
+def checkpoint_round_trip(torch, model, optimizer, device, workspace: Path, phase: Phases) -> dict:
+    path, saved_from = save_checkpoint(torch, model, optimizer, workspace, phase)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    loaded = load_checkpoint(torch, model, optimizer, device, path, phase)
     return {"bytes": path.stat().st_size, "sha256": digest, "saved_from_device": saved_from,
-            "load": 'torch.load(map_location="cpu", weights_only=True)', "tensors_compared": compared,
-            "mismatches": mismatches, "forward_max_abs_error": forward_error, "ok": not mismatches}
+            "load": 'torch.load(map_location="cpu", weights_only=True)', "tensors_compared": loaded["compared"],
+            "mismatches": loaded["mismatches"], "forward_max_abs_error": loaded["forward_error"],
+            "ok": not loaded["mismatches"]}
 
 
-def run(requested: str, workspace: Path) -> dict:
-    stage = Stage()
-    report: dict = {"ok": False, "stage": "import", "reason": None, "resolved": None, "type": None}
-    started = time.monotonic()
-    try:
+def import_torch(site_dir: str | None):
+    """torch from exactly the directory the gate named; that directory goes last on sys.path (torch's own
+    dependencies live there), so it cannot shadow the standard library."""
+    if not site_dir:
         import torch
-    except Exception as exc:  # noqa: BLE001 - an unimportable torch is a result, not a crash
-        report["reason"] = f"torch could not be imported ({type(exc).__name__})"
-        return report
-    report["torch"] = {"version": torch.__version__, "cuda": torch.version.cuda,
-                       "hip": getattr(torch.version, "hip", None), "import_s": round(time.monotonic() - started, 3)}
-    report["load_safety"] = load_safety(torch.__version__)
-    torch.set_num_threads(1)
+
+        return torch
+    if site_dir not in sys.path:
+        sys.path.append(site_dir)
+    if "torch" in sys.modules:  # already imported at start-up (by the interpreter's site-packages): reported
+        return sys.modules["torch"]
+    spec = importlib.machinery.PathFinder.find_spec("torch", [site_dir])
+    if spec is None or spec.loader is None:
+        raise ImportError("no torch package in the directory the gate named")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["torch"] = module
     try:
-        stage("resolve")
-        resolved, why, report["cuda"], report["mps"] = resolve(torch, requested)
-        if resolved is None:
-            report.update(stage="resolve", reason=why)
-            return report
-        device = torch.device(resolved)
-        report.update(resolved=resolved, type=device.type)
-        stage("allocate")
-        probe = torch.ones(1024, device=device)
-        if float(probe.sum().item()) != 1024.0:
-            raise RuntimeError("a 1024-element tensor of ones did not sum to 1024")
-        synchronize(torch, device)
-        report["allocated_bytes_after_probe"] = allocated_bytes(torch, device)
-        stage("matmul")
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop("torch", None)
+        raise
+    return module
+
+
+def matmul(torch, device, phase: Phases) -> dict:
+    with phase("matmul") as record:
         a, b, expected = known_matrices()
-        product = torch.tensor(a, dtype=torch.float32, device=device) @ torch.tensor(b, dtype=torch.float32,
-                                                                                    device=device)
-        synchronize(torch, device)
-        got = [[float(v) for v in row] for row in product.to("cpu").tolist()]
-        report["matmul"] = {"shape": [len(a), len(b[0])], "dtype": "float32", "device": product.device.type,
-                            "equals_python_answer": got == expected}
-        model, optimizer, report["training"] = train(torch, device, stage)
-        report["checkpoint"] = checkpoint_round_trip(torch, model, optimizer, device, workspace, stage)
-        report["peak_allocated_bytes"] = allocated_bytes(torch, device)
-    except Exception as exc:  # noqa: BLE001 - every failure on the device is a reported result
-        message = scrub(str(exc), workspace)
-        out_of_memory = "out of memory" in message.lower()
-        report.update(stage=stage.name, reason=f"{'out of memory' if out_of_memory else type(exc).__name__} "
-                                               f"at stage {stage.name}: {message}")
-        return report
+        left = torch.tensor(a, dtype=torch.float32, device=device)
+        right = torch.tensor(b, dtype=torch.float32, device=device)
+        product = left @ right
+        record["tensor_devices"] = phase.devices_of([left, right, product])
+    got = [[float(v) for v in row] for row in product.to("cpu").tolist()]
+    return {"shape": [len(a), len(b[0])], "dtype": "float32", "device": phase.devices_of([product])[0],
+            "equals_python_answer": got == expected}
+
+
+def compute(torch, device, workspace: Path, report: dict, stage: Stage) -> None:
+    phase = Phases(torch, device, stage)
+    stage("allocate")
+    probe = torch.ones(1024, device=device)
+    if float(probe.sum().item()) != 1024.0:
+        raise RuntimeError("a 1024-element tensor of ones did not sum to 1024")
+    synchronize(torch, device)
+    report["matmul"] = matmul(torch, device, phase)
+    model, optimizer, report["training"] = train(torch, device, phase)
+    report["checkpoint"] = checkpoint_round_trip(torch, model, optimizer, device, workspace, phase)
+    report["phases"] = phase.records
+    report["peak_allocated_bytes"] = max((r["allocated_bytes"] or 0 for r in phase.records.values()),
+                                         default=0) if device.type != "cpu" else None
+
+
+def problems_of(report: dict, kind: str) -> list[str]:
     problems = []
     if not report["matmul"]["equals_python_answer"]:
         problems.append("the matrix product differs from the known answer")
@@ -304,17 +433,57 @@ def run(requested: str, workspace: Path) -> dict:
                         f"(relative error {training['update_rule_max_relative_error']:.3g})")
     if report["checkpoint"]["mismatches"]:
         problems.append("checkpoint reloaded on the CPU differs: " + ", ".join(report["checkpoint"]["mismatches"][:5]))
-    ran_on = {report["matmul"]["device"], training["parameter_device"], *report["checkpoint"]["saved_from_device"]}
+    off = [name for name, record in report["phases"].items() if not record["on_device"]]
+    if off:
+        problems.append(f"tensors of phase(s) {', '.join(off)} were not all on {kind}")
+    return problems
+
+
+def run(requested: str, workspace: Path, site_dir: str | None = None) -> dict:
+    stage = Stage()
+    report: dict = {"ok": False, "stage": "import", "reason": None, "resolved": None, "type": None,
+                    # What start-up code reached this isolated process (the interpreter's own site-packages).
+                    "startup_modules": sorted(m for m in ("sitecustomize", "usercustomize") if m in sys.modules)}
+    started = time.monotonic()
+    try:
+        torch = import_torch(site_dir)
+    except Exception as exc:  # noqa: BLE001 - an unimportable torch is a result, not a crash
+        report["reason"] = f"torch could not be imported ({type(exc).__name__})"
+        return report
+    report["torch"] = {"version": torch.__version__, "cuda": torch.version.cuda,
+                       "hip": getattr(torch.version, "hip", None), "import_s": round(time.monotonic() - started, 3),
+                       "from_named_directory": None if not site_dir else
+                       Path(torch.__file__).resolve().parent.parent == Path(site_dir).resolve()}
+    report["load_safety"] = load_safety(torch.__version__)
+    torch.set_num_threads(1)
+    try:
+        stage("resolve")
+        resolved, why, report["cuda"], report["mps"] = resolve(torch, requested)
+        if resolved is None:
+            report.update(stage="resolve", reason=why)
+            return report
+        device = torch.device(resolved)
+        kind = device_kind(torch, device)
+        report.update(resolved=resolved, type=kind)
+        compute(torch, device, workspace, report, stage)
+    except Exception as exc:  # noqa: BLE001 - every failure on the device is a reported result
+        message = scrub(str(exc), workspace)
+        out_of_memory = "out of memory" in message.lower()
+        report.update(stage=stage.name, reason=f"{'out of memory' if out_of_memory else type(exc).__name__} "
+                                               f"at stage {stage.name}: {message}")
+        return report
+    problems = problems_of(report, kind)
+    ran_on = {kind for record in report["phases"].values() for kind in record["tensor_devices"]}
     report["ran_on"] = sorted(ran_on)
-    if ran_on != {device.type}:
-        problems.append(f"work ran on {sorted(ran_on)}, not only on {device.type}")
+    if ran_on != {kind}:
+        problems.append(f"work ran on {sorted(ran_on)}, not only on {kind}")
     report.update(ok=not problems, stage="done", reason="; ".join(problems) or None)
     return report
 
 
 def main(argv: list[str]) -> int:
     requested, workspace = argv[0], Path(argv[1])
-    report = run(requested, workspace)
+    report = run(requested, workspace, argv[2] if len(argv) > 2 else None)
     sys.stdout.write(json.dumps(report, sort_keys=True) + "\n")
     sys.stdout.flush()
     return 0

@@ -1,11 +1,11 @@
 """File-system work of the gate, run in child processes that never import torch.
 
     fs_worker.py probe WORK_DIR WORKSPACE_NAME
-    fs_worker.py failing-writer WORKSPACE
+    fs_worker.py failing-writer WORKSPACE   (the writer failing before data, mid-write, at fsync, at the replace)
     fs_worker.py replace WORKSPACE [--writers 4] [--replaces 50] [--readers 2] [--min-versions 10] [--tolerate-missing]
-    fs_worker.py append WORKSPACE [--writers 8] [--records 200]
+    fs_worker.py append WORKSPACE [--writers 8] [--records 200]   (a lock-exclusion probe first)
     fs_worker.py cleanup WORKSPACE
-(and the roles the coordinators start: replace-writer, replace-reader, append-writer)
+(and the roles the coordinators start: replace-writer, replace-reader, append-writer, lock-attempt)
 
 Each prints one JSON object on its last stdout line. The gate gives each a deadline.
 """
@@ -28,16 +28,17 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script by the gate: make the package importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from platform_runtime import filesystem  # noqa: E402
-from platform_runtime.atomic import (  # noqa: E402
+from core.files import (  # noqa: E402
     TEMP_SUFFIX,
-    InjectedWriteFailure,
     RetryCounter,
     atomic_write_bytes,
     is_sharing_violation,
     read_bytes_retrying,
     retry_sharing,
 )
+
+from platform_runtime import filesystem  # noqa: E402
+from platform_runtime.isolation import WORKER_FLAGS  # noqa: E402
 from platform_runtime.jsonl import METHOD, LockedAppender, record_line, verify_records  # noqa: E402
 
 ROLE_TIMEOUT_S = 90.0
@@ -49,7 +50,7 @@ def emit(payload: dict) -> None:
 
 
 def spawn_role(*args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-B", str(Path(__file__).resolve()), *args],
+    return subprocess.Popen([sys.executable, *WORKER_FLAGS, str(Path(__file__).resolve()), *args],
                             stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
 
 
@@ -65,7 +66,10 @@ def collect_role(process: subprocess.Popen, timeout: float = ROLE_TIMEOUT_S) -> 
         stdout, _ = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         process.kill()
-        process.communicate()
+        try:
+            process.communicate(timeout=5)
+        except subprocess.TimeoutExpired:  # unkillable for now (uninterruptible sleep): abandoned, not awaited
+            return RoleFailure(f"no result within {timeout:.0f} s, and it did not exit when killed (abandoned)")
         return RoleFailure(f"no result within {timeout:.0f} s")
     lines = [line for line in stdout.decode("utf-8", "replace").splitlines() if line.strip()]
     try:
@@ -104,30 +108,85 @@ def probe(work_dir: str, workspace_name: str) -> dict:
 
 # --- failing writer -------------------------------------------------------------------------------------
 
-def failing_writer(workspace: Path) -> dict:
-    folder = workspace / "failing-writer"
-    folder.mkdir()
-    target = folder / "state.json"
+FAILURE_STAGES = ("before-data", "partial-write", "fsync", "replace")
+
+
+@contextlib.contextmanager
+def failure_at(stage: str, seen: dict):
+    """Break, in this process only, the os call the atomic writer makes at `stage`, as a full disk or an I/O
+    error would; the writer's own code runs unchanged. seen["temp_bytes"] gets the temp file's size on disk
+    when the failure struck."""
+    real_fdopen, real_fsync, real_replace = os.fdopen, os.fsync, os.replace
+
+    def fdopen(fd, *args, **kwargs):
+        handle = real_fdopen(fd, *args, **kwargs)
+        real_write = handle.write
+
+        def write(data):
+            if stage == "partial-write":
+                real_write(data[: len(data) // 2])
+                handle.flush()
+            seen["temp_bytes"] = os.fstat(handle.fileno()).st_size
+            raise OSError(errno.ENOSPC, f"injected failure at {stage}")
+
+        handle.write = write
+        return handle
+
+    def fsync(fd):
+        seen["temp_bytes"] = os.fstat(fd).st_size
+        raise OSError(errno.EIO, "injected failure at fsync")
+
+    def replace(src, dst, **kwargs):
+        seen["temp_bytes"] = os.stat(src).st_size
+        raise OSError(errno.EIO, "injected failure at replace")
+
+    patches = {"before-data": ("fdopen", fdopen), "partial-write": ("fdopen", fdopen),
+               "fsync": ("fsync", fsync), "replace": ("replace", replace)}
+    name, broken = patches[stage]
+    setattr(os, name, broken)
+    try:
+        yield
+    finally:
+        os.fdopen, os.fsync, os.replace = real_fdopen, real_fsync, real_replace
+
+
+def failing_stage(folder: Path, stage: str) -> dict:
+    """Write an old version, then a new one that fails at `stage`: what is left must be the old bytes only."""
+    target = folder / f"state-{stage}.json"
     old = json.dumps({"version": 1, "payload": "o" * 4096}).encode()
     new = json.dumps({"version": 2, "payload": "n" * 4096}).encode()
     atomic_write_bytes(target, old)
-    raised = False
+    seen: dict = {"temp_bytes": None}
+    raised = None
     try:
-        atomic_write_bytes(target, new, fail_after=len(new) // 2)
-    except InjectedWriteFailure:
-        raised = True
+        with failure_at(stage, seen):
+            atomic_write_bytes(target, new)
+    except OSError as exc:
+        raised = type(exc).__name__
     after = target.read_bytes() if target.exists() else None
-    leftovers = sorted(p.name for p in folder.iterdir() if p.name != target.name)
+    leftovers = [p.name for p in folder.iterdir() if p.name != target.name and p.name.startswith(f".{target.name}.")]
+    return {"raised": raised, "temp_bytes_at_failure": seen["temp_bytes"], "old_file_intact": after == old,
+            "old_file_present": after is not None, "temp_files_left": len(leftovers)}
+
+
+def failing_writer(workspace: Path) -> dict:
+    folder = workspace / "failing-writer"
+    folder.mkdir()
+    stages = {stage: failing_stage(folder, stage) for stage in FAILURE_STAGES}
     problems = []
-    if not raised:
-        problems.append("the writer did not fail as instructed")
-    if after != old:
-        problems.append("the old file was not left byte-identical" if after is not None else "the old file is gone")
-    if leftovers:
-        problems.append(f"{len(leftovers)} temporary sibling(s) left behind")
-    return {"ok": not problems, "reason": "; ".join(problems) or None, "old_bytes": len(old),
-            "bytes_written_before_failure": len(new) // 2, "old_file_intact": after == old,
-            "temp_files_left": len(leftovers)}
+    for stage, facts in stages.items():
+        if facts["raised"] is None:
+            problems.append(f"{stage}: the writer did not fail as instructed")
+        if not facts["old_file_intact"]:
+            problems.append(f"{stage}: the old file was not left byte-identical" if facts["old_file_present"]
+                            else f"{stage}: the old file is gone")
+        if facts["temp_files_left"]:
+            problems.append(f"{stage}: {facts['temp_files_left']} temporary sibling(s) left behind")
+    if stages["partial-write"]["temp_bytes_at_failure"] in (None, 0):
+        problems.append("partial-write: nothing reached the temporary file, so the stage proved nothing")
+    return {"ok": not problems, "reason": "; ".join(problems) or None, "stages": stages,
+            "old_file_intact": all(f["old_file_intact"] for f in stages.values()),
+            "temp_files_left": sum(f["temp_files_left"] for f in stages.values())}
 
 
 # --- concurrent replace ---------------------------------------------------------------------------------
@@ -230,7 +289,8 @@ def concurrent_replace(workspace: Path, writers: int, replaces: int, readers: in
         "writers": writers, "replaces_per_writer": replaces, "readers": readers,
         "writes": sum(r["writes"] for r in good_writers),
         "reads": sum(r["reads"] for r in good_readers), "partial_reads": partial,
-        "missing_reads": missing, "distinct_versions_seen": len(versions), "min_distinct_versions": min_versions,
+        "missing_reads": missing, "missing_reads_tolerated": bool(missing and tolerate_missing),
+        "distinct_versions_seen": len(versions), "min_distinct_versions": min_versions,
         "writer_sharing_retries": sum(r["sharing_retries"] for r in good_writers),
         "reader_sharing_retries": sum(r["sharing_retries"] for r in good_readers),
     }
@@ -248,14 +308,53 @@ def append_writer(target: Path, writer: int, records: int) -> dict:
     return {"appended": records, "lock_waits": appender.lock_waits}
 
 
+def lock_attempt(target: Path) -> dict:
+    appender = LockedAppender(target)
+    try:
+        return {"acquired": appender.try_lock()}
+    finally:
+        appender.close()
+
+
+def _other_process_acquires(target: Path) -> bool | None:
+    result = collect_role(spawn_role("lock-attempt", str(target)), timeout=30)
+    return result.get("acquired") if isinstance(result, dict) else None
+
+
+def lock_probe(folder: Path) -> dict:
+    """Deterministic exclusion: while this process holds the appender's lock, another process's non-blocking
+    attempt (the same call) must be refused; once released, it must succeed. A lock that does not lock fails
+    here every time, not only when the scheduler happens to interleave two appends."""
+    target = folder / "lock-probe.jsonl"
+    holder = LockedAppender(target)
+    try:
+        holder.lock()
+        try:
+            while_held = _other_process_acquires(target)
+        finally:
+            holder.unlock()
+        after_release = _other_process_acquires(target)
+    finally:
+        holder.close()
+    problems = []
+    if while_held is not False:
+        problems.append("the lock did not exclude another process (its non-blocking attempt was not refused)"
+                        if while_held else "the lock probe's second process gave no answer")
+    if after_release is not True:
+        problems.append("a released lock could not be acquired by another process")
+    return {"method": METHOD, "refused_while_held": while_held is False,
+            "acquired_after_release": after_release is True, "ok": not problems, "problems": problems}
+
+
 def concurrent_append(workspace: Path, writers: int, records: int) -> dict:
     folder = workspace / "append"
     folder.mkdir()
+    probe = lock_probe(folder)
     target = folder / "records.jsonl"
     procs = [spawn_role("append-writer", str(target), str(i), str(records)) for i in range(writers)]
     results = [collect_role(p) for p in procs]
     verdict = verify_records(read_bytes_retrying(target), writers, records)
-    problems = role_failures(results, "writer")
+    problems = list(probe["problems"]) + role_failures(results, "writer")
     for key, label in (("missing", "lost"), ("duplicated", "duplicated"), ("corrupt_lines", "torn or foreign"),
                        ("unexpected", "unexpected")):
         if verdict[key]:
@@ -263,6 +362,7 @@ def concurrent_append(workspace: Path, writers: int, records: int) -> dict:
     if verdict["unterminated_tail"]:
         problems.append("the file ends in a partial line")
     return {"ok": not problems, "reason": "; ".join(problems) or None, "method": METHOD,
+            "lock_probe": {k: v for k, v in probe.items() if k != "problems"},
             "processes": writers, "records_per_process": records,
             **{k: v for k, v in verdict.items() if k != "ok"}}
 
@@ -282,7 +382,7 @@ def cleanup(workspace: Path) -> dict:
             "sharing_retries": counter.sharing_violations}
 
 
-def main(argv: list[str]) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="mode", required=True)
     p = sub.add_parser("probe")
@@ -313,27 +413,28 @@ def main(argv: list[str]) -> int:
     p.add_argument("target", type=Path)
     p.add_argument("writer", type=int)
     p.add_argument("records", type=int)
+    sub.add_parser("lock-attempt").add_argument("target", type=Path)
     sub.add_parser("cleanup").add_argument("workspace", type=Path)
-    args = parser.parse_args(argv)
+    return parser
 
-    if args.mode == "probe":
-        result = probe(args.work_dir, args.workspace_name)
-    elif args.mode == "failing-writer":
-        result = failing_writer(args.workspace)
-    elif args.mode == "replace":
-        result = concurrent_replace(args.workspace, args.writers, args.replaces, args.readers, args.min_versions,
-                                    args.tolerate_missing)
-    elif args.mode == "replace-writer":
-        result = replace_writer(args.target, args.writer, args.replaces)
-    elif args.mode == "replace-reader":
-        result = replace_reader(args.target, args.stop, args.max_seconds, args.tolerate_missing)
-    elif args.mode == "append":
-        result = concurrent_append(args.workspace, args.writers, args.records)
-    elif args.mode == "append-writer":
-        result = append_writer(args.target, args.writer, args.records)
-    else:
-        result = cleanup(args.workspace)
-    emit(result)
+
+MODES = {
+    "probe": lambda a: probe(a.work_dir, a.workspace_name),
+    "failing-writer": lambda a: failing_writer(a.workspace),
+    "replace": lambda a: concurrent_replace(a.workspace, a.writers, a.replaces, a.readers, a.min_versions,
+                                            a.tolerate_missing),
+    "replace-writer": lambda a: replace_writer(a.target, a.writer, a.replaces),
+    "replace-reader": lambda a: replace_reader(a.target, a.stop, a.max_seconds, a.tolerate_missing),
+    "append": lambda a: concurrent_append(a.workspace, a.writers, a.records),
+    "append-writer": lambda a: append_writer(a.target, a.writer, a.records),
+    "lock-attempt": lambda a: lock_attempt(a.target),
+    "cleanup": lambda a: cleanup(a.workspace),
+}
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    emit(MODES[args.mode](args))
     return 0
 
 

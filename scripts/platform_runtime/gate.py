@@ -1,19 +1,21 @@
 """The gate's orchestration: a workspace on the work dir's file system, the device check and the three
-file-system checks in parallel child processes with deadlines, cleanup within its own deadline, then the
-requirements judged on what ran."""
+file-system checks in parallel isolated child processes with deadlines, cleanup within its own deadline
+(even after the global --timeout), then the requirements judged on what ran and on the torch build the
+gate's interpreter finds."""
 
 from __future__ import annotations
 
 import datetime as dt
+import os
 import secrets
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from platform_runtime import children
+from platform_runtime import children, isolation, torch_build
+from platform_runtime.claims import MPS_FALLBACK, NFS_TYPES, Requirements, conflicts, evaluate
 from platform_runtime.provenance import git_state, github_facts, platform_facts
-from platform_runtime.requirements import NFS_TYPES, Requirements, conflicts, evaluate
 from platform_runtime.result import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -27,6 +29,8 @@ from platform_runtime.result import (
 from platform_runtime.sources import REPO_ROOT, hash_sources
 
 FS_CHECKS = ("failing_writer", "concurrent_replace", "jsonl_append")
+DEVICE_FIELDS = ("resolved", "type", "torch", "load_safety", "cuda", "mps", "ran_on", "peak_allocated_bytes",
+                 "phases")
 
 
 @dataclass
@@ -44,17 +48,44 @@ class Options:
     min_versions: int = 10
 
 
+def arguments_of(options: Options) -> dict:
+    return {
+        "device": options.device, "require": list(options.requirements.platforms),
+        "require_device": options.requirements.device, "require_filesystem": options.requirements.filesystem,
+        "work_dir": "given" if options.work_dir_given else "current-directory",
+        "keep_workspace": options.keep_workspace, "timeout_s": options.timeout_s,
+        "cleanup_timeout_s": options.cleanup_timeout_s,
+    }
+
+
+def skeleton(options: Options, requested_device: str) -> dict:
+    """The result before anything ran: every required field, ok false."""
+    return {
+        "schema": SCHEMA_ID, "ok": False, "exit_code": EXIT_FAILED, "failures": [],
+        "started_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "duration_s": 0.0,
+        "arguments": arguments_of(options), "requirements": [], "platform": platform_facts(),
+        "device": {"requested": requested_device, "resolved": None, "type": None},
+        "filesystem": {"type": None, "method": "not-probed"},
+        "checks": {}, "workspace_cleanup": {"status": "not-run", "workspace": None,
+                                             "deadline_s": options.cleanup_timeout_s},
+        "source": {"files": {}, "git": None}, "github": github_facts(),
+    }
+
+
 class Gate:
     def __init__(self, options: Options) -> None:
         self.options = options
         self.deadline = children.Deadline(options.timeout_s)
         self.running: list = []  # live Popen objects, killed on interrupt
         self.private = private_paths(options.work_dir)
+        self.torch_site = isolation.torch_site_dir()
+        self.build = torch_build.read_build(self.torch_site)
 
     # --- children ---------------------------------------------------------------------------------------
 
-    def _launch(self, name: str, command: list[str], timeout: float) -> tuple:
-        capped, by_global = self.deadline.cap(timeout)
+    def _launch(self, name: str, command: list[str], timeout: float, own_deadline: bool = False) -> tuple:
+        """Start a child; its timeout is capped by the global deadline unless it has its own (cleanup)."""
+        capped, by_global = (timeout, False) if own_deadline else self.deadline.cap(timeout)
         process = children.start(command)
         self.running.append(process)
         return name, process, time.monotonic(), capped, by_global
@@ -69,7 +100,8 @@ class Gate:
         """--device auto with a required device means that device: its own failure then says why."""
         wanted = self.options.requirements.device_types()
         if self.options.device == "auto" and len(wanted) == 1:
-            return next(iter(wanted))
+            kind = next(iter(wanted))
+            return "cuda" if kind == "rocm" else kind  # torch runs ROCm under its "cuda" device type
         return self.options.device
 
     def kill_all(self) -> None:
@@ -89,27 +121,13 @@ class Gate:
 
     def run(self) -> dict:
         options = self.options
-        started_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         started = time.monotonic()
+        result = skeleton(options, self.device_to_resolve())
         sources, missing_sources = hash_sources()
-        result: dict = {
-            "schema": SCHEMA_ID, "ok": False, "exit_code": EXIT_FAILED, "failures": [],
-            "started_at": started_at, "duration_s": 0.0,
-            "arguments": {
-                "device": options.device, "require": list(options.requirements.platforms),
-                "require_device": options.requirements.device,
-                "require_filesystem": options.requirements.filesystem,
-                "work_dir": "given" if options.work_dir_given else "current-directory",
-                "keep_workspace": options.keep_workspace, "timeout_s": options.timeout_s,
-                "cleanup_timeout_s": options.cleanup_timeout_s,
-            },
-            "requirements": [], "platform": platform_facts(),
-            "device": {"requested": self.device_to_resolve(), "resolved": None, "type": None},
-            "filesystem": {"type": None, "method": "not-probed"},
-            "checks": {}, "workspace_cleanup": {"status": "not-run", "workspace": None,
-                                                 "deadline_s": options.cleanup_timeout_s},
-            "source": {"files": sources, "git": git_state(REPO_ROOT)}, "github": github_facts(),
-        }
+        result["source"] = {"files": sources, "git": git_state(REPO_ROOT)}
+        result["isolation"] = isolation.injection_vectors()
+        result["device"]["torch_build"] = self.build and {**self.build,
+                                                          "found_in": isolation.found_in(self.torch_site)}
         failures: list[str] = [f"source file missing: {path}" for path in missing_sources]
         exit_code = EXIT_OK
         try:
@@ -130,98 +148,130 @@ class Gate:
         return result
 
     def _run_checks(self, result: dict, failures: list[str]) -> int:
-        options = self.options
         workspace_name = f"platform-runtime-{secrets.token_hex(6)}"
-        workspace = options.work_dir / workspace_name
+        workspace = self.options.work_dir / workspace_name
         # The device worker starts now, beside the probe, so importing torch overlaps everything else.
-        device_command = children.worker_command("device_worker", self.device_to_resolve(), str(workspace / "device"))
-        device = self._launch("device_compute", device_command, options.device_timeout_s)
-        probe = self._collect(self._launch(
-            "file-system probe", children.worker_command("fs_worker", "probe", str(options.work_dir), workspace_name),
-            options.probe_timeout_s))
-        payload = probe.payload or {}
-        if not payload.get("ok"):
-            self.kill_all()
-            self._collect(device)
-            failures.append(self._reason(probe) if probe.failure() else scrub(payload.get("reason") or "probe failed",
-                                                                              self.private))
-            if probe.global_deadline:
-                return EXIT_TIMEOUT
-            return EXIT_USAGE if payload.get("usage_error") else EXIT_FAILED
-        result["filesystem"] = payload["filesystem"]
+        device_args = [self.device_to_resolve(), str(workspace / "device")]
+        if self.torch_site is not None:
+            device_args.append(str(self.torch_site))
+        device = self._launch("device_compute", children.worker_command("device_worker", *device_args),
+                              self.options.device_timeout_s)
+        refused = self._probe(result, failures, device, workspace_name)
+        if refused is not None:
+            return refused
         result["workspace_cleanup"]["workspace"] = workspace_name
+        outcomes = self._run_parallel(device, workspace, result["filesystem"].get("type") in NFS_TYPES)
+        for outcome in outcomes:
+            self._record(result, failures, outcome)
+        global_timeout = any(outcome.global_deadline for outcome in outcomes)
+        self._cleanup(result, workspace, failures, after_global_timeout=global_timeout)
+        self._judge(result, failures)
+        return EXIT_TIMEOUT if global_timeout else EXIT_OK
 
+    def _probe(self, result: dict, failures: list[str], device: tuple, workspace_name: str) -> int | None:
+        """Detect the file system and make the workspace; an exit code when the run cannot go on."""
+        probe = self._collect(self._launch(
+            "file-system probe", children.worker_command("fs_worker", "probe", str(self.options.work_dir),
+                                                         workspace_name), self.options.probe_timeout_s))
+        payload = probe.payload or {}
+        if payload.get("ok"):
+            result["filesystem"] = payload["filesystem"]
+            return None
+        self.kill_all()
+        self._collect(device)
+        failures.append(self._reason(probe) if probe.failure() else scrub(payload.get("reason") or "probe failed",
+                                                                          self.private))
+        if probe.timed_out:  # it may have made the workspace before it hung: try to remove it, or name it
+            result["workspace_cleanup"]["workspace"] = workspace_name
+            self._cleanup(result, self.options.work_dir / workspace_name, failures, probe.global_deadline)
+        if probe.global_deadline:
+            return EXIT_TIMEOUT
+        return EXIT_USAGE if payload.get("usage_error") else EXIT_FAILED
+
+    def _run_parallel(self, device: tuple, workspace: Path, on_nfs: bool) -> list[children.ChildOutcome]:
         fs_args = {
             "failing_writer": ["failing-writer", str(workspace)],
-            "concurrent_replace": ["replace", str(workspace), "--min-versions", str(options.min_versions),
-                                   *(["--tolerate-missing"] if payload["filesystem"].get("type") in NFS_TYPES
-                                     else [])],
+            "concurrent_replace": ["replace", str(workspace), "--min-versions", str(self.options.min_versions),
+                                   *(["--tolerate-missing"] if on_nfs else [])],
             "jsonl_append": ["append", str(workspace)],
         }
         launched = [device]
-        launched += [self._launch(name, children.worker_command("fs_worker", *fs_args[name]), options.fs_timeout_s)
-                     for name in FS_CHECKS]
+        launched += [self._launch(name, children.worker_command("fs_worker", *fs_args[name]),
+                                  self.options.fs_timeout_s) for name in FS_CHECKS]
         pool = ThreadPoolExecutor(max_workers=len(launched))  # each duration ends when its own child does
         try:
-            outcomes = list(pool.map(self._collect, launched))
+            return list(pool.map(self._collect, launched))
         except BaseException:  # an interrupt: the children must die before the collector threads can end
             self.kill_all()
             raise
         finally:
             pool.shutdown(wait=True)
-        global_timeout = any(outcome.global_deadline for outcome in outcomes)
 
-        device_payload: dict = {}
-        for outcome in outcomes:
-            check = {"ok": False, "duration_s": outcome.duration_s, "reason": None}
-            if outcome.payload is not None:
-                details = dict(outcome.payload)
-                if outcome.name == "device_compute":
-                    device_payload = details
-                    details = {k: details.get(k) for k in ("stage", "matmul", "training", "checkpoint", "ran_on",
-                                                           "peak_allocated_bytes")}
-                else:
-                    details.pop("ok", None)
-                details.pop("reason", None)
-                check.update(details)
-                check["ok"] = outcome.payload.get("ok") is True
-            if not check["ok"]:
-                check["reason"] = self._reason(outcome)
-                failures.append(f"{outcome.name}: {check['reason']}")
-            result["checks"][outcome.name] = check
-        result["device"].update({k: device_payload.get(k) for k in
-                                 ("resolved", "type", "torch", "load_safety", "cuda", "mps", "ran_on",
-                                  "peak_allocated_bytes")})
+    def _record(self, result: dict, failures: list[str], outcome: children.ChildOutcome) -> None:
+        check: dict = {"ok": False, "duration_s": outcome.duration_s, "reason": None}
+        if outcome.abandoned:
+            check["abandoned"] = True
+        problems: list[str] = []
+        if outcome.payload is not None:
+            details = dict(outcome.payload)
+            if outcome.name == "device_compute":
+                result["device"].update({k: details.get(k) for k in DEVICE_FIELDS})
+                # The worker's word is checked against the installed build, whatever it said.
+                problems = torch_build.cross_check(self.build, details.get("torch"), details.get("type"))
+                result["device"]["build_cross_check"] = problems
+                result["isolation"]["device_worker_loaded"] = details.get("startup_modules")
+                details = {k: details.get(k) for k in ("stage", "matmul", "training", "checkpoint", "ran_on",
+                                                       "peak_allocated_bytes", "phases")}
+            details.pop("ok", None)
+            details.pop("reason", None)
+            check.update(details)
+            check["ok"] = outcome.payload.get("ok") is True and not problems
+        if not check["ok"]:
+            worker_ok = outcome.payload is not None and outcome.payload.get("ok") is True
+            check["reason"] = "; ".join(problems + ([] if worker_ok else [self._reason(outcome)]))
+            failures.append(f"{outcome.name}: {check['reason']}")
+        result["checks"][outcome.name] = check
 
-        cleanup_status = self._cleanup(result, workspace, failures)
-        global_timeout = global_timeout or cleanup_status == "global-timeout"
-        verdicts = evaluate(options.requirements, result["platform"]["system"], result["device"],
-                            result["checks"]["device_compute"]["ok"], result["filesystem"])
+    def _judge(self, result: dict, failures: list[str]) -> None:
+        environment = {MPS_FALLBACK: bool(os.environ.get(MPS_FALLBACK))}  # the parent's own view
+        verdicts = evaluate(self.options.requirements, result["platform"]["system"], result["device"],
+                            result["checks"]["device_compute"]["ok"], result["filesystem"], environment)
         result["requirements"] = verdicts
         failures += [f"requirement {v['name']} not met: {v['reason']}" for v in verdicts if not v["ok"]]
-        return EXIT_TIMEOUT if global_timeout else EXIT_OK
 
-    def _cleanup(self, result: dict, workspace: Path, failures: list[str]) -> str:
+    def _cleanup(self, result: dict, workspace: Path, failures: list[str], after_global_timeout: bool) -> None:
+        """Remove the workspace within the cleanup's own deadline, which the global --timeout does not cut."""
         cleanup = result["workspace_cleanup"]
+        cleanup["after_global_timeout"] = after_global_timeout
         if self.options.keep_workspace:
             cleanup["status"] = "retained"
             result["checks"]["workspace_cleanup"] = {
                 "ok": True, "duration_s": 0.0, "reason": None, "status": "retained",
                 "note": "kept by --keep-workspace: not cleaned; whoever keeps it must verify its removal"}
-            return "retained"
+            return
         outcome = self._collect(self._launch("workspace_cleanup",
                                              children.worker_command("fs_worker", "cleanup", str(workspace)),
-                                             self.options.cleanup_timeout_s))
+                                             self.options.cleanup_timeout_s, own_deadline=True))
         ok = bool(outcome.payload and outcome.payload.get("ok"))
         status = "cleaned" if ok else ("timeout" if outcome.timed_out else "failed")
         cleanup["status"] = status
         check = {"ok": ok, "duration_s": outcome.duration_s, "reason": None, "status": status}
+        if outcome.abandoned:
+            check["abandoned"] = True
         if not ok:
-            check["reason"] = self._reason(outcome)
+            check["reason"] = self._reason(outcome) + f" (the workspace {workspace.name} is left in the work dir)"
             failures.append(f"workspace_cleanup: {check['reason']}")
         result["checks"]["workspace_cleanup"] = check
-        return "global-timeout" if outcome.global_deadline else status
 
 
 def run(options: Options) -> dict:
     return Gate(options).run()
+
+
+def usage_result(message: str) -> dict:
+    """The result for arguments that could not be parsed: nothing ran; `arguments` holds the defaults."""
+    result = skeleton(Options(), "auto")
+    sources, _ = hash_sources()
+    result.update(exit_code=EXIT_USAGE, failures=[f"invalid arguments: {message}"], usage_error=message,
+                  source={"files": sources, "git": git_state(REPO_ROOT)})
+    return result

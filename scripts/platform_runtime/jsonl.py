@@ -48,7 +48,7 @@ class LockedAppender:
         self.lock_timeout = lock_timeout
         self.lock_waits = 0
 
-    def _lock(self) -> None:
+    def lock(self) -> None:
         if os.name != "nt":
             fcntl.lockf(self.fd, fcntl.LOCK_EX)
             return
@@ -64,20 +64,33 @@ class LockedAppender:
                 self.lock_waits += 1
                 time.sleep(0.001)
 
-    def _unlock(self) -> None:
+    def unlock(self) -> None:
         if os.name != "nt":
             fcntl.lockf(self.fd, fcntl.LOCK_UN)
             return
         os.lseek(self.lock_fd, 0, os.SEEK_SET)
         msvcrt.locking(self.lock_fd, msvcrt.LK_UNLCK, 1)
 
+    def try_lock(self) -> bool:
+        """One non-blocking attempt with the same call lock() makes; when acquired it is released again."""
+        try:
+            if os.name != "nt":
+                fcntl.lockf(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            else:
+                os.lseek(self.lock_fd, 0, os.SEEK_SET)
+                msvcrt.locking(self.lock_fd, msvcrt.LK_NBLCK, 1)
+        except OSError:
+            return False
+        self.unlock()
+        return True
+
     def append(self, line: bytes) -> None:
-        self._lock()
+        self.lock()
         try:
             os.lseek(self.fd, 0, os.SEEK_END)
             _write_all(self.fd, line)
         finally:
-            self._unlock()
+            self.unlock()
 
     def close(self) -> None:
         os.close(self.fd)

@@ -3,11 +3,10 @@ scrubbed of local paths, and how it is written (atomically, for a pass and a fai
 
 from __future__ import annotations
 
-import json
 import tempfile
 from pathlib import Path
 
-from platform_runtime.atomic import atomic_write_bytes
+from core.files import atomic_write_json
 
 SCHEMA_ID = "kernodeck.platform-runtime.result/v1"
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_TIMEOUT, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -27,11 +26,6 @@ def private_paths(work_dir: Path) -> list[Path]:
     return [work_dir.resolve(), Path.home(), Path(tempfile.gettempdir()).resolve()]
 
 
-def encode(result: dict) -> bytes:
-    # LF only, whatever the platform: the bytes are what the evidence index hashes.
-    return (json.dumps(result, indent=2, sort_keys=True) + "\n").encode("utf-8")
-
-
 def write(path: Path, result: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(path, encode(result))
+    atomic_write_json(path, result)

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
+
+from core.files import sha256_file
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 
-# Every file the gate runs or whose contract it writes. tests/test_sources.py fails when a module of the
+# Every file the gate runs or whose contract it writes. tests/test_file_primitives.py fails when a module of the
 # package is missing here, so nothing the gate executes escapes the hash.
 GATE_SOURCES: tuple[str, ...] = (
     "scripts/platform_runtime_check.py",
+    "scripts/core/files.py",
     "scripts/platform_runtime/__init__.py",
-    "scripts/platform_runtime/atomic.py",
     "scripts/platform_runtime/children.py",
     "scripts/platform_runtime/device_worker.py",
     "scripts/platform_runtime/filesystem.py",
@@ -20,19 +21,13 @@ GATE_SOURCES: tuple[str, ...] = (
     "scripts/platform_runtime/gate.py",
     "scripts/platform_runtime/jsonl.py",
     "scripts/platform_runtime/provenance.py",
-    "scripts/platform_runtime/requirements.py",
+    "scripts/platform_runtime/claims.py",
+    "scripts/platform_runtime/isolation.py",
+    "scripts/platform_runtime/torch_build.py",
     "scripts/platform_runtime/result.py",
     "scripts/platform_runtime/sources.py",
     "schemas/platform-runtime-result.schema.json",
 )
-
-
-def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(chunk):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def hash_sources(root: Path = REPO_ROOT, sources: tuple[str, ...] = GATE_SOURCES) -> tuple[dict[str, str], list[str]]:

@@ -1,7 +1,9 @@
 """Faults injected from outside the gate into its running child processes.
 
-Put this folder on PYTHONPATH and name the fault in PLATFORM_RUNTIME_FAULT: every Python process the gate
-starts loads this file at start-up, and the process whose role matches breaks one property for real.
+The tests put this folder on the sys.path of a throw-away venv (a .pth file in its site-packages, see
+tests/conftest.py fault_python) and name the fault in PLATFORM_RUNTIME_FAULT: every Python process the gate
+starts, isolated as it is (python -I), loads this file at start-up, and the process whose role matches breaks
+one property for real.
 None of this is in the product; the product only sees a torch or an os that misbehaves.
 """
 
@@ -46,12 +48,36 @@ if ROLE == "device" and FAULT == "device-hangs":
     import time
 
     time.sleep(3600)
+elif ROLE == "device" and FAULT == "device-escapes-holding-output":
+    # Stands in for a process the kill cannot reap in time (uninterruptible sleep on a hung NFS mount): a
+    # grandchild leaves the process group and keeps the worker's output open.
+    import time
+
+    if os.fork() == 0:
+        os.setsid()
+        with open(os.environ["PLATFORM_RUNTIME_FAULT_PIDFILE"], "w") as handle:
+            handle.write(str(os.getpid()))
+        time.sleep(3600)
+        os._exit(0)
+    time.sleep(3600)
 elif ROLE == "device" and FAULT == "device-crashes":
     import signal
 
     os.kill(os.getpid(), signal.SIGKILL)
 elif ROLE == "device" and FAULT:
     _torch_faults()
+elif ROLE == "probe" and FAULT == "probe-hangs-after-mkdir":
+    # The probe makes the workspace, then hangs (a stuck mount): the global timeout must not leave it behind.
+    import pathlib
+    import time
+
+    real_mkdir = pathlib.Path.mkdir
+
+    def mkdir(self, *args, **kwargs):
+        real_mkdir(self, *args, **kwargs)
+        time.sleep(3600)
+
+    pathlib.Path.mkdir = mkdir
 elif ROLE == "failing-writer" and FAULT == "writer-in-place":
     # The "temporary" file is the target itself: a writer that dies mid-write destroys the old file.
     import tempfile
@@ -93,6 +119,24 @@ elif ROLE == "append-writer" and FAULT in ("lost-line", "torn-line", "duplicated
         return real_write(fd, data)
 
     os.write = write
+elif ROLE in ("append", "append-writer", "lock-attempt") and FAULT == "lock-noop":
+    # A lock that does not lock: every call returns as if it had been granted.
+    import fcntl
+
+    fcntl.lockf = lambda *a, **k: None
+elif ROLE == "replace-writer" and FAULT == "replace-unlinks-first":
+    # A replace that is not one step: the name is absent for a moment (what NFS clients may show readers).
+    import time
+
+    def replace(src, dst):
+        try:
+            os.unlink(dst)
+        except FileNotFoundError:  # another writer's unlink came first
+            pass
+        time.sleep(0.005)
+        os.rename(src, dst)
+
+    os.replace = replace
 elif ROLE == "append-writer" and FAULT == "appender-crashes" and sys.argv[3] == "5":
     os._exit(3)
 elif ROLE == "cleanup" and FAULT in ("cleanup-hangs", "cleanup-does-nothing"):

@@ -1,4 +1,5 @@
-"""Atomic file replacement and reads that survive Windows sharing violations.
+"""The shared file primitives: streaming SHA-256, canonical JSON bytes, atomic replacement, and reads that
+survive Windows sharing violations. Stdlib only: every part of the project imports it.
 
 The replace protocol: a temporary sibling in the same directory, write, flush, fsync, os.replace, fsync the
 directory. A writer that fails at any point removes its temporary file and leaves the old file whole.
@@ -7,6 +8,8 @@ directory. A writer that fails at any point removes its temporary file and leave
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import os
 import tempfile
 import time
@@ -22,15 +25,31 @@ T = TypeVar("T")
 # transiently while it is being replaced.
 SHARING_WINERRORS = frozenset({5, 32, 33})
 TEMP_SUFFIX = ".tmp"
-
-
-class InjectedWriteFailure(RuntimeError):
-    """Raised by atomic_write_bytes(fail_after=...) to prove what a writer dying mid-write leaves behind."""
+CHUNK = 1 << 20  # hash in 1 MiB blocks: checkpoints and artifacts can be larger than memory allows
 
 
 @dataclass
 class RetryCounter:
     sharing_violations: int = 0
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path: Path | str) -> str:
+    """SHA-256 of a file's bytes, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(CHUNK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def encode_json(document: object) -> bytes:
+    """The one byte form of every JSON document the project writes: sorted keys, indent 2, UTF-8, LF only,
+    whatever the platform, because these bytes are what the evidence index hashes."""
+    return (json.dumps(document, indent=2, sort_keys=True) + "\n").encode("utf-8")
 
 
 def is_sharing_violation(exc: BaseException) -> bool:
@@ -65,9 +84,8 @@ def fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def atomic_write_bytes(path: Path | str, data: bytes, *, counter: RetryCounter | None = None,
-                       fail_after: int | None = None) -> None:
-    """Replace path with data atomically. fail_after=N writes N bytes of the temp file, then raises."""
+def atomic_write_bytes(path: Path | str, data: bytes, *, counter: RetryCounter | None = None) -> None:
+    """Replace path with data atomically: the old file stays whole whatever step fails."""
     path = Path(path)
     directory = path.parent
     fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=directory)
@@ -77,10 +95,6 @@ def atomic_write_bytes(path: Path | str, data: bytes, *, counter: RetryCounter |
             os.umask(umask)
             os.fchmod(fd, 0o666 & ~umask)
         with os.fdopen(fd, "wb") as handle:
-            if fail_after is not None:
-                handle.write(data[:fail_after])
-                handle.flush()
-                raise InjectedWriteFailure(f"writer failed after {fail_after} of {len(data)} bytes")
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
@@ -98,3 +112,7 @@ def read_bytes_retrying(path: Path | str, counter: RetryCounter | None = None) -
             return handle.read()
 
     return retry_sharing(read, counter)
+
+
+def atomic_write_json(path: Path | str, document: object) -> None:
+    atomic_write_bytes(path, encode_json(document))

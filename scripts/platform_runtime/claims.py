@@ -1,0 +1,133 @@
+"""What --require, --require-device and --require-filesystem demand, their conflicts, and whether they held.
+
+Every condition is judged on evidence the gate produced (the device worker's report, the file-system
+probe, platform.system()), never on names, host names or environment variables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PLATFORMS = ("cuda", "rocm", "mps", "windows", "nfs")
+DEVICE_TYPES = ("cpu", "cuda", "rocm", "mps")
+GPU_KINDS = ("cuda", "rocm", "mps")
+# Phases whose own work must allocate on the device (saving copies device tensors to the host, so it is
+# judged by the bytes resident on the device and where its tensors live).
+ALLOCATING_PHASES = ("matmul", "training", "checkpoint_load")
+PHASES = ("matmul", "training", "checkpoint_save", "checkpoint_load")
+MPS_FALLBACK = "PYTORCH_ENABLE_MPS_FALLBACK"
+NFS_TYPES = ("nfs", "nfs4")
+
+
+@dataclass(frozen=True)
+class Requirements:
+    platforms: tuple[str, ...]
+    device: str | None
+    filesystem: str | None
+
+    def device_types(self) -> set[str]:
+        wanted = {p for p in self.platforms if p in GPU_KINDS}
+        if self.device:
+            wanted.add(self.device)
+        return wanted
+
+
+def conflicts(req: Requirements, requested_device: str) -> list[str]:
+    """Combinations that no machine can satisfy; the gate refuses them before doing any work."""
+    found = []
+    devices = req.device_types()
+    if len(devices) > 1:
+        found.append(f"requirements name more than one device: {', '.join(sorted(devices))}")
+    explicit = requested_device.split(":")[0]
+    # torch runs ROCm under its "cuda" device type, so --device cuda can satisfy --require rocm.
+    satisfiable = {explicit, "rocm"} if explicit == "cuda" else {explicit}
+    if requested_device != "auto" and devices and not satisfiable & devices:
+        found.append(f"--device {requested_device} cannot satisfy a requirement for {', '.join(sorted(devices))}")
+    if "windows" in req.platforms and "nfs" in req.platforms:
+        found.append("--require nfs is proven through Linux mountinfo and cannot hold on Windows")
+    if "mps" in req.platforms and ({"windows", "nfs"} & set(req.platforms)):
+        found.append("MPS exists only on macOS: it cannot be combined with --require windows or nfs")
+    if req.filesystem:
+        fs = req.filesystem.lower()
+        if "nfs" in req.platforms and fs not in NFS_TYPES:
+            found.append(f"--require nfs contradicts --require-filesystem {req.filesystem}")
+    return found
+
+
+def phase_problems(device: dict, kind: str) -> list[str]:
+    """A GPU claim holds phase by phase: tensors on the device, a synchronize, and bytes on the device."""
+    phases = device.get("phases") or {}
+    problems = [f"phase {name} was not measured" for name in PHASES if name not in phases]
+    for name, record in phases.items():
+        if not record.get("on_device") or record.get("tensor_devices") != [kind]:
+            problems.append(f"phase {name}: tensors on {record.get('tensor_devices')}, not only on {kind}")
+        if not record.get("synchronized"):
+            problems.append(f"phase {name} was not synchronized")
+        if not (record.get("resident_bytes") or 0) > 0:
+            problems.append(f"phase {name}: no memory resident on {kind}")
+        if name in ALLOCATING_PHASES and kind != "mps" and not (record.get("allocated_bytes") or 0) > 0:
+            problems.append(f"phase {name} allocated nothing on {kind}")
+    return problems
+
+
+def ran_only_on(device: dict, kind: str, compute_ok: bool, environment: dict) -> tuple[bool, str]:
+    """Whether the device check really ran on `kind`, judged on what the worker measured and the parent saw."""
+    if kind == "mps" and environment.get(MPS_FALLBACK):
+        return False, f"{MPS_FALLBACK} is set: MPS operations may silently run on the CPU, so mps is not proven"
+    if device.get("type") != kind:
+        if not device.get("resolved"):
+            return False, f"no {kind} device could be used (see device_compute)"
+        if kind == "cuda" and device.get("type") == "rocm":
+            return False, "the device is ROCm (a HIP build of torch), not CUDA: use --require rocm"
+        return False, f"the device resolved to {device.get('resolved')} ({device.get('type')}), not {kind}"
+    if not compute_ok:
+        return False, f"the device check on {device.get('resolved')} failed"
+    if set(device.get("ran_on") or []) != {kind}:
+        return False, f"the work ran on {sorted(device.get('ran_on') or [])}"
+    problems = phase_problems(device, kind) if kind != "cpu" else []
+    if problems:
+        return False, "; ".join(problems[:4])
+    return True, f"matmul, training, checkpoint save and load each ran on {device.get('resolved')} ({kind})"
+
+
+def _windows(system: str, filesystem: dict) -> tuple[bool, str]:
+    ok = system == "Windows" and filesystem.get("method") == "win32-GetVolumeInformationW" \
+        and bool(filesystem.get("type"))
+    return ok, (f"Windows, volume file system {filesystem.get('type')}" if ok else
+                f"platform.system() is {system}" if system != "Windows" else
+                "GetVolumeInformationW did not name the volume's file system")
+
+
+def _nfs(system: str, filesystem: dict) -> tuple[bool, str]:
+    fstype = filesystem.get("type")
+    ok = system == "Linux" and str(filesystem.get("method", "")).startswith("linux-mountinfo") \
+        and fstype in NFS_TYPES
+    return ok, (f"the work dir's mount is {fstype}, vers={filesystem.get('nfs_version')}" if ok else
+                f"platform.system() is {system}; nfs is proven only through Linux mountinfo"
+                if system != "Linux" else f"the work dir's own mount is {fstype or 'unknown'}, not nfs/nfs4")
+
+
+def evaluate(req: Requirements, system: str, device: dict, compute_ok: bool, filesystem: dict,
+             environment: dict | None = None) -> list[dict]:
+    """One verdict per requirement; each holds only on positive evidence. `environment` holds the parent's
+    own view of variables that change what a device claim means (never the worker's word for them)."""
+    environment = environment or {}
+    verdicts = []
+    for platform_name in req.platforms:
+        if platform_name in GPU_KINDS:
+            ok, reason = ran_only_on(device, platform_name, compute_ok, environment)
+        elif platform_name == "windows":
+            ok, reason = _windows(system, filesystem)
+        else:
+            ok, reason = _nfs(system, filesystem)
+        verdicts.append({"name": platform_name, "ok": ok, "reason": reason})
+    if req.device:
+        ok, reason = ran_only_on(device, req.device, compute_ok, environment)
+        verdicts.append({"name": f"device={req.device}", "ok": ok, "reason": reason})
+    if req.filesystem:
+        wanted = req.filesystem.lower()
+        fstype = filesystem.get("type")
+        ok = fstype == wanted or (wanted == "nfs" and fstype in NFS_TYPES)
+        verdicts.append({"name": f"filesystem={req.filesystem}", "ok": ok,
+                         "reason": f"the work dir's file system is {fstype or 'unknown'}"})
+    return verdicts

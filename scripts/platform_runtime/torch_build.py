@@ -1,0 +1,99 @@
+"""The torch build the gate's interpreter finds, read from its installed files without importing it, and
+the cross-check of a worker's device claim against that build.
+
+A worker's report is only what a process printed; the files on disk say what was built. A CUDA claim needs
+a torch whose version.py names a CUDA version and whose lib folder holds the CUDA library; ROCm the same
+with HIP; MPS a macOS build on macOS. Whatever the worker said, a claim the build cannot make fails.
+"""
+
+from __future__ import annotations
+
+import ast
+import platform
+from pathlib import Path
+
+from core.files import sha256_file
+
+BACKEND_LIBRARIES = {
+    "cuda": ("libtorch_cuda.so", "torch_cuda.dll"),
+    "rocm": ("libtorch_hip.so", "torch_hip.dll"),
+    "mps": ("libtorch_cpu.dylib",),
+}
+
+
+def _version_py(torch_dir: Path) -> dict:
+    """__version__, cuda and hip as literal assignments in torch/version.py (never executed)."""
+    values: dict = {"__version__": None, "cuda": None, "hip": None}
+    try:
+        tree = ast.parse((torch_dir / "version.py").read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return values
+    for node in tree.body:
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else \
+            node.target if isinstance(node, ast.AnnAssign) else None
+        if isinstance(target, ast.Name) and target.id in values and node.value is not None:
+            try:
+                values[target.id] = ast.literal_eval(node.value)
+            except ValueError:
+                pass
+    return values
+
+
+def _dist_info(site_dir: Path, version: str | None) -> Path | None:
+    """The torch dist-info that belongs to this version (a site dir can hold stale ones)."""
+    candidates = sorted(site_dir.glob("torch-*.dist-info"))
+    matching = [c for c in candidates if version and c.name == f"torch-{version}.dist-info"]
+    return (matching or candidates or [None])[-1]
+
+
+def read_build(site_dir: Path | None) -> dict | None:
+    """Facts about the torch in site_dir (None when the interpreter finds no torch)."""
+    if site_dir is None:
+        return None
+    torch_dir = site_dir / "torch"
+    declared = _version_py(torch_dir)
+    dist = _dist_info(site_dir, declared["__version__"])
+    record = dist / "RECORD" if dist else None
+    wheel_tags: list[str] = []
+    if dist and (dist / "WHEEL").is_file():
+        wheel_tags = [line.split(":", 1)[1].strip() for line in (dist / "WHEEL").read_text("utf-8").splitlines()
+                      if line.startswith("Tag:")]
+    libraries = sorted(name for names in BACKEND_LIBRARIES.values() for name in names
+                       if (torch_dir / "lib" / name).is_file())
+    return {"version": declared["__version__"], "cuda": declared["cuda"], "hip": declared["hip"],
+            "dist_info": dist.name if dist else None,
+            "record_sha256": sha256_file(record) if record and record.is_file() else None,
+            "wheel_tags": wheel_tags, "backend_libraries": libraries}
+
+
+def build_supports(build: dict, kind: str, system: str | None = None) -> str | None:
+    """Why this build cannot run on `kind` (cuda, rocm, mps), or None when its files allow it."""
+    if kind == "cuda" and not build.get("cuda"):
+        return "a CUDA claim from a torch built without CUDA (its version.py names no CUDA version)"
+    if kind == "rocm" and not build.get("hip"):
+        return "a ROCm claim from a torch built without HIP (its version.py names no HIP version)"
+    if kind == "mps" and (system or platform.system()) != "Darwin":
+        return "an MPS claim from a torch that is not a macOS build on macOS"
+    if kind in BACKEND_LIBRARIES and not set(BACKEND_LIBRARIES[kind]) & set(build.get("backend_libraries") or []):
+        return f"a {kind} claim from a torch whose lib folder has no {' or '.join(BACKEND_LIBRARIES[kind])}"
+    return None
+
+
+def cross_check(build: dict | None, reported_torch: dict | None, device_type: str | None) -> list[str]:
+    """Where the worker's report and the installed build disagree; empty when they agree."""
+    if reported_torch is None:
+        return []
+    if build is None:
+        return ["the worker reported a torch, but the gate's interpreter finds none"]
+    problems = []
+    if reported_torch.get("from_named_directory") is False:
+        problems.append("the worker's torch is not the one the gate's interpreter finds")
+    for key, label in (("version", "version"), ("cuda", "CUDA version"), ("hip", "HIP version")):
+        if reported_torch.get(key) != build.get(key):
+            problems.append(f"the worker's torch {label} ({reported_torch.get(key)}) is not the installed "
+                            f"build's ({build.get(key)})")
+    if device_type in BACKEND_LIBRARIES:
+        why = build_supports(build, device_type)
+        if why:
+            problems.append(why)
+    return problems

@@ -1,0 +1,144 @@
+"""--require conditions hold only on positive evidence, and impossible combinations are refused."""
+
+from __future__ import annotations
+
+import pytest
+from platform_runtime.claims import PHASES, Requirements, conflicts, evaluate
+
+
+def phases(kind: str, **changes) -> dict:
+    record = {"tensor_devices": [kind], "on_device": True, "synchronized": True, "allocated_bytes": 4096,
+              "resident_bytes": 8192}
+    return {name: {**record, **changes.get(name, {})} for name in PHASES}
+
+
+CPU_DEVICE = {"type": "cpu", "resolved": "cpu", "ran_on": ["cpu"], "peak_allocated_bytes": None}
+CUDA_DEVICE = {"type": "cuda", "resolved": "cuda:0", "ran_on": ["cuda"], "peak_allocated_bytes": 1 << 20,
+               "phases": phases("cuda")}
+ROCM_DEVICE = {**CUDA_DEVICE, "type": "rocm", "ran_on": ["rocm"], "phases": phases("rocm")}
+# A fake MPS run (no Mac here): the judge's input as a passing MPS worker would report it.
+FAKE_MPS_DEVICE = {"type": "mps", "resolved": "mps", "ran_on": ["mps"], "peak_allocated_bytes": 4096,
+                   "phases": phases("mps")}
+EXT4 = {"type": "ext4", "method": "linux-mountinfo-mnt-id", "nfs_version": None}
+NFS4 = {"type": "nfs4", "method": "linux-mountinfo-mnt-id", "nfs_version": "4.2"}
+NTFS = {"type": "ntfs", "method": "win32-GetVolumeInformationW", "drive_type": "fixed"}
+
+
+def verdict(platforms=(), device=None, fs=None, system="Linux", dev=CPU_DEVICE, ok=True, filesystem=EXT4):
+    return evaluate(Requirements(tuple(platforms), device, fs), system, dev, ok, filesystem)
+
+
+def test_no_conflict_for_a_satisfiable_set():
+    assert conflicts(Requirements(("cuda", "nfs"), "cuda", "nfs4"), "cuda:1") == []
+
+
+def test_cuda_holds_only_when_the_work_ran_and_allocated_on_cuda():
+    assert verdict(["cuda"], dev=CUDA_DEVICE)[0]["ok"] is True
+    assert verdict(["cuda"], dev=CPU_DEVICE)[0]["ok"] is False
+    assert verdict(["cuda"], dev={**CUDA_DEVICE, "ran_on": ["cpu", "cuda"]})[0]["ok"] is False
+    assert verdict(["cuda"], dev=CUDA_DEVICE, ok=False)[0]["ok"] is False
+
+
+@pytest.mark.parametrize("phase, change, words", [
+    ("matmul", {"allocated_bytes": 0}, "allocated nothing"),
+    ("training", {"allocated_bytes": None}, "allocated nothing"),
+    ("checkpoint_load", {"allocated_bytes": 0}, "allocated nothing"),
+    ("checkpoint_save", {"resident_bytes": 0}, "no memory resident"),
+    ("training", {"tensor_devices": ["cpu", "cuda"], "on_device": False}, "not only on cuda"),
+    ("checkpoint_save", {"synchronized": False}, "not synchronized"),
+])
+def test_cuda_is_proven_phase_by_phase(phase, change, words):
+    # The start-up probe's allocation no longer carries the claim: each phase must show its own.
+    refused = verdict(["cuda"], dev={**CUDA_DEVICE, "phases": phases("cuda", **{phase: change})})[0]
+    assert refused["ok"] is False and phase in refused["reason"] and words in refused["reason"]
+    missing = {k: v for k, v in CUDA_DEVICE["phases"].items() if k != phase}
+    assert verdict(["cuda"], dev={**CUDA_DEVICE, "phases": missing})[0]["ok"] is False
+
+
+def test_rocm_is_named_rocm_and_does_not_satisfy_cuda():
+    assert verdict(["rocm"], dev=ROCM_DEVICE)[0]["ok"] is True
+    refused = verdict(["cuda"], dev=ROCM_DEVICE)[0]
+    assert refused["ok"] is False and "ROCm" in refused["reason"]
+    assert verdict(["rocm"], dev=CUDA_DEVICE)[0]["ok"] is False
+    assert conflicts(Requirements(("rocm",), None, None), "cuda:0") == []
+
+
+def test_mps_holds_only_on_mps():
+    assert verdict(["mps"], dev=FAKE_MPS_DEVICE, system="Darwin")[0]["ok"] is True
+    assert verdict(["mps"], dev={**FAKE_MPS_DEVICE, "phases": phases("mps", matmul={"resident_bytes": 0})},
+                   system="Darwin")[0]["ok"] is False
+
+
+def test_mps_fallback_in_the_environment_fails_require_mps_saying_so():
+    refused = evaluate(Requirements(("mps",), None, None), "Darwin", FAKE_MPS_DEVICE, True, EXT4,
+                       {"PYTORCH_ENABLE_MPS_FALLBACK": True})[0]
+    assert refused["ok"] is False and "PYTORCH_ENABLE_MPS_FALLBACK is set" in refused["reason"]
+
+
+def test_nfs_holds_only_for_an_nfs_mount_found_in_mountinfo():
+    assert verdict(["nfs"], filesystem=NFS4)[0]["ok"] is True
+    refused = verdict(["nfs"], filesystem=EXT4)[0]
+    assert refused["ok"] is False and "ext4" in refused["reason"]
+    # A Windows volume named NFS is not Linux mountinfo evidence.
+    assert verdict(["nfs"], system="Windows", filesystem={**NTFS, "type": "nfs"})[0]["ok"] is False
+
+
+def test_windows_needs_the_platform_and_the_volume_api():
+    assert verdict(["windows"], system="Windows", filesystem=NTFS)[0]["ok"] is True
+    assert verdict(["windows"], system="Linux", filesystem=EXT4)[0]["ok"] is False
+    assert verdict(["windows"], system="Windows", filesystem={**NTFS, "type": None})[0]["ok"] is False
+
+
+def test_fine_grained_filesystem_requirement():
+    assert verdict(fs="nfs", filesystem=NFS4)[0]["ok"] is True
+    assert verdict(fs="EXT4")[0]["ok"] is True
+    assert verdict(fs="xfs")[0]["ok"] is False
+
+
+def test_github_run_is_recorded_field_by_field_and_only_inside_actions():
+    from platform_runtime.provenance import github_facts
+
+    assert github_facts({"GITHUB_SHA": "a" * 40}) is None
+    env = {"GITHUB_ACTIONS": "true", "GITHUB_SHA": "a" * 40, "GITHUB_RUN_ID": "33304800747",
+           "GITHUB_RUN_ATTEMPT": "2", "PLATFORM_RUNTIME_JOB_ID": "99239323612", "GITHUB_TOKEN": "ghs_secret",
+           "RUNNER_NAME": "private-box", "HOME": "/home/someone"}
+    facts = github_facts(env)
+    assert facts["run_id"] == "33304800747" and facts["run_attempt"] == "2" and facts["job_id"] == "99239323612"
+    text = repr(facts)
+    assert "ghs_secret" not in text and "private-box" not in text and "/home/someone" not in text
+
+
+# The device block of a real result: NVIDIA H200, torch 2.11.0+cu130, from the gate before per-phase proof
+# (lent machine, 2026-11-30). Its only memory evidence is one cumulative peak since process start.
+H200_BEFORE_PHASES = {"requested": "cuda", "resolved": "cuda:0", "type": "cuda", "ran_on": ["cuda"],
+                      "peak_allocated_bytes": 68172288,
+                      "torch": {"version": "2.11.0+cu130", "cuda": "13.0", "hip": None},
+                      "cuda": {"backend": "cuda", "available": True, "capability": "9.0", "name": "NVIDIA H200"}}
+
+
+def test_a_cumulative_peak_alone_no_longer_proves_cuda():
+    refused = verdict(["cuda"], dev=H200_BEFORE_PHASES)[0]
+    assert refused["ok"] is False and "phase matmul was not measured" in refused["reason"]
+    assert verdict(["cuda"], dev={**H200_BEFORE_PHASES, "phases": phases("cuda")})[0]["ok"] is True
+
+
+def test_the_kernel_driver_version_is_read_as_nvidia_smi_shows_it():
+    from platform_runtime.device_worker import kernel_driver_version
+
+    text = ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  "
+            "(dvs-builder@U22-I3-AF03-09-1)  Thu Oct 30 2026\nGCC version:  gcc version 13.3.0\n")
+    assert kernel_driver_version(text) == "580.159.04"
+    assert kernel_driver_version("NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.14  Tue\n") == "550.54.14"
+    assert kernel_driver_version("") is None
+
+
+def test_the_build_decides_which_device_claims_are_possible():
+    from platform_runtime.torch_build import build_supports, cross_check
+
+    h200 = {"version": "2.11.0+cu130", "cuda": "13.0", "hip": None, "backend_libraries": ["libtorch_cuda.so"]}
+    assert build_supports(h200, "cuda") is None and "ROCm" in build_supports(h200, "rocm")
+    cpu = {"version": "2.13.0+cpu", "cuda": None, "hip": None, "backend_libraries": []}
+    assert "without CUDA" in build_supports(cpu, "cuda")
+    assert "macOS" in build_supports(cpu, "mps", system="Linux")
+    assert cross_check(h200, H200_BEFORE_PHASES["torch"], "cuda") == []
+    assert cross_check(cpu, H200_BEFORE_PHASES["torch"], "cuda")  # the worker's torch is not the installed one
