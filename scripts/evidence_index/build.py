@@ -17,12 +17,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from core.provenance import git_state
+
 from . import PLATFORMS
 from .common import FetchError, InputError, is_safe_relative, sha256_file
 from .github import GitHubClient
 from .logparse import LogScanner
 from .results import MAX_RESULT_BYTES, REPO_ROOT, read_result, read_result_bytes, too_large
-from .sources import digest_of_files, git_state, hash_sources, indexer_files
+from .sources import digest_of_files, hash_sources, indexer_files
 from .statement import make_statement, now_utc
 from .verdict import decide_run
 from .zipsafe import Caps, UnsafeArchive, safe_extract

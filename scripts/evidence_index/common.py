@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 # The one atomic writer and file hasher of the project (stdlib only, so the indexer stays light).
-from platform_runtime.atomic import atomic_write_bytes as _atomic_write_bytes
-from platform_runtime.sources import sha256_file  # noqa: F401 - re-exported to the indexer's modules
+from core.files import atomic_write_bytes as _atomic_write_bytes
+from core.files import sha256_file  # noqa: F401 - re-exported to the indexer's modules
 
 CHUNK = 1024 * 1024
 

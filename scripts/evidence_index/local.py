@@ -7,9 +7,11 @@ import platform as host_platform
 from pathlib import Path
 from typing import Any
 
+from core.provenance import git_state
+
 from .common import InputError, is_safe_relative
 from .results import REPO_ROOT, kind_of, read_result
-from .sources import digest_of_files, git_state, hash_sources, indexer_files
+from .sources import digest_of_files, hash_sources, indexer_files
 from .statement import make_statement, now_utc
 from .verdict import decide_local
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from platform_runtime import children
-from platform_runtime.provenance import git_state, github_facts, platform_facts
+from core.provenance import git_state, github_facts, platform_facts
 from platform_runtime.requirements import NFS_TYPES, Requirements, conflicts, evaluate
 from platform_runtime.result import (
     EXIT_FAILED,

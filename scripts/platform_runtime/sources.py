@@ -19,7 +19,7 @@ GATE_SOURCES: tuple[str, ...] = (
     "scripts/platform_runtime/fs_worker.py",
     "scripts/platform_runtime/gate.py",
     "scripts/platform_runtime/jsonl.py",
-    "scripts/platform_runtime/provenance.py",
+    "scripts/core/provenance.py",
     "scripts/platform_runtime/requirements.py",
     "scripts/platform_runtime/result.py",
     "scripts/platform_runtime/sources.py",
