@@ -11,8 +11,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from platform_runtime import children
 from core.provenance import git_state, github_facts, platform_facts
+
+from platform_runtime import children
 from platform_runtime.requirements import NFS_TYPES, Requirements, conflicts, evaluate
 from platform_runtime.result import (
     EXIT_FAILED,
