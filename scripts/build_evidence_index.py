@@ -6,12 +6,13 @@
         --output INDEX.json [--summary FILE.md] [--verdict-output FILE.json]
     build_evidence_index.py local --results DIR [--result RELPATH]... --output INDEX.json [--source-root DIR]
         [--summary FILE.md] [--verdict-output FILE.json]
-    build_evidence_index.py verify INDEX --artifacts DIR [--logs DIR]
+    build_evidence_index.py verify INDEX --artifacts DIR [--logs DIR] [--json FILE|-]
 
 The index is an in-toto Statement v1 (schemas/evidence-index.schema.json). `build` reads the token
 from GITHUB_TOKEN and the API from GITHUB_API_URL (default https://api.github.com).
-Exit codes: 0 verdict pass / every subject matches; 1 verdict fail / a subject mismatches or is
-missing; 2 usage or input error (nothing written); 130 interrupted.
+Exit codes of build/local: 0 verdict pass; 1 verdict fail (index written); 2 usage or input error
+(nothing written); 130 interrupted. verify: 0 authentic and passes; 1 authentic, verdict fails;
+2 usage error; 3 not authentic (see `verify --help`).
 """
 
 from __future__ import annotations
@@ -32,10 +33,21 @@ from evidence_index.github import GitHubClient  # noqa: E402
 from evidence_index.local import build_local_index  # noqa: E402
 from evidence_index.results import VERDICT_SCHEMA_ID  # noqa: E402
 from evidence_index.summary import render  # noqa: E402
-from evidence_index.verify import consistency, load_statement, verify  # noqa: E402
+from evidence_index.verify import Report, load_statement, verify  # noqa: E402
 from evidence_index.zipsafe import Caps  # noqa: E402
 
 PROG = "build_evidence_index.py"
+VERIFY_EXIT = {"pass": 0, "fail": 1, "not-authentic": 3}
+VERIFY_HELP = """Hash every subject, run the same judge `build` runs on those bytes (each result parsed, its kind
+recognised, schema-validated and judged; each job log re-scanned), and compare every recorded judgement
+and the verdict with it, field by field.
+
+exit codes:
+  0  authentic, and the verdict recomputed from the bytes passes
+  1  authentic, but that verdict fails (its reasons are printed)
+  2  usage error (unreadable index, missing folder, --logs needed)
+  3  not authentic: a digest mismatch, a missing file, an unknown _type / predicateType / predicate version
+     / kind, a recorded file without its subject, or a recorded judgement the bytes contradict"""
 VERDICT_HELP = "also write {schema, ok, reasons, index_sha256} here (what run_local.py reads as the step's result)"
 
 
@@ -64,6 +76,28 @@ def _platforms(text: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+PLATFORM_ARTIFACT_KEYS = ("artifact_id", "artifact_name", "artifact_digest", "attempt", "job_result")
+
+
+def _platform_artifacts(path: Path | None) -> dict[str, dict] | None:
+    """--platform-artifacts FILE, checked before any request (a usage error otherwise)."""
+    if path is None:
+        return None
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise InputError(f"--platform-artifacts {path}: not a readable JSON file ({type(error).__name__})") from error
+    if not isinstance(document, dict):
+        raise InputError("--platform-artifacts must hold a JSON object {platform: {...}}")
+    for platform, entry in document.items():
+        if platform not in PLATFORMS or not isinstance(entry, dict):
+            raise InputError(f"--platform-artifacts: {platform!r} is not a platform with an object")
+        if not str(entry.get("artifact_id", "")).isdigit() or not isinstance(entry.get("artifact_name"), str) \
+                or not entry["artifact_name"] or "/" in entry["artifact_name"]:
+            raise InputError(f"--platform-artifacts: {platform} needs a numeric artifact_id and an artifact_name")
+    return document
+
+
 def _positive(text: str) -> int:
     try:
         value = int(text)
@@ -90,6 +124,12 @@ def parser() -> argparse.ArgumentParser:
     build.add_argument("--platforms", type=_platforms, metavar="LIST",
                        help="platforms that must have run (comma-separated or a JSON list, as the plan job "
                             "outputs it); each one missing or skipped fails the verdict")
+    build.add_argument("--platform-artifacts", type=Path, metavar="FILE",
+                       help="JSON {platform: {artifact_id, artifact_name, artifact_digest, attempt, job_result}} from "
+                            "the platform jobs' outputs: each artifact is fetched by id (whichever attempt made it) "
+                            "and its zip compared with artifact_digest")
+    build.add_argument("--log-patience", type=float, default=5.0, metavar="SECONDS",
+                       help="ask a job log that answers 404 again for this long in all (default 5)")
     build.add_argument("--output", type=Path, required=True)
     build.add_argument("--summary", type=Path, help="append the Markdown summary here, e.g. $GITHUB_STEP_SUMMARY")
     build.add_argument("--verdict-output", type=Path, help=VERDICT_HELP)
@@ -111,10 +151,13 @@ def parser() -> argparse.ArgumentParser:
     local.add_argument("--summary", type=Path)
     local.add_argument("--verdict-output", type=Path, help=VERDICT_HELP)
 
-    check = commands.add_parser("verify", help="recompute every digest of an index from the bytes")
+    check = commands.add_parser("verify", help="recompute every digest and every judgement of an index from the bytes",
+                                description=VERIFY_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     check.add_argument("index", type=Path)
     check.add_argument("--artifacts", type=Path, required=True, help="folder that `artifacts/...` subjects live in")
-    check.add_argument("--logs", type=Path, help="folder that `logs/...` subjects live in")
+    check.add_argument("--logs", type=Path, help="folder that `logs/...` subjects live in (needed when it has any)")
+    check.add_argument("--json", type=Path, metavar="FILE",
+                       help="also write the machine-readable report here (`-`: print it instead of the text)")
     return main
 
 
@@ -156,8 +199,8 @@ def run_build(args: argparse.Namespace) -> int:
     options = BuildOptions(
         repository=args.repository, run_id=args.run_id, attempt=args.attempt, artifacts_dir=args.artifacts_dir,
         logs_dir=args.logs_dir, download_dir=args.download_dir, source_root=args.source_root,
-        platforms=args.platforms,
-        max_log_bytes=args.max_log_bytes, max_zip_bytes=args.max_zip_bytes,
+        platforms=args.platforms, platform_artifacts=_platform_artifacts(args.platform_artifacts),
+        log_patience_s=max(0.0, args.log_patience), max_log_bytes=args.max_log_bytes, max_zip_bytes=args.max_zip_bytes,
         caps=Caps(max_entries=args.max_zip_entries, max_total_bytes=args.max_unpacked_bytes,
                   max_entry_bytes=args.max_unpacked_bytes),
     )
@@ -176,32 +219,46 @@ def run_local(args: argparse.Namespace) -> int:
     return _report_verdict(statement, args.output)
 
 
+def _verify_lines(report: Report) -> list[str]:
+    """Only what needs reading: subjects that do not match, every problem, then one verdict line."""
+    lines = [f"{row['status']:<9} {row['name']}" + (f"  expected {row['expected']}  got {row['actual']}"
+                                                   if row["status"] == "mismatch" else "")
+             for row in report.rows if row["status"] != "match"]
+    matched = sum(1 for row in report.rows if row["status"] == "match")
+    zipped = sum(1 for row in report.rows if row.get("from_zip"))
+    if zipped:
+        lines.append(f"{zipped} subject(s) read inside their artifact's zip")
+    lines += [f"not authentic: {problem}" for problem in report.problems]
+    if report.outcome == "not-authentic":
+        lines.append(f"verdict: NOT AUTHENTIC ({len(report.problems)} problem(s); {matched} subject(s) match)")
+    else:
+        word = "PASS" if report.outcome == "pass" else "FAIL"
+        lines.append(f"verdict: {word} (authentic: {matched} subject(s) match and every recorded judgement is "
+                     "what the bytes say)")
+        lines += [f"  - {reason}" for reason in (report.verdict or {}).get("reasons", [])]
+    return lines
+
+
 def run_verify(args: argparse.Namespace) -> int:
     statement = load_statement(args.index)
     if not args.artifacts.is_dir():
         raise InputError(f"--artifacts {args.artifacts} is not a folder")
     if args.logs is not None and not args.logs.is_dir():
         raise InputError(f"--logs {args.logs} is not a folder")
-    rows = verify(statement, {"artifacts": args.artifacts, "logs": args.logs})
-    for row in rows:
-        line = f"{row['status']:<9} {row['name']}" + ("  (inside its zip)" if row.get("from_zip") else "")
-        if row["status"] == "mismatch":
-            line += f"  expected {row['expected']}  got {row['actual']}"
-        print(line)
-    counts = {status: sum(1 for row in rows if row["status"] == status)
-              for status in ("match", "mismatch", "missing", "invalid", "unchecked")}
-    print(", ".join(f"{count} {status}" for status, count in counts.items() if count) or "no subjects")
-    if counts["unchecked"]:
-        print("unchecked: logs/ subjects need --logs DIR")
-    problems = consistency(statement)
-    for problem in problems:
-        print(f"inconsistent: {problem}")
-    predicate = statement.get("predicate")
-    verdict = predicate.get("verdict") if isinstance(predicate, dict) else None
-    if isinstance(verdict, dict) and not problems:
-        print(f"recorded verdict: {'PASS' if verdict.get('pass') else 'FAIL'} (consistent with the predicate)")
-    bad = counts["mismatch"] + counts["missing"] + counts["invalid"] + len(problems)
-    return 1 if bad or not rows else 0
+    subjects = statement.get("subject") if isinstance(statement.get("subject"), list) else []
+    if args.logs is None and any(isinstance(s, dict) and str(s.get("name", "")).startswith("logs/")
+                                 for s in subjects):
+        raise InputError("this index binds job logs: give --logs DIR so they can be re-scanned")
+    if args.json is not None and str(args.json) != "-":
+        _check_output(args.json)
+    report = verify(statement, {"artifacts": args.artifacts, "logs": args.logs})
+    if args.json is not None and str(args.json) == "-":
+        sys.stdout.write(dump_json(report.as_dict()).decode("utf-8"))
+    else:
+        print("\n".join(_verify_lines(report)))
+        if args.json is not None:
+            atomic_write_bytes(args.json, dump_json(report.as_dict()))
+    return VERIFY_EXIT[report.outcome]
 
 
 def main(argv: list[str] | None = None) -> int:

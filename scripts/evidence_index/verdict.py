@@ -9,28 +9,28 @@ from __future__ import annotations
 
 from typing import Any
 
+from core.contract import prove_platform
+
 from .sources import digest_of_files
 
 MAX_LISTED = 5
 
 
 def _result_reasons(result: dict[str, Any], where: str) -> list[str]:
-    reasons = []
-    if result.get("error"):
-        reasons.append(f"{where}{result['name']}: {result['error']}")
-        return reasons
-    if result.get("schema_valid") is False:
-        first = "; ".join(result.get("schema_errors", [])[:2])
-        reasons.append(f"{where}{result['name']} does not validate against its schema: {first}")
-    elif result.get("schema_valid") is None and result.get("kind") == "gate":
-        why = "; ".join(result.get("schema_errors", [])[:1]) or "not validated"
-        reasons.append(f"{where}{result['name']} was not validated: {why}")
-    if result.get("ok") is False:
-        failures = "; ".join((result.get("failures") or [])[:2])
-        reasons.append(f"{where}{result['name']} says ok=false" + (f": {failures}" if failures else ""))
-    elif result.get("ok") is None:
-        reasons.append(f"{where}{result['name']} states neither ok nor status passed/failed")
-    return reasons
+    """A result passes only when core.contract's judge (and its schema) said so when reading its bytes."""
+    if result.get("ok") is True:
+        return []
+    if result.get("error"):  # named but missing, refused, unreadable, not JSON
+        return [f"{where}{result.get('name')}: {result['error']}"]
+    why = "; ".join(str(r) for r in (result.get("reasons") or [])[:3]) or "not judged to pass"
+    return [f"{where}{result.get('name')} ({result.get('kind')}) fails: {why}"]
+
+
+def _gate_document(gate: dict[str, Any]) -> dict[str, Any]:
+    """The gate's own fields prove_platform reads, as the index keeps them in `claims`."""
+    claims = gate.get("claims") or {}
+    return {"platform": claims.get("platform"), "device": claims.get("device"),
+            "filesystem": claims.get("filesystem"), "requirements": claims.get("requirements")}
 
 
 def _source_mismatches(claimed: dict[str, Any], actual: dict[str, Any]) -> list[str]:
@@ -71,6 +71,7 @@ def platform_reasons(entry: dict[str, Any], run: dict[str, Any]) -> list[str]:
             reasons += _result_reasons(result, f"{name}: ")
     if len(gates) == 1 and not gates[0].get("error"):
         gate = gates[0]
+        reasons += prove_platform(name, _gate_document(gate))
         github = (gate.get("claims") or {}).get("github")
         if not isinstance(github, dict):
             reasons.append(f"{name}: the gate result was not produced inside GitHub Actions (github is null)")
