@@ -75,6 +75,8 @@ def build(fake: FakeGitHub, out: Path, *extra: str, source_root: Path | None = R
     args = [sys.executable, "-B", str(CLI), "build", "--repository", fake.repository,
             "--run-id", str(run_id or fake.run_id),
             "--output", str(out / "index.json"), "--summary", str(out / "summary.md"), *extra]
+    if "--log-patience" not in extra:
+        args += ["--log-patience", "0"]  # the patience itself is tested in test_evidence_index_client.py
     if keep:
         args += ["--logs-dir", str(out / "logs")]
     if keep and "--artifacts-dir" not in extra:
@@ -352,6 +354,59 @@ def test_attempt_selects_that_attempts_jobs_and_artifact_names(fake, sources, tm
     assert first.platform("linux")["job"]["id"] == 111
     assert first.platform("linux")["artifact"]["status"] == "missing"
     assert made["linux"][0].id != 111
+
+
+def _rerun_only_windows(fake: FakeGitHub, sources: dict[str, str]) -> dict[str, dict]:
+    """Attempt 2 after "Re-run failed jobs": windows failed in attempt 1 and re-ran; linux passed in
+    attempt 1 and was not re-run, so its job and artifact are attempt 1's. Returns what the platform jobs'
+    outputs say (the evidence job writes it to the --platform-artifacts file)."""
+    made = standard_run(fake, ("linux", "windows"), sources)
+    fake.run_attempt = 2
+    linux_job, linux_artifact = made["linux"]
+    windows_job, _ = made["windows"]
+    windows_job.run_attempt = 2
+    body = json.dumps(gate_result("windows", sources=sources, run_id=fake.run_id, run_attempt=2,
+                                  job_id=windows_job.id, sha=fake.head_sha)).encode()
+    rerun = FakeArtifact(id=3901000200, name="platform-runtime-windows-attempt-2",
+                         content=make_zip({"platform-runtime-windows.json": body}))
+    fake.artifacts.append(rerun)
+    return {
+        "linux": {"artifact_id": str(linux_artifact.id), "artifact_name": linux_artifact.name,
+                  "artifact_digest": linux_artifact.sha256(), "attempt": "1", "job_result": "success"},
+        "windows": {"artifact_id": str(rerun.id), "artifact_name": rerun.name,
+                    "artifact_digest": f"sha256:{rerun.sha256()}", "attempt": "2", "job_result": "success"},
+    }
+
+
+def test_after_rerunning_failed_jobs_each_platform_is_fetched_by_id_from_its_own_attempt(fake, sources, tmp_path):
+    outputs = _rerun_only_windows(fake, sources)
+    (tmp_path / "platform-artifacts.json").write_text(json.dumps(outputs))
+    built = build(fake, tmp_path / "out", "--platform-artifacts", str(tmp_path / "platform-artifacts.json"))
+    assert built.code == 0, built.stdout
+    linux, windows = built.platform("linux")["artifact"], built.platform("windows")["artifact"]
+    assert (linux["located_by"], linux["from_attempt"], linux["name"]) == ("id", 1, "platform-runtime-linux-attempt-1")
+    assert (windows["from_attempt"], windows["id"]) == (2, 3901000200)
+    assert linux["digest_matches_job_output"] is True and windows["digest_matches_job_output"] is True
+    assert fake.count("api", "/actions/artifacts/3901000200/zip") == 1
+
+
+def test_an_artifact_whose_zip_differs_from_the_digest_its_job_exported_fails(fake, sources, tmp_path):
+    outputs = _rerun_only_windows(fake, sources)
+    outputs["linux"]["artifact_digest"] = "sha256:" + "0" * 64
+    (tmp_path / "platform-artifacts.json").write_text(json.dumps(outputs))
+    built = build(fake, tmp_path / "out", "--platform-artifacts", str(tmp_path / "platform-artifacts.json"))
+    assert built.code == 1
+    assert built.platform("linux")["artifact"]["digest_matches_job_output"] is False
+    assert built.verdict["platforms"]["linux"]["reasons"] == [
+        "linux: artifact zip SHA-256 differs from the artifact_digest its job exported (sha256:" + "0" * 64 + ")"]
+    assert built.verdict["platforms"]["windows"]["ok"] is True
+
+
+@pytest.mark.parametrize("content", ["[]", '{"macos": {}}', '{"linux": {"artifact_id": "x", "artifact_name": "a"}}'])
+def test_a_platform_artifacts_file_that_is_not_usable_is_a_usage_error(fake, tmp_path, content):
+    (tmp_path / "p.json").write_text(content)
+    built = build(fake, tmp_path, "--platform-artifacts", str(tmp_path / "p.json"))
+    assert built.code == 2 and built.index is None and "--platform-artifacts" in built.stderr
 
 
 def test_already_downloaded_artifacts_are_read_from_the_folder(fake, sources, tmp_path):

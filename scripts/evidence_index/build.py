@@ -247,10 +247,10 @@ def _locate(state: _Build, entry: dict[str, Any]) -> dict[str, Any]:
     given = (state.options.platform_artifacts or {}).get(platform)
     if given is not None:
         listed = next((a for a in state.listed if str(a.get("id")) == str(given.get("artifact_id"))), None)
-        return {"name": given.get("artifact_name"), "listed": listed is not None, "id": given.get("artifact_id"),
+        return {"name": given.get("artifact_name"), "listed": listed is not None, "id": int(given["artifact_id"]),
                 "api_digest": listed.get("digest") if listed else None,
                 "expired": bool(listed and listed.get("expired")),
-                "from_attempt": given.get("attempt"), "job_result": given.get("job_result"),
+                "from_attempt": _as_int(given.get("attempt")), "job_result": given.get("job_result"),
                 "job_output_digest": given.get("artifact_digest"), "located_by": "id"}
     name = artifact_name(platform, entry["job"].get("run_attempt") or state.attempt)
     matches = [a for a in state.listed if a.get("name") == name]
@@ -259,6 +259,11 @@ def _locate(state: _Build, entry: dict[str, Any]) -> dict[str, Any]:
     return {"name": name, "listed": api is not None, "id": api.get("id") if api else None,
             "api_digest": api.get("digest") if api else None, "expired": bool(api and api.get("expired")),
             "from_attempt": entry["job"].get("run_attempt") or state.attempt, "located_by": "name"}
+
+
+def _as_int(value: Any) -> Any:
+    """Job outputs are strings: an attempt "2" is recorded as 2, anything else as given."""
+    return int(value) if isinstance(value, str) and value.isdigit() else value
 
 
 def _artifact(state: _Build, entry: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:

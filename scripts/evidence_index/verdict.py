@@ -62,6 +62,12 @@ def platform_reasons(entry: dict[str, Any], run: dict[str, Any]) -> list[str]:
                        + (f" ({artifact['error']})" if artifact.get("error") else ""))
     if artifact.get("digest_matches_api") is False:
         reasons.append(f"{name}: artifact zip SHA-256 differs from the digest GitHub recorded at upload")
+    if artifact.get("located_by") == "id" and str(artifact.get("from_attempt")) != str(job.get("run_attempt")):
+        reasons.append(f"{name}: the artifact came from attempt {artifact.get('from_attempt')}, the job ran in "
+                       f"attempt {job.get('run_attempt')}")
+    if artifact.get("digest_matches_job_output") is False:
+        reasons.append(f"{name}: artifact zip SHA-256 differs from the artifact_digest its job exported "
+                       f"({str(artifact.get('job_output_digest'))[:80]})")
     results = entry.get("results") or []
     gates = [r for r in results if r.get("kind") == "gate"]
     if artifact.get("status") in ("downloaded", "local"):
