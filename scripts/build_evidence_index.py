@@ -79,7 +79,7 @@ def _platforms(text: str) -> list[str]:
 PLATFORM_ARTIFACT_KEYS = ("artifact_id", "artifact_name", "artifact_digest", "attempt", "job_result")
 
 
-def _platform_artifacts(path: Path | None) -> dict[str, dict] | None:
+def _platform_artifacts(path: Path | None, offline: bool = False) -> dict[str, dict] | None:
     """--platform-artifacts FILE, checked before any request (a usage error otherwise)."""
     if path is None:
         return None
@@ -92,7 +92,8 @@ def _platform_artifacts(path: Path | None) -> dict[str, dict] | None:
     for platform, entry in document.items():
         if platform not in PLATFORMS or not isinstance(entry, dict):
             raise InputError(f"--platform-artifacts: {platform!r} is not a platform with an object")
-        if not str(entry.get("artifact_id", "")).isdigit() or not isinstance(entry.get("artifact_name"), str) \
+        numeric = str(entry.get("artifact_id", "")).isdigit() or (offline and entry.get("artifact_id") in (None, ""))
+        if not numeric or not isinstance(entry.get("artifact_name"), str) \
                 or not entry["artifact_name"] or "/" in entry["artifact_name"]:
             raise InputError(f"--platform-artifacts: {platform} needs a numeric artifact_id and an artifact_name")
     return document
@@ -128,6 +129,9 @@ def parser() -> argparse.ArgumentParser:
                        help="JSON {platform: {artifact_id, artifact_name, artifact_digest, attempt, job_result}} from "
                             "the platform jobs' outputs: each artifact is fetched by id (whichever attempt made it) "
                             "and its zip compared with artifact_digest")
+    build.add_argument("--offline", action="store_true",
+                       help="no REST API (act): jobs from --platform-artifacts, artifacts from --artifacts-dir; job "
+                            "logs are not read and the index says so")
     build.add_argument("--log-patience", type=float, default=5.0, metavar="SECONDS",
                        help="ask a job log that answers 404 again for this long in all (default 5)")
     build.add_argument("--output", type=Path, required=True)
@@ -199,8 +203,9 @@ def run_build(args: argparse.Namespace) -> int:
     options = BuildOptions(
         repository=args.repository, run_id=args.run_id, attempt=args.attempt, artifacts_dir=args.artifacts_dir,
         logs_dir=args.logs_dir, download_dir=args.download_dir, source_root=args.source_root,
-        platforms=args.platforms, platform_artifacts=_platform_artifacts(args.platform_artifacts),
-        log_patience_s=max(0.0, args.log_patience), max_log_bytes=args.max_log_bytes, max_zip_bytes=args.max_zip_bytes,
+        platforms=args.platforms, platform_artifacts=_platform_artifacts(args.platform_artifacts, args.offline),
+        log_patience_s=max(0.0, args.log_patience), offline=args.offline,
+        max_log_bytes=args.max_log_bytes, max_zip_bytes=args.max_zip_bytes,
         caps=Caps(max_entries=args.max_zip_entries, max_total_bytes=args.max_unpacked_bytes,
                   max_entry_bytes=args.max_unpacked_bytes),
     )

@@ -425,6 +425,47 @@ def test_already_downloaded_artifacts_are_read_from_the_folder(fake, sources, tm
     assert fake.count("api", r"/zip$") == 0
 
 
+def _offline_folder(fake: FakeGitHub, sources: dict[str, str], tmp_path: Path, job_result: str = "success") -> Path:
+    """What download-artifact leaves under act, and the platform jobs' outputs; the fake API is never asked."""
+    downloaded = tmp_path / "downloaded"
+    outputs = {}
+    for number, platform in enumerate(("linux", "windows")):
+        folder = downloaded / f"platform-runtime-{platform}-attempt-1"
+        folder.mkdir(parents=True)
+        job_id = 5000 + number
+        body = json.dumps(gate_result(platform, sources=sources, run_id=fake.run_id, job_id=job_id)).encode()
+        (folder / f"platform-runtime-{platform}.json").write_bytes(body)
+        outputs[platform] = {"artifact_id": "", "artifact_name": folder.name, "artifact_digest": "", "attempt": "1",
+                             "job_result": job_result if platform == "windows" else "success", "job_id": str(job_id)}
+    (tmp_path / "platform-artifacts.json").write_text(json.dumps(outputs))
+    return downloaded
+
+
+def test_offline_under_act_the_artifacts_and_job_outputs_are_judged_without_an_api(fake, sources, tmp_path):
+    downloaded = _offline_folder(fake, sources, tmp_path)
+    built = build(fake, tmp_path / "out", "--offline", "--artifacts-dir", str(downloaded), "--platform-artifacts",
+                  str(tmp_path / "platform-artifacts.json"), "--platforms", "linux,windows", keep=False)
+    assert built.code == 0, built.stdout
+    assert built.predicate["run"]["offline"] is True and built.platform("linux")["log"]["status"] == "offline"
+    assert not fake.requests
+    assert set(built.subjects()) == {"artifacts/platform-runtime-linux-attempt-1/platform-runtime-linux.json",
+                                     "artifacts/platform-runtime-windows-attempt-1/platform-runtime-windows.json"}
+
+
+def test_offline_a_failed_job_or_a_platform_without_outputs_fails(fake, sources, tmp_path):
+    downloaded = _offline_folder(fake, sources, tmp_path, job_result="failure")
+    built = build(fake, tmp_path / "out", "--offline", "--artifacts-dir", str(downloaded), "--platform-artifacts",
+                  str(tmp_path / "platform-artifacts.json"), "--platforms", "linux,windows,mps", keep=False)
+    assert built.code == 1
+    assert "windows: job completed, conclusion failure" in built.verdict["reasons"]
+    assert "mps: selected by the plan, but no mps job ran in this attempt" in built.verdict["reasons"]
+
+
+def test_offline_without_the_job_outputs_is_a_usage_error(fake, tmp_path):
+    built = build(fake, tmp_path, "--offline", "--artifacts-dir", str(tmp_path), keep=False)
+    assert built.code == 2 and "--offline needs --platform-artifacts" in built.stderr
+
+
 @pytest.mark.parametrize("args, message", [
     (["--repository", "not a repo"], "--repository must be OWNER/NAME"),
     (["--run-id", "12x"], "--run-id must be a number"),

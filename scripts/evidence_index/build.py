@@ -50,6 +50,8 @@ class BuildOptions:
     # outputs (--platform-artifacts): the artifact is fetched by id, whichever attempt uploaded it.
     platform_artifacts: dict[str, dict[str, Any]] | None = None
     log_patience_s: float = 5.0  # a log that answers 404 right after its job completed is asked again
+    # No REST API (act): jobs from --platform-artifacts, artifacts from --artifacts-dir, job logs not read.
+    offline: bool = False
 
 
 def platform_of(job_name: str) -> str | None:
@@ -81,6 +83,8 @@ def check_options(options: BuildOptions) -> None:
         raise InputError(f"--source-root {options.source_root} is not a folder")
     if options.download_dir is not None and options.download_dir.exists() and any(options.download_dir.iterdir()):
         raise InputError(f"--download-dir {options.download_dir} is not empty")
+    if options.offline and (options.platform_artifacts is None or options.artifacts_dir is None):
+        raise InputError("--offline needs --platform-artifacts and --artifacts-dir (there is no API to ask)")
 
 
 @dataclass
@@ -111,6 +115,18 @@ def _list_run(client: GitHubClient, options: BuildOptions,
     artifacts = [a for a in client.paginate(f"{base}/artifacts", "artifacts") if isinstance(a, dict)]
     progress(f"run {options.run_id} attempt {attempt}: {len(jobs)} jobs, {len(artifacts)} artifacts")
     return run, jobs, artifacts, attempt
+
+
+def _offline_run(options: BuildOptions) -> tuple[dict[str, Any], list[dict], list[dict], int]:
+    """Without an API (act): each platform job as its outputs describe it; the index records `offline`."""
+    attempt = options.attempt or 1
+    jobs = []
+    for platform, given in sorted((options.platform_artifacts or {}).items()):
+        job_id = given.get("job_id")
+        jobs.append({"id": int(job_id) if str(job_id or "").isdigit() else None, "name": platform,
+                     "status": "completed", "conclusion": given.get("job_result"),
+                     "run_attempt": _as_int(given.get("attempt")) or attempt})
+    return {"run_attempt": attempt, "offline": True}, jobs, [], attempt
 
 
 def _index_jobs(state: _Build, jobs: list[dict[str, Any]],
@@ -152,7 +168,7 @@ def _source_root(options: BuildOptions, observed: Observed) -> dict[str, Any]:
 def build_run_index(client: GitHubClient, options: BuildOptions,
                     progress: Callable[[str], None] = lambda message: None) -> dict[str, Any]:
     check_options(options)
-    run, jobs, artifacts, attempt = _list_run(client, options, progress)
+    run, jobs, artifacts, attempt = _offline_run(options) if options.offline else _list_run(client, options, progress)
     state = _Build(client, options, artifacts, attempt, options.download_dir)
     temporary = None
     if options.artifacts_dir is None and state.download_dir is None:
@@ -198,6 +214,7 @@ def _run_record(run: dict[str, Any], options: BuildOptions, attempt: int) -> dic
         "status": run.get("status"),
         "conclusion": run.get("conclusion"),
         "html_url": run.get("html_url"),
+        "offline": bool(run.get("offline")),
     }
 
 
@@ -218,9 +235,11 @@ def _job_entry(job: dict[str, Any], platform: str) -> dict[str, Any]:
 def _fetch_log(state: _Build, job: dict[str, Any], platform: str) -> dict[str, Any]:
     """Stream one job log into its SHA-256 and the log scanner (the judge reads the scan)."""
     job_id = job.get("id")
+    options, client = state.options, state.client
+    if options.offline:
+        return {"status": "offline", "subject": None, "error": "not read: --offline, no REST API (act)"}
     if not isinstance(job_id, int):
         return {"status": "error", "error": "job has no numeric id", "subject": None}
-    options, client = state.options, state.client
     name = f"{job_id}-{platform}.log"
     dest = None
     if options.logs_dir is not None:
@@ -247,7 +266,8 @@ def _locate(state: _Build, entry: dict[str, Any]) -> dict[str, Any]:
     given = (state.options.platform_artifacts or {}).get(platform)
     if given is not None:
         listed = next((a for a in state.listed if str(a.get("id")) == str(given.get("artifact_id"))), None)
-        return {"name": given.get("artifact_name"), "listed": listed is not None, "id": int(given["artifact_id"]),
+        return {"name": given.get("artifact_name"), "listed": listed is not None,
+                "id": _as_int(given.get("artifact_id")),
                 "api_digest": listed.get("digest") if listed else None,
                 "expired": bool(listed and listed.get("expired")),
                 "from_attempt": _as_int(given.get("attempt")), "job_result": given.get("job_result"),
@@ -263,6 +283,8 @@ def _locate(state: _Build, entry: dict[str, Any]) -> dict[str, Any]:
 
 def _as_int(value: Any) -> Any:
     """Job outputs are strings: an attempt "2" is recorded as 2, anything else as given."""
+    if value in (None, ""):
+        return None
     return int(value) if isinstance(value, str) and value.isdigit() else value
 
 
