@@ -450,6 +450,12 @@ def test_offline_under_act_the_artifacts_and_job_outputs_are_judged_without_an_a
     assert not fake.requests
     assert set(built.subjects()) == {"artifacts/platform-runtime-linux-attempt-1/platform-runtime-linux.json",
                                      "artifacts/platform-runtime-windows-attempt-1/platform-runtime-windows.json"}
+    # a reviewer's verify does not take an offline index for a proven run unless told to
+    verify = [sys.executable, "-B", str(CLI), "verify", str(tmp_path / "out" / "index.json"), "--artifacts",
+              str(downloaded)]
+    plain = subprocess.run(verify, capture_output=True, text=True, timeout=60)
+    assert plain.returncode == 1 and "built --offline: no job log was read" in plain.stdout
+    assert subprocess.run([*verify, "--allow-offline"], capture_output=True, text=True, timeout=60).returncode == 0
 
 
 def test_offline_a_failed_job_or_a_platform_without_outputs_fails(fake, sources, tmp_path):

@@ -315,8 +315,8 @@ def _artifact(state: _Build, entry: dict[str, Any]) -> tuple[dict[str, Any], lis
 
 
 def _download_zip(state: _Build, record: dict[str, Any]) -> Path | None:
-    """The zip by id (302 to the blob host, no token there), hashed as stored and compared with the digests
-    GitHub listed and the platform job exported."""
+    """The zip by id (302 to the blob host, no token there), hashed as stored (judge.py compares it with the
+    digests GitHub listed and the platform job exported)."""
     options, client = state.options, state.client
     assert state.download_dir is not None
     state.download_dir.mkdir(parents=True, exist_ok=True)
@@ -329,11 +329,7 @@ def _download_zip(state: _Build, record: dict[str, Any]) -> Path | None:
         record["error"] = client.scrub(str(error))
         return None
     record.update(zip_sha256=download.sha256, size=download.size, subject=f"artifacts/{record['name']}.zip")
-    state.subjects[record["subject"]] = download.sha256
-    for key, digest in (("digest_matches_api", record.get("api_digest")),
-                        ("digest_matches_job_output", record.get("job_output_digest"))):
-        if digest or key == "digest_matches_api":
-            record[key] = str(digest).lower().removeprefix("sha256:") == download.sha256 if digest else None
+    state.subjects[record["subject"]] = download.sha256  # compared with the digests by the judge
     return zip_path
 
 

@@ -59,6 +59,18 @@ def judge_local(predicate: dict[str, Any], observed: Observed) -> dict[str, Any]
     return judged
 
 
+def _compare_digests(artifact: dict[str, Any]) -> None:
+    """The downloaded zip's SHA-256 (a subject) against the digest GitHub listed and the one its job exported
+    (upload-artifact reports hex SHA-256, possibly prefixed `sha256:`)."""
+    zip_sha256 = artifact.get("zip_sha256")
+    if not zip_sha256:
+        return
+    for key, given in (("digest_matches_api", "api_digest"), ("digest_matches_job_output", "job_output_digest")):
+        digest = artifact.get(given)
+        if digest or key == "digest_matches_api":
+            artifact[key] = str(digest).lower().removeprefix("sha256:") == zip_sha256 if digest else None
+
+
 def judge_run(predicate: dict[str, Any], observed: Observed) -> dict[str, Any]:
     """A run index's predicate with each platform's results, log scan and verdict derived from the bytes."""
     judged = copy.deepcopy(predicate)
@@ -72,6 +84,7 @@ def judge_run(predicate: dict[str, Any], observed: Observed) -> dict[str, Any]:
         if scan is not None:
             log.update(scan)
         artifact = entry.get("artifact") or {}
+        _compare_digests(artifact)
         bound = _results_under(f"artifacts/{artifact.get('name')}/", observed) if artifact.get("name") else []
         entry["results"] = _unbound(entry.get("results") or []) + bound
         entry["runner"] = _runner(entry)

@@ -13,6 +13,7 @@ version, a recorded file without its subject, or a recorded judgement the bytes 
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import zipfile
 from collections.abc import Iterator
@@ -147,8 +148,10 @@ def _check_subject(subject: Any, roots: dict[str, Path | None], observed: Observ
     return dict(row, status="match" if row["actual"] == expected.lower() else "mismatch")
 
 
-def verify(statement: dict[str, Any], roots: dict[str, Path | None]) -> Report:
-    """Hash every subject, run the one judge on those bytes, and compare what the index records with it."""
+def verify(statement: dict[str, Any], roots: dict[str, Path | None], allow_offline: bool = False) -> Report:
+    """Hash every subject, run the one judge on those bytes, and compare what the index records with it.
+    An index built --offline (act: no job log was read) passes only with allow_offline: otherwise editing a
+    real run's index into an "offline" one would be a way to drop its logs from the judgement."""
     report = Report(problems=check_envelope(statement))
     if report.problems:
         return report
@@ -170,7 +173,10 @@ def verify(statement: dict[str, Any], roots: dict[str, Path | None]) -> Report:
         report.problems.append(f"the predicate is malformed ({type(error).__name__}: {error})")
         return report
     report.problems += differences(predicate, recomputed)
-    report.verdict = recomputed["verdict"]
+    report.verdict = copy.deepcopy(recomputed["verdict"])
+    if (predicate.get("run") or {}).get("offline") and not allow_offline:
+        report.verdict["pass"] = False
+        report.verdict["reasons"].append("built --offline: no job log was read (verify --allow-offline accepts that)")
     return report
 
 
