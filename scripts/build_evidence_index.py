@@ -6,6 +6,7 @@
         --output INDEX.json [--summary FILE.md] [--verdict-output FILE.json]
     build_evidence_index.py local --results DIR [--result RELPATH]... --output INDEX.json [--source-root DIR]
         [--summary FILE.md] [--verdict-output FILE.json]
+    build ... [--platform-artifacts FILE] [--offline] [--log-patience SECONDS]
     build_evidence_index.py verify INDEX --artifacts DIR [--logs DIR] [--json FILE|-]
 
 The index is an in-toto Statement v1 (schemas/evidence-index.schema.json). `build` reads the token
@@ -113,6 +114,31 @@ def parser() -> argparse.ArgumentParser:
     main = argparse.ArgumentParser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = main.add_subparsers(dest="command", required=True)
 
+    _add_build(commands)
+    local = commands.add_parser("local", help="index local result JSON files")
+    local.add_argument("--results", type=Path, required=True,
+                       help="folder of results: every file in it is bound (a whole training run, say)")
+    local.add_argument("--output", type=Path, required=True)
+    local.add_argument("--source-root", type=Path, help="checkout to compare source hashes with (default: this one)")
+    local.add_argument("--result", action="append", dest="names", metavar="RELPATH",
+                       help="bind exactly this file under --results, and every file of its sub-folder when it "
+                            "lies in one (repeatable; a missing one fails); default: every file under --results")
+    local.add_argument("--summary", type=Path)
+    local.add_argument("--verdict-output", type=Path, help=VERDICT_HELP)
+
+    check = commands.add_parser("verify", help="recompute every digest and every judgement of an index from the bytes",
+                                description=VERIFY_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    check.add_argument("index", type=Path)
+    check.add_argument("--artifacts", type=Path, required=True, help="folder that `artifacts/...` subjects live in")
+    check.add_argument("--logs", type=Path, help="folder that `logs/...` subjects live in (needed when it has any)")
+    check.add_argument("--allow-offline", action="store_true",
+                       help="let an index built --offline (under act: no job log read) pass")
+    check.add_argument("--json", type=Path, metavar="FILE",
+                       help="also write the machine-readable report here (`-`: print it instead of the text)")
+    return main
+
+
+def _add_build(commands: argparse._SubParsersAction) -> None:
     build = commands.add_parser("build", help="index a GitHub Actions run")
     build.add_argument("--repository", required=True, help="OWNER/NAME")
     build.add_argument("--run-id", required=True)
@@ -144,27 +170,6 @@ def parser() -> argparse.ArgumentParser:
     build.add_argument("--max-wait", type=float, default=900.0, help="longest rate-limit wait honoured, seconds")
     build.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for a server's answer or bytes")
     build.add_argument("--attempts", type=_positive, default=6, help="tries per request (5xx, 429, resets)")
-
-    local = commands.add_parser("local", help="index local result JSON files")
-    local.add_argument("--results", type=Path, required=True, help="folder of result *.json files")
-    local.add_argument("--output", type=Path, required=True)
-    local.add_argument("--source-root", type=Path, help="checkout to compare source hashes with (default: this one)")
-    local.add_argument("--result", action="append", dest="names", metavar="RELPATH",
-                       help="index exactly this file under --results (repeatable; a missing one fails); "
-                            "default: every *.json directly in --results")
-    local.add_argument("--summary", type=Path)
-    local.add_argument("--verdict-output", type=Path, help=VERDICT_HELP)
-
-    check = commands.add_parser("verify", help="recompute every digest and every judgement of an index from the bytes",
-                                description=VERIFY_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    check.add_argument("index", type=Path)
-    check.add_argument("--artifacts", type=Path, required=True, help="folder that `artifacts/...` subjects live in")
-    check.add_argument("--logs", type=Path, help="folder that `logs/...` subjects live in (needed when it has any)")
-    check.add_argument("--allow-offline", action="store_true",
-                       help="let an index built --offline (under act: no job log read) pass")
-    check.add_argument("--json", type=Path, metavar="FILE",
-                       help="also write the machine-readable report here (`-`: print it instead of the text)")
-    return main
 
 
 def _write_outputs(statement: dict, output: Path, summary: Path | None, verdict_output: Path | None = None) -> None:

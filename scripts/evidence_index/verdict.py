@@ -38,27 +38,26 @@ def _source_mismatches(claimed: dict[str, Any], actual: dict[str, Any]) -> list[
     return differing
 
 
-def platform_reasons(entry: dict[str, Any], run: dict[str, Any]) -> list[str]:
-    """Why one selected platform job is not proven; empty when it is."""
-    name = entry["platform"]
-    reasons: list[str] = []
-    job = entry.get("job") or {}
+def _job_and_log_reasons(name: str, job: dict[str, Any], log: dict[str, Any], run: dict[str, Any]) -> list[str]:
+    reasons = []
     if job.get("status") != "completed" or job.get("conclusion") != "success":
         reasons.append(f"{name}: job {job.get('status')}, conclusion {job.get('conclusion')}")
-    log = entry.get("log") or {}
     if log.get("status") == "offline" and run.get("offline"):
-        pass  # act has no job logs to read: the index says so (run.offline) and the summary repeats it
-    elif log.get("status") != "ok":
+        return reasons  # act has no job logs to read: the index says so (run.offline), verify repeats it
+    if log.get("status") != "ok":
         detail = f" ({log['error']})" if log.get("error") else ""
-        reasons.append(f"{name}: job log {log.get('status', 'missing')}{detail}")
-    else:
-        if log.get("error_count"):
-            first = (log.get("error_lines") or [""])[0]
-            reasons.append(f"{name}: {log['error_count']} ##[error] line(s) in the job log, first: {first[:200]}")
-        if log.get("nonzero_exit_count"):
-            codes = sorted({e["code"] for e in log.get("nonzero_exits", [])})
-            reasons.append(f"{name}: non-zero exit code(s) {codes} in the job log")
-    artifact = entry.get("artifact") or {}
+        return reasons + [f"{name}: job log {log.get('status', 'missing')}{detail}"]
+    if log.get("error_count"):
+        first = (log.get("error_lines") or [""])[0]
+        reasons.append(f"{name}: {log['error_count']} ##[error] line(s) in the job log, first: {first[:200]}")
+    if log.get("nonzero_exit_count"):
+        codes = sorted({e["code"] for e in log.get("nonzero_exits", [])})
+        reasons.append(f"{name}: non-zero exit code(s) {codes} in the job log")
+    return reasons
+
+
+def _artifact_reasons(name: str, artifact: dict[str, Any], job: dict[str, Any]) -> list[str]:
+    reasons = []
     if artifact.get("status") not in ("downloaded", "local"):
         reasons.append(f"{name}: artifact {artifact.get('name')} {artifact.get('status', 'missing')}"
                        + (f" ({artifact['error']})" if artifact.get("error") else ""))
@@ -70,6 +69,34 @@ def platform_reasons(entry: dict[str, Any], run: dict[str, Any]) -> list[str]:
     if artifact.get("digest_matches_job_output") is False:
         reasons.append(f"{name}: artifact zip SHA-256 differs from the artifact_digest its job exported "
                        f"({str(artifact.get('job_output_digest'))[:80]})")
+    return reasons
+
+
+def _gate_reasons(name: str, gate: dict[str, Any], job: dict[str, Any], run: dict[str, Any]) -> list[str]:
+    """The one gate result proves this platform, and was made by this run, attempt and job."""
+    reasons = prove_platform(name, _gate_document(gate))
+    github = (gate.get("claims") or {}).get("github")
+    if not isinstance(github, dict):
+        reasons.append(f"{name}: the gate result was not produced inside GitHub Actions (github is null)")
+    else:
+        expected = {"run_id": run.get("run_id"), "run_attempt": job.get("run_attempt") or run.get("attempt"),
+                    "job_id": job.get("id")}
+        for key, want in expected.items():
+            if want is None and run.get("offline"):
+                continue  # offline, a job's id is known only when its outputs name it
+            if str(github.get(key)) != str(want):
+                reasons.append(f"{name}: the gate result's {key} is {github.get(key)!r}, this job's is {want!r}")
+    if not gate.get("source_files"):
+        reasons.append(f"{name}: the gate result names no source files")
+    return reasons
+
+
+def platform_reasons(entry: dict[str, Any], run: dict[str, Any]) -> list[str]:
+    """Why one selected platform job is not proven; empty when it is."""
+    name = entry["platform"]
+    job = entry.get("job") or {}
+    artifact = entry.get("artifact") or {}
+    reasons = _job_and_log_reasons(name, job, entry.get("log") or {}, run) + _artifact_reasons(name, artifact, job)
     results = entry.get("results") or []
     gates = [r for r in results if r.get("kind") == "gate"]
     if artifact.get("status") in ("downloaded", "local"):
@@ -78,21 +105,7 @@ def platform_reasons(entry: dict[str, Any], run: dict[str, Any]) -> list[str]:
         for result in results:
             reasons += _result_reasons(result, f"{name}: ")
     if len(gates) == 1 and not gates[0].get("error"):
-        gate = gates[0]
-        reasons += prove_platform(name, _gate_document(gate))
-        github = (gate.get("claims") or {}).get("github")
-        if not isinstance(github, dict):
-            reasons.append(f"{name}: the gate result was not produced inside GitHub Actions (github is null)")
-        else:
-            expected = {"run_id": run.get("run_id"), "run_attempt": job.get("run_attempt") or run.get("attempt"),
-                        "job_id": job.get("id")}
-            for key, want in expected.items():
-                if want is None and run.get("offline"):
-                    continue  # offline, a job's id is known only when its outputs name it
-                if str(github.get(key)) != str(want):
-                    reasons.append(f"{name}: the gate result's {key} is {github.get(key)!r}, this job's is {want!r}")
-        if not gate.get("source_files"):
-            reasons.append(f"{name}: the gate result names no source files")
+        reasons += _gate_reasons(name, gates[0], job, run)
     return reasons
 
 
