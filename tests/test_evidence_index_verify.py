@@ -309,3 +309,24 @@ def test_the_local_job_ends_with_the_index_of_every_earlier_steps_result(tmp_pat
     verdict = json.loads((tmp_path / "evidence-verdict.json").read_text())
     assert verdict["ok"] is False
     assert verdict["reasons"] == [f"{name}: missing: the step wrote no result" for name in earlier]
+
+
+@pytest.mark.parametrize("edit", [
+    lambda p: p.update(results="not a list"),
+    lambda p: p.update(results=[{"subject": "artifacts/platform-runtime-cpu.json", "sha256": 5}]),
+    lambda p: p.pop("source_root"),
+], ids=["results-not-a-list", "result-reshaped", "no-source-root"])
+def test_a_predicate_edited_into_another_shape_is_not_authentic_and_no_traceback(results, tmp_path, edit):
+    _, index = index_local(results, tmp_path / "index.json")
+    edit(index["predicate"])
+    (tmp_path / "index.json").write_text(json.dumps(index))
+    completed = cli("verify", str(tmp_path / "index.json"), "--artifacts", str(results))
+    assert completed.returncode == 3 and "Traceback" not in completed.stderr, completed.stdout + completed.stderr
+
+
+def test_verify_json_report_on_stdout(results, tmp_path):
+    index_local(results, tmp_path / "index.json")
+    completed = cli("verify", str(tmp_path / "index.json"), "--artifacts", str(results), "--json", "-")
+    report = json.loads(completed.stdout)
+    assert completed.returncode == 0 and report["outcome"] == "pass" and report["verdict"]["pass"] is True
+    assert {row["status"] for row in report["subjects"]} == {"match"}

@@ -166,11 +166,11 @@ def verify(statement: dict[str, Any], roots: dict[str, Path | None], allow_offli
     if not report.rows:
         report.problems.append("the index binds no subject")
     predicate = statement["predicate"]
-    report.problems += recorded_without_subject(statement)
-    try:
+    try:  # a predicate edited into another shape is not one this verifier vouches for
+        report.problems += recorded_without_subject(statement)
         recomputed = judge_index(predicate, observed)
-    except (AttributeError, KeyError, TypeError) as error:
-        report.problems.append(f"the predicate is malformed ({type(error).__name__}: {error})")
+    except (AttributeError, KeyError, TypeError, ValueError) as error:
+        report.problems.append(f"the predicate is malformed ({type(error).__name__}: {str(error)[:200]})")
         return report
     report.problems += differences(predicate, recomputed)
     report.verdict = copy.deepcopy(recomputed["verdict"])
