@@ -266,3 +266,25 @@ def test_a_byte_of_a_training_run_checkpoint_changed_is_not_authentic(tmp_path):
     completed = verify()
     assert completed.returncode == 3
     assert "mismatch  artifacts/training-run/checkpoint.pt" in completed.stdout
+
+
+def test_a_failing_platform_marked_as_not_run_is_not_authentic(failing):
+    index = failing.index
+    platform_entry(index)["selected"] = False
+    index["predicate"]["verdict"] = {"pass": True, "reasons": [], "platforms": {}}
+    failing.save(index)
+    completed = failing.verify()
+    assert completed.returncode == 3
+    assert "predicate.platforms[0:linux].selected: recorded False, the bytes say True" in completed.stdout
+
+
+def test_a_failing_platform_job_moved_among_the_other_jobs_is_not_authentic(failing):
+    index = failing.index
+    entry = index["predicate"]["platforms"].pop(0)
+    index["predicate"]["other_jobs"].append({"id": entry["job"]["id"], "name": entry["job"]["name"],
+                                             "conclusion": "success"})
+    index["predicate"]["verdict"] = {"pass": True, "reasons": [], "platforms": {}}
+    failing.save(index)
+    completed = failing.verify()
+    assert completed.returncode == 3
+    assert "is a platform job but was not indexed as one" in completed.stdout

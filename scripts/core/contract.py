@@ -52,6 +52,12 @@ def artifact_name(platform: str, attempt: int | str) -> str:
     return f"platform-runtime-{platform}-attempt-{attempt}"
 
 
+def platform_of(job_name: str) -> str | None:
+    """`linux`, or `platform-runtime / linux` through a reusable workflow: the last segment names it."""
+    last = job_name.rsplit(" / ", 1)[-1].strip()
+    return last if last in PLATFORMS else None
+
+
 def gate_result_name(platform: str) -> str:
     return f"platform-runtime-{platform}.json"
 

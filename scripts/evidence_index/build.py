@@ -17,7 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from core.contract import PLATFORMS, artifact_name, kind_of
+from core.contract import artifact_name, kind_of, platform_of
 from core.provenance import git_state
 
 from . import PREDICATE_VERSION
@@ -52,12 +52,6 @@ class BuildOptions:
     log_patience_s: float = 5.0  # a log that answers 404 right after its job completed is asked again
     # No REST API (act): jobs from --platform-artifacts, artifacts from --artifacts-dir, job logs not read.
     offline: bool = False
-
-
-def platform_of(job_name: str) -> str | None:
-    """`linux`, or `platform-runtime / linux` through a reusable workflow: the last segment names it."""
-    last = job_name.rsplit(" / ", 1)[-1].strip()
-    return last if last in PLATFORMS else None
 
 
 def _duration(job: dict[str, Any]) -> float | None:

@@ -14,6 +14,8 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.contract import platform_of
+
 from .results import is_result, parse_json, read_result_bytes, too_large
 from .verdict import decide_local, decide_run
 
@@ -75,7 +77,11 @@ def judge_run(predicate: dict[str, Any], observed: Observed) -> dict[str, Any]:
     """A run index's predicate with each platform's results, log scan and verdict derived from the bytes."""
     judged = copy.deepcopy(predicate)
     for entry in judged.get("platforms") or []:
-        if not entry.get("selected"):
+        # Which platform a job is, and whether it ran, follow from its name and conclusion, not a flag.
+        job = entry.get("job") or {}
+        entry["platform"] = platform_of(str(job.get("name", ""))) or entry.get("platform")
+        entry["selected"] = job.get("conclusion") != "skipped"
+        if not entry["selected"]:
             continue
         log = entry.get("log") or {}
         scan = observed.logs.get(log.get("subject")) if log.get("subject") else None
@@ -127,8 +133,11 @@ def differences(recorded: Any, recomputed: Any, path: str = "predicate") -> list
         return found
     if isinstance(recorded, list) and isinstance(recomputed, list):
         if len(recorded) != len(recomputed):
-            return [f"{path}: recorded {len(recorded)} item(s), the bytes give {len(recomputed)}: "
-                    f"{_short(recomputed)}"]
+            found = [f"{path}: recorded {len(recorded)} item(s), the bytes give {len(recomputed)}"]
+            found += [f"{path}: the bytes add {_short(item, 300)}" for item in recomputed if item not in recorded][:5]
+            found += [f"{path}: recorded {_short(item, 300)}, the bytes do not give it"
+                      for item in recorded if item not in recomputed][:5]
+            return found
         found = []
         for index, (left, right) in enumerate(zip(recorded, recomputed)):
             found += differences(left, right, f"{path}[{_label(right, index)}]")
@@ -146,6 +155,6 @@ def _label(item: Any, index: int) -> str:
     return str(index)
 
 
-def _short(value: Any) -> str:
+def _short(value: Any, limit: int = 160) -> str:
     text = repr(value)
-    return text if len(text) <= 160 else text[:157] + "..."
+    return text if len(text) <= limit else text[:limit - 3] + "..."

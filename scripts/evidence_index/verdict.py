@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.contract import prove_platform
+from core.contract import platform_of, prove_platform
 
 from .sources import digest_of_files
 
@@ -126,6 +126,9 @@ def decide_run(predicate: dict[str, Any]) -> dict[str, Any]:
     for platform, count in sorted(counts.items()):
         if count > 1:
             reasons.append(f"{platform}: {count} jobs claim this platform; which one is evidence is ambiguous")
+    for job in predicate.get("other_jobs") or []:
+        if platform_of(str(job.get("name", ""))):
+            reasons.append(f"job {job.get('name')!r} is a platform job but was not indexed as one")
     for entry in selected:
         mine = platform_reasons(entry, run)
         per_platform[entry["platform"]] = {"ok": not mine, "reasons": mine}
