@@ -215,6 +215,33 @@ def test_a_result_from_another_run_or_job_is_not_authentic(passing, key, value):
     assert f"the gate result's {key} is '{value}'" in completed.stdout
 
 
+def test_a_result_of_another_job_with_the_recorded_job_edited_to_match_is_not_authentic(passing):
+    _swap_result(passing, lambda document: document["github"].update(job_id="99239320001"))
+    index = passing.index
+    platform_entry(index)["job"]["id"] = 99239320001  # the forger also edits what the API said
+    passing.save(index)
+    completed = passing.verify()
+    assert completed.returncode == 3, completed.stdout
+    assert "predicate.platforms[0:linux].job.id: recorded 99239320001, the bytes say 99239323612" in completed.stdout
+
+
+def test_the_api_answers_are_bound_and_an_edited_one_is_not_authentic(passing):
+    jobs = passing.folder / "logs" / "api" / "jobs.json"
+    assert {s["name"] for s in passing.index["subject"]} >= {
+        "logs/api/run.json", "logs/api/jobs.json", "logs/api/artifacts.json"}
+    jobs.write_text(jobs.read_text().replace('"success"', '"failure"'))
+    completed = passing.verify()
+    assert completed.returncode == 3 and "mismatch  logs/api/jobs.json" in completed.stdout
+
+
+def test_an_index_that_does_not_bind_the_api_answers_is_not_authentic(passing):
+    index = passing.index
+    index["subject"] = [s for s in index["subject"] if not s["name"].startswith("logs/api/")]
+    passing.save(index)
+    completed = passing.verify()
+    assert completed.returncode == 3 and "the index does not bind logs/api/jobs.json" in completed.stdout
+
+
 def test_a_recorded_file_without_its_subject_is_not_authentic(passing):
     index = passing.index
     index["subject"] = [s for s in index["subject"] if not s["name"].endswith("platform-runtime-linux.json")]
@@ -287,4 +314,6 @@ def test_a_failing_platform_job_moved_among_the_other_jobs_is_not_authentic(fail
     failing.save(index)
     completed = failing.verify()
     assert completed.returncode == 3
-    assert "is a platform job but was not indexed as one" in completed.stdout
+    # the job list is judged from the API's answer bound at build time (logs/api/jobs.json)
+    assert "predicate.platforms: recorded 0 item(s), the bytes give 1" in completed.stdout
+    assert "predicate.other_jobs: recorded 1 item(s), the bytes give 0" in completed.stdout

@@ -7,6 +7,7 @@ Modules, one job each:
     zipsafe    artifact zip extraction with caps; refuses escapes, absolute paths and links
     results    reading result JSON documents: kind, schema validity and core.contract's judgement
     judge      the one judge build and verify share: every judgement derived from the bound bytes
+    runfacts   the run, its jobs and artifacts as the API answered (bound as logs/api/*.json)
     sources    SHA-256 of source files at a checkout
     statement  the in-toto Statement v1 envelope
     build      index of a GitHub Actions run

@@ -13,19 +13,20 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from core.contract import artifact_name, kind_of, platform_of
+from core.contract import artifact_name, kind_of
+from core.files import encode_json, sha256_bytes
 from core.provenance import git_state
 
 from . import PREDICATE_VERSION
-from .common import FetchError, InputError, hash_stream, is_safe_relative
+from .common import FetchError, InputError, atomic_write_bytes, hash_stream, is_safe_relative
 from .github import GitHubClient
 from .judge import Observed, judge_run
 from .logparse import LogScanner
 from .results import MAX_RESULT_BYTES, REPO_ROOT, parse_json
+from .runfacts import api_subject, artifact_record, run_record, split_jobs
 from .sources import digest_of_files, hash_sources, indexer_files
 from .statement import make_statement, now_utc
 from .zipsafe import Caps, UnsafeArchive, safe_extract
@@ -52,15 +53,6 @@ class BuildOptions:
     log_patience_s: float = 5.0  # a log that answers 404 right after its job completed is asked again
     # No REST API (act): jobs from --platform-artifacts, artifacts from --artifacts-dir, job logs not read.
     offline: bool = False
-
-
-def _duration(job: dict[str, Any]) -> float | None:
-    try:
-        start = datetime.fromisoformat(str(job["started_at"]).replace("Z", "+00:00"))
-        end = datetime.fromisoformat(str(job["completed_at"]).replace("Z", "+00:00"))
-    except (KeyError, TypeError, ValueError):
-        return None
-    return round((end - start).total_seconds(), 3)
 
 
 def check_options(options: BuildOptions) -> None:
@@ -126,20 +118,25 @@ def _offline_run(options: BuildOptions) -> tuple[dict[str, Any], list[dict], lis
 def _index_jobs(state: _Build, jobs: list[dict[str, Any]],
                 progress: Callable[[str], None]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """One entry per platform job (log and artifact bound for each selected one); the other jobs named."""
-    platforms, other_jobs = [], []
-    for job in jobs:
-        name = str(job.get("name", ""))
-        platform = platform_of(name)
-        if platform is None:
-            other_jobs.append({"id": job.get("id"), "name": name, "conclusion": job.get("conclusion")})
-            continue
-        entry = _job_entry(job, platform)
+    platforms, other_jobs = split_jobs(jobs)
+    for entry in platforms:
         if entry["selected"]:
-            progress(f"{platform}: job {job.get('id')} {job.get('conclusion')}")
-            entry["log"] = _fetch_log(state, job, platform)
+            progress(f"{entry['platform']}: job {entry['job']['id']} {entry['job']['conclusion']}")
+            entry["log"] = _fetch_log(state, entry["job"], entry["platform"])
             entry["artifact"], entry["results"] = _artifact(state, entry)
-        platforms.append(entry)
     return platforms, other_jobs
+
+
+def _bind_api(state: _Build, documents: dict[str, Any]) -> None:
+    """The API's answers about the run, its jobs and its artifacts, bound as subjects so the judge can
+    derive the job facts from bytes (kept under --logs-dir/api/ when logs are kept)."""
+    for name, document in documents.items():
+        data = encode_json(document)
+        subject = api_subject(name)
+        state.subjects[subject] = sha256_bytes(data)
+        state.observed.api[name] = document
+        if state.options.logs_dir is not None:
+            atomic_write_bytes(state.options.logs_dir / "api" / f"{name}.json", data)
 
 
 def _source_root(options: BuildOptions, observed: Observed) -> dict[str, Any]:
@@ -167,6 +164,8 @@ def build_run_index(client: GitHubClient, options: BuildOptions,
     temporary = None
     if options.artifacts_dir is None and state.download_dir is None:
         temporary = state.download_dir = Path(tempfile.mkdtemp(prefix="evidence-artifacts-"))
+    if not options.offline:
+        _bind_api(state, {"run": run, "jobs": jobs, "artifacts": artifacts})
     try:
         platforms, other_jobs = _index_jobs(state, jobs, progress)
     finally:
@@ -177,53 +176,14 @@ def build_run_index(client: GitHubClient, options: BuildOptions,
         "version": PREDICATE_VERSION,
         "built_at": now_utc(),
         "indexer": {"files": indexer_files(REPO_ROOT), "python": host_platform.python_version()},
-        "run": _run_record(run, options, attempt),
+        "run": run_record(run, options.repository, options.run_id, attempt),
         "source_root": _source_root(options, state.observed),
         "required_platforms": options.platforms,
         "platforms": platforms,
         "other_jobs": other_jobs,
-        "artifacts": [_artifact_record(a) for a in artifacts],
+        "artifacts": [artifact_record(a) for a in artifacts],
     }
     return make_statement(state.subjects, judge_run(predicate, state.observed))
-
-
-def _run_record(run: dict[str, Any], options: BuildOptions, attempt: int) -> dict[str, Any]:
-    path = run.get("path")
-    ref = run.get("head_branch")
-    workflow_ref = f"{options.repository}/{path}@refs/heads/{ref}" if path and ref and "@" not in str(path) else None
-    if path and "@" in str(path):
-        workflow_ref = f"{options.repository}/{path}"
-    return {
-        "repository": options.repository,
-        "run_id": str(options.run_id),
-        "attempt": attempt,
-        "latest_attempt": run.get("run_attempt"),
-        "workflow_path": path,
-        "workflow_ref": workflow_ref,
-        "referenced_workflows": [{k: w.get(k) for k in ("path", "sha", "ref")}
-                                 for w in run.get("referenced_workflows") or [] if isinstance(w, dict)],
-        "head_sha": run.get("head_sha"),
-        "head_branch": ref,
-        "event": run.get("event"),
-        "status": run.get("status"),
-        "conclusion": run.get("conclusion"),
-        "html_url": run.get("html_url"),
-        "offline": bool(run.get("offline")),
-    }
-
-
-def _artifact_record(artifact: dict[str, Any]) -> dict[str, Any]:
-    return {k: artifact.get(k) for k in ("id", "name", "size_in_bytes", "expired", "digest", "created_at",
-                                         "expires_at")}
-
-
-def _job_entry(job: dict[str, Any], platform: str) -> dict[str, Any]:
-    record = {k: job.get(k) for k in ("id", "name", "status", "conclusion", "run_attempt", "started_at",
-                                      "completed_at", "labels", "html_url", "head_sha")}
-    record["duration_s"] = _duration(job)
-    return {"platform": platform, "selected": job.get("conclusion") != "skipped", "job": record}
-
-
 
 
 def _fetch_log(state: _Build, job: dict[str, Any], platform: str) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from typing import Any
 from core.contract import platform_of
 
 from .results import is_result, parse_json, read_result_bytes, too_large
+from .runfacts import facts_from_api
 from .verdict import decide_local, decide_run
 
 # The fields of a log record that come from scanning its bytes (the rest is how it was fetched).
@@ -30,6 +31,7 @@ class Observed:
 
     json: dict[str, tuple[bytes | None, str, int]] = field(default_factory=dict)
     logs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    api: dict[str, Any] = field(default_factory=dict)  # run / jobs / artifacts, as the API answered
 
 
 def _results_under(prefix: str, observed: Observed) -> list[dict[str, Any]]:
@@ -76,6 +78,8 @@ def _compare_digests(artifact: dict[str, Any]) -> None:
 def judge_run(predicate: dict[str, Any], observed: Observed) -> dict[str, Any]:
     """A run index's predicate with each platform's results, log scan and verdict derived from the bytes."""
     judged = copy.deepcopy(predicate)
+    if observed.api:
+        facts_from_api(judged, observed.api)
     for entry in judged.get("platforms") or []:
         # Which platform a job is, and whether it ran, follow from its name and conclusion, not a flag.
         job = entry.get("job") or {}

@@ -25,7 +25,8 @@ from . import PREDICATE_TYPE, PREDICATE_VERSION, STATEMENT_TYPE
 from .common import InputError, hash_stream, is_safe_relative
 from .judge import Observed, differences, judge_index
 from .logparse import LogScanner
-from .results import MAX_RESULT_BYTES
+from .results import MAX_RESULT_BYTES, parse_json
+from .runfacts import API_DOCUMENTS, api_subject
 
 KINDS = ("github-run", "local")
 
@@ -134,7 +135,8 @@ def _check_subject(subject: Any, roots: dict[str, Path | None], observed: Observ
         opened, row["from_zip"] = _open_subject(root, root_key, relative)
         if opened is None:
             return dict(row, status="missing")
-        scanner = LogScanner() if root_key == "logs" else None
+        api = name.startswith("logs/api/") and name.endswith(".json")
+        scanner = LogScanner() if root_key == "logs" and not api else None
         with opened as stream:
             row["actual"], size, data = hash_stream(stream, MAX_RESULT_BYTES if name.endswith(".json") else 0, scanner)
     except ValueError:
@@ -145,6 +147,8 @@ def _check_subject(subject: Any, roots: dict[str, Path | None], observed: Observ
         observed.json[name] = (data, row["actual"], size)
     if scanner is not None:
         observed.logs[name] = scanner.result()
+    if api:
+        observed.api[name[len("logs/api/"):-len(".json")]] = parse_json(data)
     return dict(row, status="match" if row["actual"] == expected.lower() else "mismatch")
 
 
@@ -166,6 +170,11 @@ def verify(statement: dict[str, Any], roots: dict[str, Path | None], allow_offli
     if not report.rows:
         report.problems.append("the index binds no subject")
     predicate = statement["predicate"]
+    names = {row["name"] for row in report.rows}
+    if predicate.get("kind") == "github-run" and not (predicate.get("run") or {}).get("offline"):
+        # The job facts are judged from the API's answers as bound at build time, never from the predicate.
+        report.problems += [f"the index does not bind {api_subject(name)}, the API's {name} answer"
+                            for name in API_DOCUMENTS if api_subject(name) not in names]
     try:  # a predicate edited into another shape is not one this verifier vouches for
         report.problems += recorded_without_subject(statement)
         recomputed = judge_index(predicate, observed)
