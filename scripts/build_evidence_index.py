@@ -252,6 +252,11 @@ def _verify_lines(report: Report) -> list[str]:
 
 
 def run_verify(args: argparse.Namespace) -> int:
+    try:
+        import jsonschema  # noqa: F401 - the judge re-validates every result, as build did
+    except ImportError as error:
+        raise InputError("verify needs jsonschema installed to re-validate the results "
+                         "(pip install jsonschema)") from error
     statement = load_statement(args.index)
     if not args.artifacts.is_dir():
         raise InputError(f"--artifacts {args.artifacts} is not a folder")

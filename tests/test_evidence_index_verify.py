@@ -330,3 +330,15 @@ def test_verify_json_report_on_stdout(results, tmp_path):
     report = json.loads(completed.stdout)
     assert completed.returncode == 0 and report["outcome"] == "pass" and report["verdict"]["pass"] is True
     assert {row["status"] for row in report["subjects"]} == {"match"}
+
+
+def test_verify_without_jsonschema_is_a_usage_error_not_a_verdict(results, tmp_path):
+    index_local(results, tmp_path / "index.json")
+    blocker = tmp_path / "no-jsonschema"
+    blocker.mkdir()
+    (blocker / "jsonschema.py").write_text("raise ImportError('jsonschema is not installed here')\n")
+    env = {k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"}
+    env["PYTHONPATH"] = str(blocker)
+    completed = subprocess.run([sys.executable, "-B", str(CLI), "verify", str(tmp_path / "index.json"),
+                                "--artifacts", str(results)], capture_output=True, text=True, timeout=60, env=env)
+    assert completed.returncode == 2 and "verify needs jsonschema" in completed.stderr
