@@ -32,6 +32,7 @@ from evidence_index.build import BuildOptions, build_run_index  # noqa: E402
 from evidence_index.common import FetchError, InputError, atomic_write_bytes, dump_json, scrub  # noqa: E402
 from evidence_index.github import GitHubClient  # noqa: E402
 from evidence_index.local import build_local_index  # noqa: E402
+from evidence_index.outputs import load as load_platform_artifacts  # noqa: E402
 from evidence_index.results import VERDICT_SCHEMA_ID  # noqa: E402
 from evidence_index.summary import render  # noqa: E402
 from evidence_index.verify import Report, load_statement, verify  # noqa: E402
@@ -75,29 +76,6 @@ def _platforms(text: str) -> list[str]:
     if not isinstance(names, list) or not names or any(name not in PLATFORMS for name in names):
         raise argparse.ArgumentTypeError(f"platforms must be among {', '.join(PLATFORMS)}: {text!r}")
     return list(dict.fromkeys(names))
-
-
-PLATFORM_ARTIFACT_KEYS = ("artifact_id", "artifact_name", "artifact_digest", "attempt", "job_result")
-
-
-def _platform_artifacts(path: Path | None, offline: bool = False) -> dict[str, dict] | None:
-    """--platform-artifacts FILE, checked before any request (a usage error otherwise)."""
-    if path is None:
-        return None
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as error:
-        raise InputError(f"--platform-artifacts {path}: not a readable JSON file ({type(error).__name__})") from error
-    if not isinstance(document, dict):
-        raise InputError("--platform-artifacts must hold a JSON object {platform: {...}}")
-    for platform, entry in document.items():
-        if platform not in PLATFORMS or not isinstance(entry, dict):
-            raise InputError(f"--platform-artifacts: {platform!r} is not a platform with an object")
-        numeric = str(entry.get("artifact_id", "")).isdigit() or (offline and entry.get("artifact_id") in (None, ""))
-        if not numeric or not isinstance(entry.get("artifact_name"), str) \
-                or not entry["artifact_name"] or "/" in entry["artifact_name"]:
-            raise InputError(f"--platform-artifacts: {platform} needs a numeric artifact_id and an artifact_name")
-    return document
 
 
 def _positive(text: str) -> int:
@@ -152,9 +130,9 @@ def _add_build(commands: argparse._SubParsersAction) -> None:
                        help="platforms that must have run (comma-separated or a JSON list, as the plan job "
                             "outputs it); each one missing or skipped fails the verdict")
     build.add_argument("--platform-artifacts", type=Path, metavar="FILE",
-                       help="JSON {platform: {artifact_id, artifact_name, artifact_digest, attempt, job_result}} from "
-                            "the platform jobs' outputs: each artifact is fetched by id (whichever attempt made it) "
-                            "and its zip compared with artifact_digest")
+                       help="JSON {platform: {artifact_id, artifact_name, artifact_digest, attempt, job_result}}, or "
+                            "toJSON(needs) as is, from the platform jobs' outputs: each artifact is fetched by id "
+                            "(whichever attempt made it) and its zip compared with artifact_digest")
     build.add_argument("--offline", action="store_true",
                        help="no REST API (act): jobs from --platform-artifacts, artifacts from --artifacts-dir; job "
                             "logs are not read and the index says so")
@@ -210,7 +188,7 @@ def run_build(args: argparse.Namespace) -> int:
     options = BuildOptions(
         repository=args.repository, run_id=args.run_id, attempt=args.attempt, artifacts_dir=args.artifacts_dir,
         logs_dir=args.logs_dir, download_dir=args.download_dir, source_root=args.source_root,
-        platforms=args.platforms, platform_artifacts=_platform_artifacts(args.platform_artifacts, args.offline),
+        platforms=args.platforms, platform_artifacts=load_platform_artifacts(args.platform_artifacts),
         log_patience_s=max(0.0, args.log_patience), offline=args.offline,
         max_log_bytes=args.max_log_bytes, max_zip_bytes=args.max_zip_bytes,
         caps=Caps(max_entries=args.max_zip_entries, max_total_bytes=args.max_unpacked_bytes,

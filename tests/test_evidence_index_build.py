@@ -378,9 +378,21 @@ def _rerun_only_windows(fake: FakeGitHub, sources: dict[str, str]) -> dict[str, 
     }
 
 
-def test_after_rerunning_failed_jobs_each_platform_is_fetched_by_id_from_its_own_attempt(fake, sources, tmp_path):
+def _as_needs(outputs: dict[str, dict]) -> dict[str, dict]:
+    """The same as the workflow's toJSON(needs) shows it (plus the plan job, which is not a platform)."""
+    needs = {"plan": {"result": "success", "outputs": {"platforms": '["linux","windows"]'}}}
+    for platform, given in outputs.items():
+        needs[platform] = {"result": given["job_result"], "outputs": {
+            "artifact-id": given["artifact_id"], "artifact-name": given["artifact_name"],
+            "artifact-digest": given["artifact_digest"], "attempt": given["attempt"]}}
+    return needs
+
+
+@pytest.mark.parametrize("shape", ["plain", "needs"])
+def test_after_rerunning_failed_jobs_each_platform_is_fetched_by_id_from_its_own_attempt(fake, sources, tmp_path,
+                                                                                         shape):
     outputs = _rerun_only_windows(fake, sources)
-    (tmp_path / "platform-artifacts.json").write_text(json.dumps(outputs))
+    (tmp_path / "platform-artifacts.json").write_text(json.dumps(outputs if shape == "plain" else _as_needs(outputs)))
     built = build(fake, tmp_path / "out", "--platform-artifacts", str(tmp_path / "platform-artifacts.json"))
     assert built.code == 0, built.stdout
     linux, windows = built.platform("linux")["artifact"], built.platform("windows")["artifact"]

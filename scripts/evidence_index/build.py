@@ -218,6 +218,10 @@ def _locate(state: _Build, entry: dict[str, Any]) -> dict[str, Any]:
     which survives re-runs), otherwise by the name of this job's attempt in the run's list."""
     platform = entry["platform"]
     given = (state.options.platform_artifacts or {}).get(platform)
+    if given is not None and not given.get("artifact_name") and not given.get("artifact_id"):
+        return {"name": None, "listed": False, "id": None, "api_digest": None, "expired": False,
+                "from_attempt": _as_int(given.get("attempt")), "job_result": given.get("job_result"),
+                "job_output_digest": None, "located_by": "id"}
     if given is not None:
         listed = next((a for a in state.listed if str(a.get("id")) == str(given.get("artifact_id"))), None)
         return {"name": given.get("artifact_name"), "listed": listed is not None,
@@ -246,6 +250,10 @@ def _artifact(state: _Build, entry: dict[str, Any]) -> tuple[dict[str, Any], lis
     """Bind one platform's artifact: every file a subject, every JSON's bytes kept for the judge."""
     record = _locate(state, entry)
     expired = record.pop("expired")
+    if record["name"] is None:
+        record["status"] = "missing"
+        record["error"] = "the platform job's outputs name no artifact"
+        return record, []
     if state.options.artifacts_dir is not None:
         folder = state.options.artifacts_dir / str(record["name"])
         if not folder.is_dir():
