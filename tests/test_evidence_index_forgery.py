@@ -317,3 +317,17 @@ def test_a_failing_platform_job_moved_among_the_other_jobs_is_not_authentic(fail
     # the job list is judged from the API's answer bound at build time (logs/api/jobs.json)
     assert "predicate.platforms: recorded 0 item(s), the bytes give 1" in completed.stdout
     assert "predicate.other_jobs: recorded 1 item(s), the bytes give 0" in completed.stdout
+
+
+def test_a_log_subject_pointed_at_another_jobs_clean_log_is_not_authentic(failing):
+    index = failing.index
+    clean = failing.folder / "logs" / "1-linux.log"
+    clean.write_bytes(runner_log("linux"))
+    index["subject"].append({"name": "logs/1-linux.log", "digest": {"sha256": sha256(clean.read_bytes())}})
+    log = platform_entry(index)["log"]
+    log.update(subject="logs/1-linux.log", sha256=sha256(clean.read_bytes()), error_count=0, error_lines=[])
+    failing.save(index)
+    completed = failing.verify()
+    assert completed.returncode == 3
+    assert ("predicate.platforms[0:linux].log.subject: recorded 'logs/1-linux.log', "
+            f"the bytes say 'logs/{JOB_ID}-linux.log'") in completed.stdout

@@ -14,7 +14,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.contract import platform_of
+from core.contract import artifact_name, platform_of
 
 from .results import is_result, parse_json, read_result_bytes, too_large
 from .runfacts import facts_from_api
@@ -88,12 +88,17 @@ def judge_run(predicate: dict[str, Any], observed: Observed) -> dict[str, Any]:
         if not entry["selected"]:
             continue
         log = entry.get("log") or {}
+        if log.get("subject") is not None:  # a job's log is bound under its own job id, never another's
+            log["subject"] = f"logs/{job.get('id')}-{entry['platform']}.log"
         scan = observed.logs.get(log.get("subject")) if log.get("subject") else None
         for key in LOG_SCAN_FIELDS:
             log.pop(key, None)
         if scan is not None:
             log.update(scan)
         artifact = entry.get("artifact") or {}
+        if artifact.get("located_by") == "name":  # the name follows from the platform and the job's attempt
+            attempt = job.get("run_attempt") or (judged.get("run") or {}).get("attempt")
+            artifact["name"] = artifact_name(entry["platform"], attempt)
         _compare_digests(artifact)
         bound = _results_under(f"artifacts/{artifact.get('name')}/", observed) if artifact.get("name") else []
         entry["results"] = _unbound(entry.get("results") or []) + bound
