@@ -101,3 +101,20 @@ def test_the_artifact_name_and_kinds_by_schema_id():
     assert artifact_name("windows", 2) == "platform-runtime-windows-attempt-2"
     assert kind_of({"schema": "kernodeck.platform-runtime.result/v1"}) == "gate"
     assert kind_of({"_type": "https://in-toto.io/Statement/v1"}) == "evidence-index"
+
+
+def test_the_composite_actions_summary_uses_the_same_rule(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "scripts" / "actions"))
+    monkeypatch.delenv("GITHUB_OUTPUT", raising=False)
+    import result_report
+
+    bare = tmp_path / "bare.json"
+    bare.write_text(json.dumps({"ok": True}))
+    real = tmp_path / "gate.json"
+    real.write_bytes(REAL["gate"].read_bytes())
+    emptied = tmp_path / "emptied.json"
+    emptied.write_text(json.dumps(dict(_real("gate"), checks={})))
+    assert result_report.judge(real, "gate", 0).ok is True
+    assert result_report.judge(bare, "bare", 0).ok is False
+    verdict = result_report.judge(emptied, "emptied", 0)
+    assert verdict.ok is False and "checks.device_compute is missing" in verdict.problems
