@@ -27,9 +27,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from core.files import encode_json  # noqa: E402
 from evidence_index import PLATFORMS  # noqa: E402
 from evidence_index.build import BuildOptions, build_run_index  # noqa: E402
-from evidence_index.common import FetchError, InputError, atomic_write_bytes, dump_json, scrub  # noqa: E402
+from evidence_index.common import FetchError, InputError, atomic_write_bytes, scrub  # noqa: E402
 from evidence_index.github import GitHubClient  # noqa: E402
 from evidence_index.local import build_local_index  # noqa: E402
 from evidence_index.outputs import load as load_platform_artifacts  # noqa: E402
@@ -151,11 +152,11 @@ def _add_build(commands: argparse._SubParsersAction) -> None:
 
 
 def _write_outputs(statement: dict, output: Path, summary: Path | None, verdict_output: Path | None = None) -> None:
-    data = dump_json(statement)
+    data = encode_json(statement)
     atomic_write_bytes(output, data)
     if verdict_output is not None:
         verdict = statement["predicate"]["verdict"]
-        atomic_write_bytes(verdict_output, dump_json({
+        atomic_write_bytes(verdict_output, encode_json({
             "schema": VERDICT_SCHEMA_ID, "ok": verdict["pass"], "reasons": verdict["reasons"],
             "index": output.name, "index_sha256": hashlib.sha256(data).hexdigest(),
             "subjects": len(statement["subject"]),
@@ -248,11 +249,11 @@ def run_verify(args: argparse.Namespace) -> int:
         _check_output(args.json)
     report = verify(statement, {"artifacts": args.artifacts, "logs": args.logs}, allow_offline=args.allow_offline)
     if args.json is not None and str(args.json) == "-":
-        sys.stdout.write(dump_json(report.as_dict()).decode("utf-8"))
+        sys.stdout.write(encode_json(report.as_dict()).decode("utf-8"))
     else:
         print("\n".join(_verify_lines(report)))
         if args.json is not None:
-            atomic_write_bytes(args.json, dump_json(report.as_dict()))
+            atomic_write_bytes(args.json, encode_json(report.as_dict()))
     return VERIFY_EXIT[report.outcome]
 
 

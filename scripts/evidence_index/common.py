@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 # The one atomic writer and file hasher of the project (stdlib only, so the indexer stays light).
 from core.files import atomic_write_bytes as _atomic_write_bytes
@@ -39,10 +38,6 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     """The gate's atomic replace (temp sibling, fsync, os.replace, directory fsync), creating parents."""
     path.parent.mkdir(parents=True, exist_ok=True)
     _atomic_write_bytes(path, data)
-
-
-def dump_json(document: Any) -> bytes:
-    return (json.dumps(document, indent=2, sort_keys=False, ensure_ascii=False) + "\n").encode("utf-8")
 
 
 def is_safe_relative(name: str) -> bool:
