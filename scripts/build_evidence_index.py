@@ -6,12 +6,14 @@
         --output INDEX.json [--summary FILE.md] [--verdict-output FILE.json]
     build_evidence_index.py local --results DIR [--result RELPATH]... --output INDEX.json [--source-root DIR]
         [--summary FILE.md] [--verdict-output FILE.json]
-    build_evidence_index.py verify INDEX --artifacts DIR [--logs DIR]
+    build ... [--platform-artifacts FILE] [--offline] [--log-patience SECONDS]
+    build_evidence_index.py verify INDEX --artifacts DIR [--logs DIR] [--json FILE|-]
 
 The index is an in-toto Statement v1 (schemas/evidence-index.schema.json). `build` reads the token
 from GITHUB_TOKEN and the API from GITHUB_API_URL (default https://api.github.com).
-Exit codes: 0 verdict pass / every subject matches; 1 verdict fail / a subject mismatches or is
-missing; 2 usage or input error (nothing written); 130 interrupted.
+Exit codes of build/local: 0 verdict pass; 1 verdict fail (index written); 2 usage or input error
+(nothing written); 130 interrupted. verify: 0 authentic and passes; 1 authentic, verdict fails;
+2 usage error; 3 not authentic (see `verify --help`).
 """
 
 from __future__ import annotations
@@ -25,17 +27,30 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from core.files import encode_json  # noqa: E402
 from evidence_index import PLATFORMS  # noqa: E402
 from evidence_index.build import BuildOptions, build_run_index  # noqa: E402
-from evidence_index.common import FetchError, InputError, atomic_write_bytes, dump_json, scrub  # noqa: E402
+from evidence_index.common import FetchError, InputError, atomic_write_bytes, scrub  # noqa: E402
 from evidence_index.github import GitHubClient  # noqa: E402
 from evidence_index.local import build_local_index  # noqa: E402
+from evidence_index.outputs import load as load_platform_artifacts  # noqa: E402
 from evidence_index.results import VERDICT_SCHEMA_ID  # noqa: E402
 from evidence_index.summary import render  # noqa: E402
-from evidence_index.verify import consistency, load_statement, verify  # noqa: E402
+from evidence_index.verify import Report, load_statement, verify  # noqa: E402
 from evidence_index.zipsafe import Caps  # noqa: E402
 
 PROG = "build_evidence_index.py"
+VERIFY_EXIT = {"pass": 0, "fail": 1, "not-authentic": 3}
+VERIFY_HELP = """Hash every subject, run the same judge `build` runs on those bytes (each result parsed, its kind
+recognised, schema-validated and judged; each job log re-scanned), and compare every recorded judgement
+and the verdict with it, field by field.
+
+exit codes:
+  0  authentic, and the verdict recomputed from the bytes passes
+  1  authentic, but that verdict fails (its reasons are printed)
+  2  usage error (unreadable index, missing folder, --logs needed)
+  3  not authentic: a digest mismatch, a missing file, an unknown _type / predicateType / predicate version
+     / kind, a recorded file without its subject, or a recorded judgement the bytes contradict"""
 VERDICT_HELP = "also write {schema, ok, reasons, index_sha256} here (what run_local.py reads as the step's result)"
 
 
@@ -78,6 +93,31 @@ def parser() -> argparse.ArgumentParser:
     main = argparse.ArgumentParser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = main.add_subparsers(dest="command", required=True)
 
+    _add_build(commands)
+    local = commands.add_parser("local", help="index local result JSON files")
+    local.add_argument("--results", type=Path, required=True,
+                       help="folder of results: every file in it is bound (a whole training run, say)")
+    local.add_argument("--output", type=Path, required=True)
+    local.add_argument("--source-root", type=Path, help="checkout to compare source hashes with (default: this one)")
+    local.add_argument("--result", action="append", dest="names", metavar="RELPATH",
+                       help="bind exactly this file under --results, and every file of its sub-folder when it "
+                            "lies in one (repeatable; a missing one fails); default: every file under --results")
+    local.add_argument("--summary", type=Path)
+    local.add_argument("--verdict-output", type=Path, help=VERDICT_HELP)
+
+    check = commands.add_parser("verify", help="recompute every digest and every judgement of an index from the bytes",
+                                description=VERIFY_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    check.add_argument("index", type=Path)
+    check.add_argument("--artifacts", type=Path, required=True, help="folder that `artifacts/...` subjects live in")
+    check.add_argument("--logs", type=Path, help="folder that `logs/...` subjects live in (needed when it has any)")
+    check.add_argument("--allow-offline", action="store_true",
+                       help="let an index built --offline (under act: no job log read) pass")
+    check.add_argument("--json", type=Path, metavar="FILE",
+                       help="also write the machine-readable report here (`-`: print it instead of the text)")
+    return main
+
+
+def _add_build(commands: argparse._SubParsersAction) -> None:
     build = commands.add_parser("build", help="index a GitHub Actions run")
     build.add_argument("--repository", required=True, help="OWNER/NAME")
     build.add_argument("--run-id", required=True)
@@ -90,6 +130,15 @@ def parser() -> argparse.ArgumentParser:
     build.add_argument("--platforms", type=_platforms, metavar="LIST",
                        help="platforms that must have run (comma-separated or a JSON list, as the plan job "
                             "outputs it); each one missing or skipped fails the verdict")
+    build.add_argument("--platform-artifacts", type=Path, metavar="FILE",
+                       help="JSON {platform: {artifact_id, artifact_name, artifact_digest, attempt, job_result}}, or "
+                            "toJSON(needs) as is, from the platform jobs' outputs: each artifact is fetched by id "
+                            "(whichever attempt made it) and its zip compared with artifact_digest")
+    build.add_argument("--offline", action="store_true",
+                       help="no REST API (act): jobs from --platform-artifacts, artifacts from --artifacts-dir; job "
+                            "logs are not read and the index says so")
+    build.add_argument("--log-patience", type=float, default=5.0, metavar="SECONDS",
+                       help="ask a job log that answers 404 again for this long in all (default 5)")
     build.add_argument("--output", type=Path, required=True)
     build.add_argument("--summary", type=Path, help="append the Markdown summary here, e.g. $GITHUB_STEP_SUMMARY")
     build.add_argument("--verdict-output", type=Path, help=VERDICT_HELP)
@@ -101,29 +150,13 @@ def parser() -> argparse.ArgumentParser:
     build.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for a server's answer or bytes")
     build.add_argument("--attempts", type=_positive, default=6, help="tries per request (5xx, 429, resets)")
 
-    local = commands.add_parser("local", help="index local result JSON files")
-    local.add_argument("--results", type=Path, required=True, help="folder of result *.json files")
-    local.add_argument("--output", type=Path, required=True)
-    local.add_argument("--source-root", type=Path, help="checkout to compare source hashes with (default: this one)")
-    local.add_argument("--result", action="append", dest="names", metavar="RELPATH",
-                       help="index exactly this file under --results (repeatable; a missing one fails); "
-                            "default: every *.json directly in --results")
-    local.add_argument("--summary", type=Path)
-    local.add_argument("--verdict-output", type=Path, help=VERDICT_HELP)
-
-    check = commands.add_parser("verify", help="recompute every digest of an index from the bytes")
-    check.add_argument("index", type=Path)
-    check.add_argument("--artifacts", type=Path, required=True, help="folder that `artifacts/...` subjects live in")
-    check.add_argument("--logs", type=Path, help="folder that `logs/...` subjects live in")
-    return main
-
 
 def _write_outputs(statement: dict, output: Path, summary: Path | None, verdict_output: Path | None = None) -> None:
-    data = dump_json(statement)
+    data = encode_json(statement)
     atomic_write_bytes(output, data)
     if verdict_output is not None:
         verdict = statement["predicate"]["verdict"]
-        atomic_write_bytes(verdict_output, dump_json({
+        atomic_write_bytes(verdict_output, encode_json({
             "schema": VERDICT_SCHEMA_ID, "ok": verdict["pass"], "reasons": verdict["reasons"],
             "index": output.name, "index_sha256": hashlib.sha256(data).hexdigest(),
             "subjects": len(statement["subject"]),
@@ -156,7 +189,8 @@ def run_build(args: argparse.Namespace) -> int:
     options = BuildOptions(
         repository=args.repository, run_id=args.run_id, attempt=args.attempt, artifacts_dir=args.artifacts_dir,
         logs_dir=args.logs_dir, download_dir=args.download_dir, source_root=args.source_root,
-        platforms=args.platforms,
+        platforms=args.platforms, platform_artifacts=load_platform_artifacts(args.platform_artifacts),
+        log_patience_s=max(0.0, args.log_patience), offline=args.offline,
         max_log_bytes=args.max_log_bytes, max_zip_bytes=args.max_zip_bytes,
         caps=Caps(max_entries=args.max_zip_entries, max_total_bytes=args.max_unpacked_bytes,
                   max_entry_bytes=args.max_unpacked_bytes),
@@ -176,32 +210,51 @@ def run_local(args: argparse.Namespace) -> int:
     return _report_verdict(statement, args.output)
 
 
+def _verify_lines(report: Report) -> list[str]:
+    """Only what needs reading: subjects that do not match, every problem, then one verdict line."""
+    lines = [f"{row['status']:<9} {row['name']}" + (f"  expected {row['expected']}  got {row['actual']}"
+                                                   if row["status"] == "mismatch" else "")
+             for row in report.rows if row["status"] != "match"]
+    matched = sum(1 for row in report.rows if row["status"] == "match")
+    zipped = sum(1 for row in report.rows if row.get("from_zip"))
+    if zipped:
+        lines.append(f"{zipped} subject(s) read inside their artifact's zip")
+    lines += [f"not authentic: {problem}" for problem in report.problems]
+    if report.outcome == "not-authentic":
+        lines.append(f"verdict: NOT AUTHENTIC ({len(report.problems)} problem(s); {matched} subject(s) match)")
+    else:
+        word = "PASS" if report.outcome == "pass" else "FAIL"
+        lines.append(f"verdict: {word} (authentic: {matched} subject(s) match and every recorded judgement is "
+                     "what the bytes say)")
+        lines += [f"  - {reason}" for reason in (report.verdict or {}).get("reasons", [])]
+    return lines
+
+
 def run_verify(args: argparse.Namespace) -> int:
+    try:
+        import jsonschema  # noqa: F401 - the judge re-validates every result, as build did
+    except ImportError as error:
+        raise InputError("verify needs jsonschema installed to re-validate the results "
+                         "(pip install jsonschema)") from error
     statement = load_statement(args.index)
     if not args.artifacts.is_dir():
         raise InputError(f"--artifacts {args.artifacts} is not a folder")
     if args.logs is not None and not args.logs.is_dir():
         raise InputError(f"--logs {args.logs} is not a folder")
-    rows = verify(statement, {"artifacts": args.artifacts, "logs": args.logs})
-    for row in rows:
-        line = f"{row['status']:<9} {row['name']}" + ("  (inside its zip)" if row.get("from_zip") else "")
-        if row["status"] == "mismatch":
-            line += f"  expected {row['expected']}  got {row['actual']}"
-        print(line)
-    counts = {status: sum(1 for row in rows if row["status"] == status)
-              for status in ("match", "mismatch", "missing", "invalid", "unchecked")}
-    print(", ".join(f"{count} {status}" for status, count in counts.items() if count) or "no subjects")
-    if counts["unchecked"]:
-        print("unchecked: logs/ subjects need --logs DIR")
-    problems = consistency(statement)
-    for problem in problems:
-        print(f"inconsistent: {problem}")
-    predicate = statement.get("predicate")
-    verdict = predicate.get("verdict") if isinstance(predicate, dict) else None
-    if isinstance(verdict, dict) and not problems:
-        print(f"recorded verdict: {'PASS' if verdict.get('pass') else 'FAIL'} (consistent with the predicate)")
-    bad = counts["mismatch"] + counts["missing"] + counts["invalid"] + len(problems)
-    return 1 if bad or not rows else 0
+    subjects = statement.get("subject") if isinstance(statement.get("subject"), list) else []
+    if args.logs is None and any(isinstance(s, dict) and str(s.get("name", "")).startswith("logs/")
+                                 for s in subjects):
+        raise InputError("this index binds job logs: give --logs DIR so they can be re-scanned")
+    if args.json is not None and str(args.json) != "-":
+        _check_output(args.json)
+    report = verify(statement, {"artifacts": args.artifacts, "logs": args.logs}, allow_offline=args.allow_offline)
+    if args.json is not None and str(args.json) == "-":
+        sys.stdout.write(encode_json(report.as_dict()).decode("utf-8"))
+    else:
+        print("\n".join(_verify_lines(report)))
+        if args.json is not None:
+            atomic_write_bytes(args.json, encode_json(report.as_dict()))
+    return VERIFY_EXIT[report.outcome]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -96,7 +96,7 @@ def test_fine_grained_filesystem_requirement():
 
 
 def test_github_run_is_recorded_field_by_field_and_only_inside_actions():
-    from platform_runtime.provenance import github_facts
+    from core.provenance import github_facts
 
     assert github_facts({"GITHUB_SHA": "a" * 40}) is None
     env = {"GITHUB_ACTIONS": "true", "GITHUB_SHA": "a" * 40, "GITHUB_RUN_ID": "33304800747",

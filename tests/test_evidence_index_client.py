@@ -172,3 +172,28 @@ def test_retry_after_as_an_http_date_is_honoured_and_garbage_falls_back_to_backo
     client, slept = client_for(fake)
     client.get_json(f"/repos/{fake.repository}/actions/runs/{fake.run_id}")
     assert 15 <= slept[0] <= 21 and slept[1] < 1
+
+
+@pytest.mark.parametrize("status", [403, 429])
+def test_a_secondary_rate_limit_without_headers_waits_at_least_a_minute(fake, status):
+    body = b'{"message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again."}'
+    fake.faults.append(Fault(path=r"/runs/\d+$", status=status, body=body))
+    client, slept = client_for(fake)
+    run, _ = client.get_json(f"/repos/{fake.repository}/actions/runs/{fake.run_id}")
+    assert run["id"] == fake.run_id and len(slept) == 1 and slept[0] >= 60.0
+
+
+def test_a_job_log_that_answers_404_right_after_its_job_is_asked_again_within_the_patience(fake, tmp_path):
+    fake.faults.append(Fault(path=r"/jobs/501/logs$", status=404, times=2, body=b'{"message": "Not Found"}'))
+    client, slept = client_for(fake)
+    download, _ = client.download(f"/repos/{fake.repository}/actions/jobs/501/logs", tmp_path / "log", 10**6,
+                                  patience=3.0)
+    assert download.size == len(runner_log("linux")) and slept == [1.0, 1.0]
+
+
+def test_a_job_log_still_missing_after_the_patience_is_missing(fake, tmp_path):
+    fake.faults.append(Fault(path=r"/jobs/501/logs$", status=404, times=10, body=b'{"message": "Not Found"}'))
+    client, slept = client_for(fake)
+    with pytest.raises(FetchError) as caught:
+        client.download(f"/repos/{fake.repository}/actions/jobs/501/logs", None, 10**6, patience=2.5)
+    assert caught.value.status == 404 and sum(slept) == 2.5 and fake.count("api", r"/jobs/501/logs$") == 4

@@ -1,4 +1,5 @@
-"""`local` (index local results, no GitHub) and `verify` (recompute every digest from the bytes)."""
+"""`local` (index local results, no GitHub) and `verify` (recompute every digest and judgement from the bytes).
+Forgeries of real indexes are in test_evidence_index_forgery.py."""
 
 from __future__ import annotations
 
@@ -15,6 +16,9 @@ from support.fake_github import gate_result, source_hashes
 
 CLI = SCRIPTS / "build_evidence_index.py"
 SOURCES = ["scripts/build_evidence_index.py", "scripts/evidence_index/local.py"]
+DIAGNOSTIC = ROOT / "evidence" / "local" / "run-local" / "kernodeck-diagnostic-cpu.json"
+REPRISE = next((ROOT / "evidence" / "local" / "run-local").glob("reprise-*/verification.json"))
+FAILED_DIAGNOSTIC = json.dumps(dict(json.loads(DIAGNOSTIC.read_text()), status="failed", exit_code=1))
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
@@ -29,7 +33,7 @@ def results(tmp_path) -> Path:
     sources = source_hashes(ROOT, SOURCES)
     gate = gate_result("linux", sources=sources, in_actions=False)
     (folder / "platform-runtime-cpu.json").write_text(json.dumps(gate, indent=2))
-    (folder / "extra-check.json").write_text(json.dumps({"ok": True, "violations": []}))
+    shutil.copyfile(DIAGNOSTIC, folder / "extra-check.json")  # a real diagnostic report, under another name
     (folder / "platform-runtime-cpu.log").write_text("not a result\n")
     return folder
 
@@ -46,7 +50,9 @@ def test_local_results_that_are_ok_pass_and_are_bound_to_their_bytes_and_sources
     completed, index = index_local(results, results / "evidence-index.json")
     assert completed.returncode == 0, completed.stdout + completed.stderr
     subjects = {s["name"]: s["digest"]["sha256"] for s in index["subject"]}
-    assert set(subjects) == {"artifacts/platform-runtime-cpu.json", "artifacts/extra-check.json"}
+    # every file of the folder is bound; only the JSON ones are results
+    assert set(subjects) == {"artifacts/platform-runtime-cpu.json", "artifacts/extra-check.json",
+                             "artifacts/platform-runtime-cpu.log"}
     import hashlib
 
     assert subjects["artifacts/platform-runtime-cpu.json"] == hashlib.sha256(
@@ -72,10 +78,11 @@ def test_no_temp_paths_or_host_names_are_recorded(results, tmp_path):
 
 
 def test_a_local_result_that_is_not_ok_fails(results, tmp_path):
-    (results / "extra-check.json").write_text(json.dumps({"ok": False, "violations": ["loss is NaN"]}))
+    (results / "extra-check.json").write_text(FAILED_DIAGNOSTIC)
     completed, index = index_local(results, tmp_path / "index.json")
     assert completed.returncode == 1
-    assert "extra-check.json says ok=false" in index["predicate"]["verdict"]["reasons"]
+    assert any(r.startswith("extra-check.json (diagnostic) fails:") and "status is 'failed'" in r
+               for r in index["predicate"]["verdict"]["reasons"]), index["predicate"]["verdict"]["reasons"]
     assert "verdict: FAIL" in completed.stdout
 
 
@@ -96,7 +103,26 @@ def test_a_result_that_is_not_json_or_says_nothing_fails(results, tmp_path):
     assert completed.returncode == 1
     reasons = index["predicate"]["verdict"]["reasons"]
     assert any(r.startswith("broken.json: not JSON") for r in reasons)
-    assert "mute.json states neither ok nor status passed/failed" in reasons
+    assert any(r.startswith("mute.json (unknown) fails: not a result this project knows") for r in reasons)
+
+
+@pytest.mark.parametrize("document", [{"ok": True}, {"ok": True, "status": "passed", "checks": {}}])
+def test_a_bare_ok_alone_never_passes(tmp_path, document):
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "result.json").write_text(json.dumps(document))
+    completed, index = index_local(tmp_path / "r", tmp_path / "index.json")
+    assert completed.returncode == 1
+    assert index["predicate"]["results"][0]["kind"] == "unknown"
+
+
+def test_a_gate_result_without_its_checks_fails(results, tmp_path):
+    gate = json.loads((results / "platform-runtime-cpu.json").read_text())
+    gate["checks"] = {}
+    (results / "platform-runtime-cpu.json").write_text(json.dumps(gate))
+    completed, index = index_local(results, tmp_path / "index.json")
+    assert completed.returncode == 1
+    reasons = index["predicate"]["verdict"]["reasons"][0]
+    assert "checks.device_compute is missing" in reasons or "does not validate" in reasons, reasons
 
 
 def test_an_empty_results_folder_proves_nothing(tmp_path):
@@ -116,7 +142,7 @@ def test_verify_matches_untouched_files(results, tmp_path):
     index_local(results, tmp_path / "index.json")
     completed = cli("verify", str(tmp_path / "index.json"), "--artifacts", str(results))
     assert completed.returncode == 0, completed.stdout
-    assert "match     artifacts/platform-runtime-cpu.json" in completed.stdout and "2 match" in completed.stdout
+    assert completed.stdout.splitlines()[-1].startswith("verdict: PASS (authentic: 3 subject(s) match")
 
 
 def test_verify_fails_on_a_tampered_file(results, tmp_path):
@@ -126,16 +152,16 @@ def test_verify_fails_on_a_tampered_file(results, tmp_path):
     data[100] ^= 1
     path.write_bytes(bytes(data))
     completed = cli("verify", str(tmp_path / "index.json"), "--artifacts", str(results))
-    assert completed.returncode == 1
+    assert completed.returncode == 3
     assert "mismatch  artifacts/platform-runtime-cpu.json" in completed.stdout
-    assert "match     artifacts/extra-check.json" in completed.stdout
+    assert "artifacts/extra-check.json" not in completed.stdout  # it matches
 
 
 def test_verify_fails_on_a_missing_file(results, tmp_path):
     index_local(results, tmp_path / "index.json")
     (results / "extra-check.json").unlink()
     completed = cli("verify", str(tmp_path / "index.json"), "--artifacts", str(results))
-    assert completed.returncode == 1 and "missing   artifacts/extra-check.json" in completed.stdout
+    assert completed.returncode == 3 and "missing   artifacts/extra-check.json" in completed.stdout
 
 
 def test_verify_does_not_follow_a_link_out_of_the_folder(results, tmp_path):
@@ -144,7 +170,7 @@ def test_verify_does_not_follow_a_link_out_of_the_folder(results, tmp_path):
     shutil.move(results / "extra-check.json", outside)
     (results / "extra-check.json").symlink_to(outside)
     completed = cli("verify", str(tmp_path / "index.json"), "--artifacts", str(results))
-    assert completed.returncode == 1 and "invalid   artifacts/extra-check.json" in completed.stdout
+    assert completed.returncode == 3 and "invalid   artifacts/extra-check.json" in completed.stdout
 
 
 def test_verify_refuses_subject_names_that_escape(results, tmp_path):
@@ -152,27 +178,20 @@ def test_verify_refuses_subject_names_that_escape(results, tmp_path):
     index["subject"].append({"name": "artifacts/../../etc/passwd", "digest": {"sha256": "0" * 64}})
     (tmp_path / "index.json").write_text(json.dumps(index))
     completed = cli("verify", str(tmp_path / "index.json"), "--artifacts", str(results))
-    assert completed.returncode == 1 and "invalid   artifacts/../../etc/passwd" in completed.stdout
+    assert completed.returncode == 3 and "invalid   artifacts/../../etc/passwd" in completed.stdout
 
 
-def test_verify_checks_logs_only_where_told(tmp_path):
-    logs, artifacts = tmp_path / "logs", tmp_path / "artifacts"
-    logs.mkdir()
+def test_an_index_that_binds_logs_needs_logs_to_verify(tmp_path):
+    artifacts = tmp_path / "artifacts"
     artifacts.mkdir()
-    (logs / "1-linux.log").write_bytes(b"log bytes")
-    import hashlib
-
     index = {"_type": "https://in-toto.io/Statement/v1", "predicateType": "x", "predicate": {},
-             "subject": [{"name": "logs/1-linux.log", "digest": {"sha256": hashlib.sha256(b"log bytes").hexdigest()}}]}
+             "subject": [{"name": "logs/1-linux.log", "digest": {"sha256": "0" * 64}}]}
     (tmp_path / "index.json").write_text(json.dumps(index))
-    unchecked = cli("verify", str(tmp_path / "index.json"), "--artifacts", str(artifacts))
-    assert unchecked.returncode == 0 and "unchecked logs/1-linux.log" in unchecked.stdout
-    (logs / "1-linux.log").write_bytes(b"log bytes!")
-    checked = cli("verify", str(tmp_path / "index.json"), "--artifacts", str(artifacts), "--logs", str(logs))
-    assert checked.returncode == 1 and "mismatch  logs/1-linux.log" in checked.stdout
+    completed = cli("verify", str(tmp_path / "index.json"), "--artifacts", str(artifacts))
+    assert completed.returncode == 2 and "--logs" in completed.stderr
 
 
-@pytest.mark.parametrize("content", ["not json", json.dumps({"subject": []}), json.dumps([1, 2])])
+@pytest.mark.parametrize("content", ["not json", json.dumps([1, 2])])
 def test_verify_of_something_that_is_not_an_index_is_a_usage_error(tmp_path, content):
     (tmp_path / "index.json").write_text(content)
     completed = cli("verify", str(tmp_path / "index.json"), "--artifacts", str(tmp_path))
@@ -187,8 +206,8 @@ def test_verify_without_required_arguments_is_a_usage_error(tmp_path):
 def test_named_results_are_indexed_exactly_and_a_missing_one_fails(results, tmp_path):
     nested = results / "resume-run"
     nested.mkdir()
-    (nested / "verification.json").write_text(json.dumps({"ok": True}))
-    (nested / "config.json").write_text(json.dumps({"lr": 0.1}))  # not named: not indexed
+    shutil.copyfile(REPRISE, nested / "verification.json")  # a real reprise verification
+    (nested / "config.json").write_text(json.dumps({"lr": 0.1}))  # not named, but in the named result's folder
     output = results / "evidence-index.json"
     completed = cli("local", "--results", str(results), "--result", "platform-runtime-cpu.json",
                     "--result", "resume-run/verification.json", "--output", str(output),
@@ -196,13 +215,16 @@ def test_named_results_are_indexed_exactly_and_a_missing_one_fails(results, tmp_
     assert completed.returncode == 0, completed.stdout
     index = json.loads(output.read_text())
     assert [s["name"] for s in index["subject"]] == ["artifacts/platform-runtime-cpu.json",
+                                                     "artifacts/resume-run/config.json",
                                                      "artifacts/resume-run/verification.json"]
+    assert [r["name"] for r in index["predicate"]["results"]] == ["platform-runtime-cpu.json",
+                                                                  "resume-run/verification.json"]
     verdict = json.loads((results / "evidence-verdict.json").read_text())
     import hashlib
 
     assert verdict == {"schema": "kernodeck.evidence-index.verdict/v1", "ok": True, "reasons": [],
                        "index": "evidence-index.json", "index_sha256": hashlib.sha256(output.read_bytes()).hexdigest(),
-                       "subjects": 2}
+                       "subjects": 3}
     missing = cli("local", "--results", str(results), "--result", "gone.json", "--output", str(tmp_path / "i.json"),
                   "--verdict-output", str(tmp_path / "v.json"))
     assert missing.returncode == 1
@@ -219,14 +241,15 @@ def test_a_named_result_outside_the_folder_is_a_usage_error(results, tmp_path):
 
 def test_a_source_named_by_its_tail_is_compared_with_the_one_tracked_file_it_names(results, tmp_path):
     real = source_hashes(ROOT, ["scripts/build_evidence_index.py"])["scripts/build_evidence_index.py"]
-    (results / "resume.json").write_text(json.dumps({"ok": True, "source": {"files": {
-        "build_evidence_index.py": real}}}))
+    tail_named = gate_result("linux", sources={"build_evidence_index.py": real}, in_actions=False)
+    (results / "resume.json").write_text(json.dumps(tail_named))
     completed, index = index_local(results, tmp_path / "index.json")
     assert completed.returncode == 0, completed.stdout
     resolved = index["predicate"]["source_root"]["resolved"]
     assert resolved == {"build_evidence_index.py": "scripts/build_evidence_index.py"}
     # a tail that names several tracked files (or none) is not guessed: it differs
-    (results / "resume.json").write_text(json.dumps({"ok": True, "source": {"files": {"__init__.py": real}}}))
+    tail_named["source"]["files"] = {"__init__.py": real}
+    (results / "resume.json").write_text(json.dumps(tail_named))
     completed, index = index_local(results, tmp_path / "index.json")
     assert completed.returncode == 1
     reasons = index["predicate"]["verdict"]["reasons"]
@@ -235,22 +258,24 @@ def test_a_source_named_by_its_tail_is_compared_with_the_one_tracked_file_it_nam
 
 def test_a_result_of_a_known_kind_must_validate_against_its_schema(results, tmp_path):
     # check_training_run.py's results have a schema: a document that merely says ok is not one of them
-    (results / "training-run-check.json").write_text(json.dumps({"ok": True}))
+    (results / "training-run-check.json").write_text(json.dumps({"schema": "kernodeck.training-run-check",
+                                                                   "version": 1, "ok": True}))
     completed, index = index_local(results, tmp_path / "index.json")
     assert completed.returncode == 1
-    assert any(r.startswith("training-run-check.json does not validate against its schema")
+    assert any(r.startswith("training-run-check.json (training-run-check) fails: does not validate against its "
+                            "schema")
                for r in index["predicate"]["verdict"]["reasons"])
 
 
 def test_verify_fails_an_index_whose_verdict_was_edited_to_pass(results, tmp_path):
-    (results / "extra-check.json").write_text(json.dumps({"ok": False}))
+    (results / "extra-check.json").write_text(FAILED_DIAGNOSTIC)
     _, index = index_local(results, tmp_path / "index.json")
     assert index["predicate"]["verdict"]["pass"] is False
     index["predicate"]["verdict"] = {"pass": True, "reasons": []}
     (tmp_path / "index.json").write_text(json.dumps(index))
     completed = cli("verify", str(tmp_path / "index.json"), "--artifacts", str(results))
-    assert completed.returncode == 1
-    assert "inconsistent: the recorded verdict (pass=True) is not what the predicate supports" in completed.stdout
+    assert completed.returncode == 3
+    assert "not authentic: predicate.verdict.pass: recorded True, the bytes say False" in completed.stdout
 
 
 def test_verify_fails_an_index_whose_predicate_and_subjects_disagree(results, tmp_path):
@@ -258,17 +283,17 @@ def test_verify_fails_an_index_whose_predicate_and_subjects_disagree(results, tm
     index["predicate"]["results"][0]["sha256"] = "0" * 64
     (tmp_path / "index.json").write_text(json.dumps(index))
     completed = cli("verify", str(tmp_path / "index.json"), "--artifacts", str(results))
-    assert completed.returncode == 1 and "inconsistent: result: the predicate records 000000000000" in completed.stdout
+    assert completed.returncode == 3 and "records 000000000000 for artifacts/" in completed.stdout
 
 
 def test_the_local_summary_is_appended_with_the_verdict_first(results, tmp_path):
     summary = tmp_path / "summary.md"
     summary.write_text("earlier step\n")
-    (results / "extra-check.json").write_text(json.dumps({"ok": False}))
+    (results / "extra-check.json").write_text(FAILED_DIAGNOSTIC)
     cli("local", "--results", str(results), "--output", str(tmp_path / "index.json"), "--summary", str(summary))
     text = summary.read_text()
     assert text.startswith("earlier step\n## Local evidence: FAIL\n")
-    assert "- extra-check.json says ok=false" in text
+    assert "- extra-check.json (diagnostic) fails: " in text and "status is 'failed'" in text
     assert "| platform-runtime-cpu.json | gate | yes | valid | cpu / ext4 |" in text
 
 
@@ -284,3 +309,36 @@ def test_the_local_job_ends_with_the_index_of_every_earlier_steps_result(tmp_pat
     verdict = json.loads((tmp_path / "evidence-verdict.json").read_text())
     assert verdict["ok"] is False
     assert verdict["reasons"] == [f"{name}: missing: the step wrote no result" for name in earlier]
+
+
+@pytest.mark.parametrize("edit", [
+    lambda p: p.update(results="not a list"),
+    lambda p: p.update(results=[{"subject": "artifacts/platform-runtime-cpu.json", "sha256": 5}]),
+    lambda p: p.pop("source_root"),
+], ids=["results-not-a-list", "result-reshaped", "no-source-root"])
+def test_a_predicate_edited_into_another_shape_is_not_authentic_and_no_traceback(results, tmp_path, edit):
+    _, index = index_local(results, tmp_path / "index.json")
+    edit(index["predicate"])
+    (tmp_path / "index.json").write_text(json.dumps(index))
+    completed = cli("verify", str(tmp_path / "index.json"), "--artifacts", str(results))
+    assert completed.returncode == 3 and "Traceback" not in completed.stderr, completed.stdout + completed.stderr
+
+
+def test_verify_json_report_on_stdout(results, tmp_path):
+    index_local(results, tmp_path / "index.json")
+    completed = cli("verify", str(tmp_path / "index.json"), "--artifacts", str(results), "--json", "-")
+    report = json.loads(completed.stdout)
+    assert completed.returncode == 0 and report["outcome"] == "pass" and report["verdict"]["pass"] is True
+    assert {row["status"] for row in report["subjects"]} == {"match"}
+
+
+def test_verify_without_jsonschema_is_a_usage_error_not_a_verdict(results, tmp_path):
+    index_local(results, tmp_path / "index.json")
+    blocker = tmp_path / "no-jsonschema"
+    blocker.mkdir()
+    (blocker / "jsonschema.py").write_text("raise ImportError('jsonschema is not installed here')\n")
+    env = {k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"}
+    env["PYTHONPATH"] = str(blocker)
+    completed = subprocess.run([sys.executable, "-B", str(CLI), "verify", str(tmp_path / "index.json"),
+                                "--artifacts", str(results)], capture_output=True, text=True, timeout=60, env=env)
+    assert completed.returncode == 2 and "verify needs jsonschema" in completed.stderr

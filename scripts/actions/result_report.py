@@ -1,8 +1,10 @@
 """Judge one JSON result file and tell GitHub about it: outputs, a summary table, annotations.
 
-A result passes only when the file parses, says so (`ok: true`, or `status: "passed"` for the
-diagnostic) AND the process that wrote it exited 0. Anything else -- no file, bad JSON, a pass
-with a non-zero exit, a failure with exit 0 -- is a failure with its own annotation.
+A result passes only when the file parses, core.contract's judge passes it (the one rule the
+evidence index applies too: a known result kind, every check present and ok) AND the process that
+wrote it exited 0. Anything else -- no file, bad JSON, an unknown document, a pass with a non-zero
+exit, a failure with exit 0 -- is a failure with its own annotation. (Import path: the entry
+point puts scripts/ on sys.path for `core`.)
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from action_io import annotate, append_summary, md_cell, set_outputs, sha256_file
+from core.contract import judge as judge_document
 
 
 @dataclass
@@ -23,23 +26,6 @@ class Verdict:
     sha256: str = ""
     problems: list[str] = field(default_factory=list)
     data: dict | None = None
-
-
-def says_ok(data: dict) -> bool:
-    if "ok" in data:
-        return data["ok"] is True
-    return data.get("status") == "passed"
-
-
-def _reported_problems(data: dict) -> list[str]:
-    for key in ("failures", "violations", "errors"):
-        items = data.get(key)
-        if isinstance(items, list) and items:
-            return [item if isinstance(item, str) else json.dumps(item, sort_keys=True) for item in items]
-    for key in ("message", "reason"):
-        if isinstance(data.get(key), str) and data[key]:
-            return [data[key]]
-    return []
 
 
 def judge(path: Path, title: str, exit_code: int | None) -> Verdict:
@@ -57,9 +43,9 @@ def judge(path: Path, title: str, exit_code: int | None) -> Verdict:
         verdict.problems.append("the result is not a JSON object")
         return verdict
     verdict.data = data
-    claimed = says_ok(data)
-    if not claimed:
-        verdict.problems.extend(_reported_problems(data) or ["the result does not say ok"])
+    judgement = judge_document(data)
+    claimed = judgement.ok
+    verdict.problems.extend(judgement.reasons)
     if exit_code is not None and claimed and exit_code != 0:
         verdict.problems.append(f"the result says ok but the process exited {exit_code}")
     if exit_code is not None and not claimed and exit_code == 0:

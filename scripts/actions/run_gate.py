@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # scripts/: the shared core
 
 from action_io import fail, split_list  # noqa: E402
 from result_report import judge, publish  # noqa: E402

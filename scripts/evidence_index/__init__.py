@@ -5,16 +5,20 @@ Modules, one job each:
     github     REST client: timeouts, retries/backoff, manual redirects, streamed hashed downloads
     logparse   runner job logs: image name/version, OS, ##[error] lines, non-zero exits (streamed)
     zipsafe    artifact zip extraction with caps; refuses escapes, absolute paths and links
-    results    reading result JSON documents, their kind, ok and schema validity
+    results    reading result JSON documents: kind, schema validity and core.contract's judgement
+    judge      the one judge build and verify share: every judgement derived from the bound bytes
+    runfacts   the run, its jobs and artifacts as the API answered (bound as logs/api/*.json)
     sources    SHA-256 of source files at a checkout
     statement  the in-toto Statement v1 envelope
     build      index of a GitHub Actions run
     local      index of local result files
-    verdict    pass/fail with reasons
+    verdict    pass/fail with reasons (a platform is proven only by its own platform's result)
     summary    Markdown summary for $GITHUB_STEP_SUMMARY
-    verify     recompute every subject's digest from the bytes
+    verify     recompute every subject's digest and every judgement from the bytes
 """
 
-PREDICATE_TYPE = "https://github.com/kernodeck/platform-runtime/evidence-index/v1"
-STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
-PLATFORMS = ("linux", "windows", "mps", "cuda", "nfs")
+from core.contract import EVIDENCE_PREDICATE_TYPE as PREDICATE_TYPE  # noqa: F401 - the package's names
+from core.contract import PLATFORMS, STATEMENT_TYPE  # noqa: F401
+
+# The predicate's own layout; verify refuses any other (version 2: judgements derived from the bytes).
+PREDICATE_VERSION = 2

@@ -13,18 +13,22 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from . import PLATFORMS
-from .common import FetchError, InputError, is_safe_relative, sha256_file
+from core.contract import artifact_name, kind_of
+from core.files import encode_json, sha256_bytes
+from core.provenance import git_state
+
+from . import PREDICATE_VERSION
+from .common import FetchError, InputError, atomic_write_bytes, hash_stream, is_safe_relative
 from .github import GitHubClient
+from .judge import Observed, judge_run
 from .logparse import LogScanner
-from .results import MAX_RESULT_BYTES, REPO_ROOT, read_result, read_result_bytes, too_large
-from .sources import digest_of_files, git_state, hash_sources, indexer_files
+from .results import MAX_RESULT_BYTES, REPO_ROOT, parse_json
+from .runfacts import api_subject, artifact_record, run_record, split_jobs
+from .sources import digest_of_files, hash_sources, indexer_files
 from .statement import make_statement, now_utc
-from .verdict import decide_run
 from .zipsafe import Caps, UnsafeArchive, safe_extract
 
 REPOSITORY = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
@@ -43,26 +47,12 @@ class BuildOptions:
     max_log_bytes: int = 512 * 1024**2
     max_zip_bytes: int = 1024**3
     caps: Caps = field(default_factory=Caps)
-
-
-def artifact_name(platform: str, attempt: int | str) -> str:
-    """The name each platform job uploads its results under (fixed with the workflow)."""
-    return f"platform-runtime-{platform}-attempt-{attempt}"
-
-
-def platform_of(job_name: str) -> str | None:
-    """`linux`, or `platform-runtime / linux` through a reusable workflow: the last segment names it."""
-    last = job_name.rsplit(" / ", 1)[-1].strip()
-    return last if last in PLATFORMS else None
-
-
-def _duration(job: dict[str, Any]) -> float | None:
-    try:
-        start = datetime.fromisoformat(str(job["started_at"]).replace("Z", "+00:00"))
-        end = datetime.fromisoformat(str(job["completed_at"]).replace("Z", "+00:00"))
-    except (KeyError, TypeError, ValueError):
-        return None
-    return round((end - start).total_seconds(), 3)
+    # {platform: {artifact_id, artifact_name, artifact_digest, attempt, job_result}} from the platform jobs'
+    # outputs (--platform-artifacts): the artifact is fetched by id, whichever attempt uploaded it.
+    platform_artifacts: dict[str, dict[str, Any]] | None = None
+    log_patience_s: float = 5.0  # a log that answers 404 right after its job completed is asked again
+    # No REST API (act): jobs from --platform-artifacts, artifacts from --artifacts-dir, job logs not read.
+    offline: bool = False
 
 
 def check_options(options: BuildOptions) -> None:
@@ -79,11 +69,26 @@ def check_options(options: BuildOptions) -> None:
         raise InputError(f"--source-root {options.source_root} is not a folder")
     if options.download_dir is not None and options.download_dir.exists() and any(options.download_dir.iterdir()):
         raise InputError(f"--download-dir {options.download_dir} is not empty")
+    if options.offline and (options.platform_artifacts is None or options.artifacts_dir is None):
+        raise InputError("--offline needs --platform-artifacts and --artifacts-dir (there is no API to ask)")
 
 
-def build_run_index(client: GitHubClient, options: BuildOptions,
-                    progress: Callable[[str], None] = lambda message: None) -> dict[str, Any]:
-    check_options(options)
+@dataclass
+class _Build:
+    """What one build accumulates: the bound files (subjects) and what their bytes hold (observed)."""
+
+    client: GitHubClient
+    options: BuildOptions
+    listed: list[dict[str, Any]]
+    attempt: int
+    download_dir: Path | None = None
+    subjects: dict[str, str] = field(default_factory=dict)
+    observed: Observed = field(default_factory=Observed)
+
+
+def _list_run(client: GitHubClient, options: BuildOptions,
+              progress: Callable[[str], None]) -> tuple[dict[str, Any], list[dict], list[dict], int]:
+    """The run, its jobs (latest, or of --attempt) and its artifacts (of every attempt)."""
     base = f"/repos/{options.repository}/actions/runs/{options.run_id}"
     run, _ = client.get_json(base)
     if not isinstance(run, dict):
@@ -95,110 +100,100 @@ def build_run_index(client: GitHubClient, options: BuildOptions,
     jobs = [job for job in client.paginate(jobs_path, "jobs") if isinstance(job, dict)]
     artifacts = [a for a in client.paginate(f"{base}/artifacts", "artifacts") if isinstance(a, dict)]
     progress(f"run {options.run_id} attempt {attempt}: {len(jobs)} jobs, {len(artifacts)} artifacts")
+    return run, jobs, artifacts, attempt
 
-    subjects: dict[str, str] = {}
+
+def _offline_run(options: BuildOptions) -> tuple[dict[str, Any], list[dict], list[dict], int]:
+    """Without an API (act): each platform job as its outputs describe it; the index records `offline`."""
+    attempt = options.attempt or 1
+    jobs = []
+    for platform, given in sorted((options.platform_artifacts or {}).items()):
+        job_id = given.get("job_id")
+        jobs.append({"id": int(job_id) if str(job_id or "").isdigit() else None, "name": platform,
+                     "status": "completed", "conclusion": given.get("job_result"),
+                     "run_attempt": _as_int(given.get("attempt")) or attempt})
+    return {"run_attempt": attempt, "offline": True}, jobs, [], attempt
+
+
+def _index_jobs(state: _Build, jobs: list[dict[str, Any]],
+                progress: Callable[[str], None]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """One entry per platform job (log and artifact bound for each selected one); the other jobs named."""
+    platforms, other_jobs = split_jobs(jobs)
+    for entry in platforms:
+        if entry["selected"]:
+            progress(f"{entry['platform']}: job {entry['job']['id']} {entry['job']['conclusion']}")
+            entry["log"] = _fetch_log(state, entry["job"], entry["platform"])
+            entry["artifact"], entry["results"] = _artifact(state, entry)
+    return platforms, other_jobs
+
+
+def _bind_api(state: _Build, documents: dict[str, Any]) -> None:
+    """The API's answers about the run, its jobs and its artifacts, bound as subjects so the judge can
+    derive the job facts from bytes (kept under --logs-dir/api/ when logs are kept)."""
+    for name, document in documents.items():
+        data = encode_json(document)
+        subject = api_subject(name)
+        state.subjects[subject] = sha256_bytes(data)
+        state.observed.api[name] = document
+        if state.options.logs_dir is not None:
+            atomic_write_bytes(state.options.logs_dir / "api" / f"{name}.json", data)
+
+
+def _source_root(options: BuildOptions, observed: Observed) -> dict[str, Any]:
+    """The head commit's checkout, hashed at the paths the gate results name (read from their bytes)."""
+    root: dict[str, Any] = {"given": options.source_root is not None}
+    if options.source_root is None:
+        return root
+    claimed = set()
+    for data, _, _ in observed.json.values():
+        document = parse_json(data)
+        if kind_of(document) == "gate" and isinstance((document.get("source") or {}).get("files"), dict):
+            claimed |= set(document["source"]["files"])
+    root["git"] = git_state(options.source_root)
+    root["resolved"] = {}
+    root["files"] = hash_sources(options.source_root, claimed, root["resolved"])
+    root["files_sha256"] = digest_of_files(root["files"])
+    return root
+
+
+def build_run_index(client: GitHubClient, options: BuildOptions,
+                    progress: Callable[[str], None] = lambda message: None) -> dict[str, Any]:
+    check_options(options)
+    run, jobs, artifacts, attempt = _offline_run(options) if options.offline else _list_run(client, options, progress)
+    state = _Build(client, options, artifacts, attempt, options.download_dir)
     temporary = None
-    download_dir = options.download_dir
-    if options.artifacts_dir is None and download_dir is None:
-        temporary = download_dir = Path(tempfile.mkdtemp(prefix="evidence-artifacts-"))
+    if options.artifacts_dir is None and state.download_dir is None:
+        temporary = state.download_dir = Path(tempfile.mkdtemp(prefix="evidence-artifacts-"))
+    if not options.offline:
+        _bind_api(state, {"run": run, "jobs": jobs, "artifacts": artifacts})
     try:
-        platforms, other_jobs = [], []
-        for job in jobs:
-            name = str(job.get("name", ""))
-            platform = platform_of(name)
-            if platform is None:
-                other_jobs.append({"id": job.get("id"), "name": name, "conclusion": job.get("conclusion")})
-                continue
-            entry = _job_entry(job, platform)
-            if entry["selected"]:
-                progress(f"{platform}: job {job.get('id')} {job.get('conclusion')}")
-                entry["log"] = _fetch_log(client, options, job, platform, subjects)
-                entry["artifact"], entry["results"] = _artifact(client, options, download_dir, artifacts, entry,
-                                                                subjects, attempt)
-                entry["runner"] = _runner(entry)
-            platforms.append(entry)
+        platforms, other_jobs = _index_jobs(state, jobs, progress)
     finally:
         if temporary is not None:
             shutil.rmtree(temporary, ignore_errors=True)
-
-    claimed_paths = {path for entry in platforms for result in entry.get("results", [])
-                     if result.get("kind") == "gate" for path in (result.get("source_files") or {})}
-    source_root: dict[str, Any] = {"given": options.source_root is not None}
-    if options.source_root is not None:
-        source_root["git"] = git_state(options.source_root)
-        source_root["resolved"] = {}
-        source_root["files"] = hash_sources(options.source_root, claimed_paths, source_root["resolved"])
-        source_root["files_sha256"] = digest_of_files(source_root["files"])
     predicate: dict[str, Any] = {
         "kind": "github-run",
+        "version": PREDICATE_VERSION,
         "built_at": now_utc(),
         "indexer": {"files": indexer_files(REPO_ROOT), "python": host_platform.python_version()},
-        "run": _run_record(run, options, attempt),
-        "source_root": source_root,
+        "run": run_record(run, options.repository, options.run_id, attempt),
+        "source_root": _source_root(options, state.observed),
         "required_platforms": options.platforms,
         "platforms": platforms,
         "other_jobs": other_jobs,
-        "artifacts": [_artifact_record(a) for a in artifacts],
+        "artifacts": [artifact_record(a) for a in artifacts],
     }
-    predicate["verdict"] = decide_run(predicate)
-    return make_statement(subjects, predicate)
+    return make_statement(state.subjects, judge_run(predicate, state.observed))
 
 
-def _run_record(run: dict[str, Any], options: BuildOptions, attempt: int) -> dict[str, Any]:
-    path = run.get("path")
-    ref = run.get("head_branch")
-    workflow_ref = f"{options.repository}/{path}@refs/heads/{ref}" if path and ref and "@" not in str(path) else None
-    if path and "@" in str(path):
-        workflow_ref = f"{options.repository}/{path}"
-    return {
-        "repository": options.repository,
-        "run_id": str(options.run_id),
-        "attempt": attempt,
-        "latest_attempt": run.get("run_attempt"),
-        "workflow_path": path,
-        "workflow_ref": workflow_ref,
-        "referenced_workflows": [{k: w.get(k) for k in ("path", "sha", "ref")}
-                                 for w in run.get("referenced_workflows") or [] if isinstance(w, dict)],
-        "head_sha": run.get("head_sha"),
-        "head_branch": ref,
-        "event": run.get("event"),
-        "status": run.get("status"),
-        "conclusion": run.get("conclusion"),
-        "html_url": run.get("html_url"),
-    }
-
-
-def _artifact_record(artifact: dict[str, Any]) -> dict[str, Any]:
-    return {k: artifact.get(k) for k in ("id", "name", "size_in_bytes", "expired", "digest", "created_at",
-                                         "expires_at")}
-
-
-def _job_entry(job: dict[str, Any], platform: str) -> dict[str, Any]:
-    record = {k: job.get(k) for k in ("id", "name", "status", "conclusion", "run_attempt", "started_at",
-                                      "completed_at", "labels", "html_url", "head_sha")}
-    record["duration_s"] = _duration(job)
-    return {"platform": platform, "selected": job.get("conclusion") != "skipped", "job": record}
-
-
-def _runner(entry: dict[str, Any]) -> dict[str, Any]:
-    """Where the job ran: image name/version and OS from its log, OS/arch as the gate measured them."""
-    setup = (entry.get("log") or {}).get("runner") or {}
-    gates = [r for r in entry.get("results", []) if r.get("kind") == "gate"]
-    claims = (gates[0].get("claims") or {}) if len(gates) == 1 else {}
-    github = claims.get("github") or {}
-    measured = claims.get("platform") or {}
-    return {
-        "image": setup.get("image"), "image_version": setup.get("image_version"), "os_from_log": setup.get("os"),
-        "labels": entry["job"].get("labels"), "runner_os": github.get("runner_os"),
-        "runner_arch": github.get("runner_arch"), "system": measured.get("system"), "machine": measured.get("machine"),
-    }
-
-
-def _fetch_log(client: GitHubClient, options: BuildOptions, job: dict[str, Any], platform: str,
-               subjects: dict[str, str]) -> dict[str, Any]:
+def _fetch_log(state: _Build, job: dict[str, Any], platform: str) -> dict[str, Any]:
+    """Stream one job log into its SHA-256 and the log scanner (the judge reads the scan)."""
     job_id = job.get("id")
+    options, client = state.options, state.client
+    if options.offline:
+        return {"status": "offline", "subject": None, "error": "not read: --offline, no REST API (act)"}
     if not isinstance(job_id, int):
-        return {"status": "error", "error": "job has no numeric id"}
+        return {"status": "error", "error": "job has no numeric id", "subject": None}
     name = f"{job_id}-{platform}.log"
     dest = None
     if options.logs_dir is not None:
@@ -206,91 +201,125 @@ def _fetch_log(client: GitHubClient, options: BuildOptions, job: dict[str, Any],
         dest = options.logs_dir / name
     try:
         download, scanner = client.download(f"/repos/{options.repository}/actions/jobs/{job_id}/logs", dest,
-                                            options.max_log_bytes, consumer=LogScanner)
+                                            options.max_log_bytes, consumer=LogScanner,
+                                            patience=options.log_patience_s)
     except FetchError as error:
         status = {404: "missing", 410: "missing", 413: "too-large"}.get(error.status or 0, "error")
         return {"status": status, "error": client.scrub(str(error)), "subject": None}
-    subjects[f"logs/{name}"] = download.sha256
-    record: dict[str, Any] = {"status": "ok", "subject": f"logs/{name}", "sha256": download.sha256,
-                              "size": download.size, "kept": dest is not None}
-    record.update(scanner.result())  # type: ignore[union-attr]
-    return record
+    subject = f"logs/{name}"
+    state.subjects[subject] = download.sha256
+    state.observed.logs[subject] = scanner.result()  # type: ignore[union-attr]
+    return {"status": "ok", "subject": subject, "sha256": download.sha256, "size": download.size,
+            "kept": dest is not None}
 
 
-def _artifact(client: GitHubClient, options: BuildOptions, download_dir: Path | None,
-              listed: list[dict[str, Any]], entry: dict[str, Any], subjects: dict[str, str],
-              attempt: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    name = artifact_name(entry["platform"], entry["job"].get("run_attempt") or attempt)
-    matches = [a for a in listed if a.get("name") == name]
+def _locate(state: _Build, entry: dict[str, Any]) -> dict[str, Any]:
+    """Which artifact holds this platform's evidence: by the id its job exported (--platform-artifacts,
+    which survives re-runs), otherwise by the name of this job's attempt in the run's list."""
+    platform = entry["platform"]
+    given = (state.options.platform_artifacts or {}).get(platform)
+    if given is not None and not given.get("artifact_name") and not given.get("artifact_id"):
+        return {"name": None, "listed": False, "id": None, "api_digest": None, "expired": False,
+                "from_attempt": _as_int(given.get("attempt")), "job_result": given.get("job_result"),
+                "job_output_digest": None, "located_by": "id"}
+    if given is not None:
+        listed = next((a for a in state.listed if str(a.get("id")) == str(given.get("artifact_id"))), None)
+        return {"name": given.get("artifact_name"), "listed": listed is not None,
+                "id": _as_int(given.get("artifact_id")),
+                "api_digest": listed.get("digest") if listed else None,
+                "expired": bool(listed and listed.get("expired")),
+                "from_attempt": _as_int(given.get("attempt")), "job_result": given.get("job_result"),
+                "job_output_digest": given.get("artifact_digest"), "located_by": "id"}
+    name = artifact_name(platform, entry["job"].get("run_attempt") or state.attempt)
+    matches = [a for a in state.listed if a.get("name") == name]
     # Names are unique per run; should the list still repeat one, the newest unexpired copy is the one to read.
     api = next((a for a in reversed(matches) if not a.get("expired")), matches[-1] if matches else None)
-    record: dict[str, Any] = {"name": name, "listed": api is not None,
-                              "id": api.get("id") if api else None,
-                              "api_digest": api.get("digest") if api else None}
-    if options.artifacts_dir is not None:
-        folder = options.artifacts_dir / name
+    return {"name": name, "listed": api is not None, "id": api.get("id") if api else None,
+            "api_digest": api.get("digest") if api else None, "expired": bool(api and api.get("expired")),
+            "from_attempt": entry["job"].get("run_attempt") or state.attempt, "located_by": "name"}
+
+
+def _as_int(value: Any) -> Any:
+    """Job outputs are strings: an attempt "2" is recorded as 2, anything else as given."""
+    if value in (None, ""):
+        return None
+    return int(value) if isinstance(value, str) and value.isdigit() else value
+
+
+def _artifact(state: _Build, entry: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Bind one platform's artifact: every file a subject, every JSON's bytes kept for the judge."""
+    record = _locate(state, entry)
+    expired = record.pop("expired")
+    if record["name"] is None:
+        record["status"] = "missing"
+        record["error"] = "the platform job's outputs name no artifact"
+        return record, []
+    if state.options.artifacts_dir is not None:
+        folder = state.options.artifacts_dir / str(record["name"])
         if not folder.is_dir():
-            record["status"] = "expired" if api and api.get("expired") else "missing"
+            record["status"] = "expired" if expired else "missing"
             record["error"] = "no folder of that name under --artifacts-dir"
             return record, []
         record["status"] = "local"
-        return record, _read_folder(folder, f"artifacts/{name}", subjects, record)
-    if api is None:
+        _read_folder(state, folder, f"artifacts/{record['name']}", record)
+        return record, []
+    if record["id"] is None:
         record["status"] = "missing"
         record["error"] = "not in the run's artifact list"
         return record, []
-    if api.get("expired"):
+    if expired:
         record["status"] = "expired"
         return record, []
-    assert download_dir is not None
-    download_dir.mkdir(parents=True, exist_ok=True)
-    zip_path = download_dir / f"{name}.zip"
+    zip_path = _download_zip(state, record)
+    if zip_path is not None:
+        _unpack(state, zip_path, record)
+    return record, []
+
+
+def _download_zip(state: _Build, record: dict[str, Any]) -> Path | None:
+    """The zip by id (302 to the blob host, no token there), hashed as stored (judge.py compares it with the
+    digests GitHub listed and the platform job exported)."""
+    options, client = state.options, state.client
+    assert state.download_dir is not None
+    state.download_dir.mkdir(parents=True, exist_ok=True)
+    zip_path = state.download_dir / f"{record['name']}.zip"
     try:
-        download, _ = client.download(f"/repos/{options.repository}/actions/artifacts/{api['id']}/zip", zip_path,
+        download, _ = client.download(f"/repos/{options.repository}/actions/artifacts/{record['id']}/zip", zip_path,
                                       options.max_zip_bytes)
     except FetchError as error:
         record["status"] = {410: "expired", 404: "missing", 413: "too-large"}.get(error.status or 0, "error")
         record["error"] = client.scrub(str(error))
-        return record, []
-    record.update(zip_sha256=download.sha256, size=download.size, subject=f"artifacts/{name}.zip")
-    subjects[f"artifacts/{name}.zip"] = download.sha256
-    api_digest = str(api.get("digest") or "")
-    record["digest_matches_api"] = api_digest.removeprefix("sha256:") == download.sha256 if api_digest else None
-    # Unpacked to disk only when the caller keeps the download folder; otherwise checked and hashed in passing.
-    target = download_dir / name if options.download_dir is not None else None
+        return None
+    record.update(zip_sha256=download.sha256, size=download.size, subject=f"artifacts/{record['name']}.zip")
+    state.subjects[record["subject"]] = download.sha256  # compared with the digests by the judge
+    return zip_path
+
+
+def _unpack(state: _Build, zip_path: Path, record: dict[str, Any]) -> None:
+    """Check and hash every entry; unpacked to disk only when the caller keeps the download folder."""
+    keep_dir = state.options.download_dir is not None
+    target = state.download_dir / str(record["name"]) if keep_dir and state.download_dir else None
     try:
-        entries = safe_extract(zip_path, target, options.caps, keep=_is_result,
+        entries = safe_extract(zip_path, target, state.options.caps, keep=lambda name: name.endswith(".json"),
                                keep_max=MAX_RESULT_BYTES)
     except UnsafeArchive as error:
         record["status"] = "refused"
         record["error"] = str(error)
-        return record, []
+        return
     finally:
-        if options.download_dir is None:
+        if not keep_dir:
             zip_path.unlink(missing_ok=True)
     record["status"] = "downloaded"
     record["entries"] = len(entries)
-    results = []
     for entry in entries:
-        subject = f"artifacts/{name}/{entry.name}"
-        subjects[subject] = entry.sha256
-        if _is_result(entry.name):
-            result = (read_result_bytes(entry.data, entry.name) if entry.data is not None
-                      else too_large(entry.name, entry.sha256, entry.size))
-            result["subject"] = subject
-            results.append(result)
-    return record, results
+        subject = f"artifacts/{record['name']}/{entry.name}"
+        state.subjects[subject] = entry.sha256
+        if entry.name.endswith(".json"):
+            state.observed.json[subject] = (entry.data, entry.sha256, entry.size)
 
 
-def _is_result(relative: str) -> bool:
-    """The artifact's own results are its top-level *.json files; deeper files (a training-run folder's
-    config.json) are bound by digest as subjects but are not results to judge."""
-    return "/" not in relative and relative.endswith(".json")
-
-
-def _read_folder(folder: Path, prefix: str, subjects: dict[str, str], record: dict[str, Any]) -> list[dict[str, Any]]:
-    """Bind every regular file of an unpacked artifact; read the JSON ones as results. Links are refused."""
-    results = []
+def _read_folder(state: _Build, folder: Path, prefix: str, record: dict[str, Any]) -> None:
+    """Bind every regular file of an unpacked artifact (JSON bytes kept for the judge). Links are refused."""
     for path in sorted(folder.rglob("*")):
         relative = path.relative_to(folder).as_posix()
         if path.is_symlink():
@@ -299,15 +328,11 @@ def _read_folder(folder: Path, prefix: str, subjects: dict[str, str], record: di
         if not path.is_file() or not is_safe_relative(relative):
             continue
         name = f"{prefix}/{relative}"
-        if _is_result(relative):
-            result = read_result(path, relative)
-            result["subject"] = name
-            if result.get("sha256"):
-                subjects[name] = result["sha256"]
-            results.append(result)
-        else:
-            subjects[name] = sha256_file(path)
+        with open(path, "rb") as stream:
+            sha256, size, data = hash_stream(stream, MAX_RESULT_BYTES if relative.endswith(".json") else 0)
+        state.subjects[name] = sha256
+        if relative.endswith(".json"):
+            state.observed.json[name] = (data, sha256, size)
     if record.get("refused_entries"):
         record["status"] = "refused"
         record["error"] = f"symbolic links in the artifact: {', '.join(record['refused_entries'][:3])}"
-    return results

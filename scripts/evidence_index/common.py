@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable
+import hashlib
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import IO
 
 # The one atomic writer and file hasher of the project (stdlib only, so the indexer stays light).
 from core.files import atomic_write_bytes as _atomic_write_bytes
@@ -40,10 +40,6 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     _atomic_write_bytes(path, data)
 
 
-def dump_json(document: Any) -> bytes:
-    return (json.dumps(document, indent=2, sort_keys=False, ensure_ascii=False) + "\n").encode("utf-8")
-
-
 def is_safe_relative(name: str) -> bool:
     """A relative POSIX path with no '..', no absolute root, no drive letter, no backslash, no empty part."""
     if not name or name.startswith("/") or "\\" in name or "\x00" in name:
@@ -52,3 +48,22 @@ def is_safe_relative(name: str) -> bool:
         return False
     parts = name.split("/")
     return all(part not in ("", ".", "..") for part in parts)
+
+
+def hash_stream(stream: IO[bytes], keep_max: int = 0,
+                sink: Callable[[bytes], None] | None = None) -> tuple[str, int, bytes | None]:
+    """(sha256, size, bytes) of a stream read in constant memory; the bytes are kept only when there are at
+    most keep_max of them (the result documents), and every chunk also goes to `sink` (the log scanner)."""
+    digest = hashlib.sha256()
+    size = 0
+    kept: bytearray | None = bytearray() if keep_max > 0 else None
+    while chunk := stream.read(CHUNK):
+        digest.update(chunk)
+        size += len(chunk)
+        if kept is not None:
+            kept += chunk
+            if len(kept) > keep_max:
+                kept = None
+        if sink is not None:
+            sink(chunk)
+    return digest.hexdigest(), size, bytes(kept) if kept is not None else None

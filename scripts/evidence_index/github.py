@@ -6,12 +6,14 @@ decide, per hop, whether the Authorization header is sent (only to the API's own
 blob URL is itself a secret for that minute, so it never appears in a message either.
 
 Why retries here: 5xx, 429 and the secondary rate limit (403 with retry-after or remaining=0) are
-transient; `retry-after` and `x-ratelimit-reset` say how long to wait, otherwise exponential backoff.
+transient; `retry-after` and `x-ratelimit-reset` say how long to wait; a secondary limit without those
+headers waits at least a minute (as GitHub documents); otherwise exponential backoff.
 A blob URL that failed is not retried as such: each attempt asks the API again for a fresh redirect.
 """
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import hashlib
 import os
@@ -31,6 +33,18 @@ from .common import CHUNK, FetchError, InputError, scrub
 DEFAULT_API_URL = "https://api.github.com"
 REDIRECTS = {301, 302, 303, 307, 308}
 RETRY_STATUSES = {429, 500, 502, 503, 504}
+SECONDARY_LIMIT_WAIT_S = 60.0
+
+
+def _retry_after_seconds(value: str, clock: Callable[[], float]) -> float | None:
+    """retry-after as seconds or an HTTP date; None when unreadable (the caller falls back to backoff)."""
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        try:
+            return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - clock())
+        except (TypeError, ValueError, OverflowError):
+            return None
 
 
 class _NoAuth(requests.auth.AuthBase):
@@ -127,26 +141,23 @@ class GitHubClient:
         if status == 403 and _origin(url) != self._origin and not retry_after:
             # The blob host's 403 is a signed URL that expired (valid a minute): ask the API for a new one.
             return self._backoff(attempt)
-        if status == 403:
-            body = response.text[:2000].lower()  # a 403 body is small; the secondary limit names itself
-            if not (retry_after or remaining == "0" or "rate limit" in body):
-                return None
-        elif status not in RETRY_STATUSES:
+        if status not in RETRY_STATUSES and status != 403:
+            return None
+        body = response.text[:2000].lower() if status in (403, 429) else ""  # small; the limit names itself
+        if status == 403 and not (retry_after or remaining == "0" or "rate limit" in body):
             return None
         if retry_after:
-            try:
-                return max(0.0, float(retry_after))
-            except ValueError:
-                try:
-                    when = email.utils.parsedate_to_datetime(retry_after)
-                    return max(0.0, when.timestamp() - self._clock())
-                except (TypeError, ValueError, OverflowError):
-                    pass  # an unreadable retry-after: fall back to backoff
+            seconds = _retry_after_seconds(retry_after, self._clock)
+            if seconds is not None:
+                return seconds
         if remaining == "0" and headers.get("x-ratelimit-reset"):
             try:
                 return max(0.0, float(headers["x-ratelimit-reset"]) - self._clock()) + 1.0
             except ValueError:
                 pass
+        if "secondary rate limit" in body:
+            # GitHub: without retry-after or x-ratelimit-* headers, wait at least one minute.
+            return max(SECONDARY_LIMIT_WAIT_S, self._backoff(attempt))
         return self._backoff(attempt)
 
     def _backoff(self, attempt: int) -> float:
@@ -251,29 +262,65 @@ class GitHubClient:
         dest: Path | None,
         max_bytes: int,
         consumer: Callable[[], Callable[[bytes], None]] | None = None,
+        patience: float = 0.0,
     ) -> tuple[Download, Callable[[bytes], None] | None]:
         """Stream path (through its redirect) into dest and a SHA-256, in constant memory.
 
         consumer builds a fresh per-attempt callback that sees every chunk (the log scanner); the
         callback of the successful attempt is returned. A download over max_bytes is aborted and its
-        partial file removed. HTTP errors raise FetchError with .status (404, 410, ...).
+        partial file removed. HTTP errors raise FetchError with .status (404, 410, ...). A 404 is asked
+        again for up to `patience` seconds in all (a job log is not there yet right after its job ends).
         """
         last_error = "no attempt made"
         for attempt in range(1, self.max_attempts + 1):
-            response, url = self._request(path, stream=True)
-            if response.status_code != 200:
-                response.close()
-                raise FetchError(f"{self._describe(url)}: HTTP {response.status_code}", status=response.status_code)
-            declared = response.headers.get("content-length")
-            if declared and declared.isdigit() and int(declared) > max_bytes:  # compressed is smaller: still over
-                response.close()
-                raise FetchError(f"{self._describe(path)}: {declared} bytes is over the {max_bytes}-byte cap",
-                                 status=413)
+            response, url = self._request_patiently(path, patience)
+            self._refuse(response, url, path, max_bytes)
             sink = consumer() if consumer else None
-            digest = hashlib.sha256()
-            size = 0
-            handle = open(dest, "wb") if dest is not None else None
             try:
+                digest, size = self._stream(response, dest, max_bytes, sink, path)
+            except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as error:
+                last_error = f"{self._describe(path)}: {type(error).__name__} while downloading"
+                if attempt == self.max_attempts:
+                    break
+                self._wait(self._backoff(attempt), last_error)
+                continue
+            except BaseException:
+                _unlink(dest)
+                raise
+            return Download(digest, size, dest), sink
+        _unlink(dest)
+        raise FetchError(self.scrub(f"gave up after {self.max_attempts} attempts: {last_error}"))
+
+    def _request_patiently(self, path: str, patience: float) -> tuple[requests.Response, str]:
+        """_request, asking a 404 again (1 s apart) until `patience` seconds have been waited."""
+        waited = 0.0
+        while True:
+            response, url = self._request(path, stream=True)
+            if response.status_code != 404 or waited >= patience:
+                return response, url
+            response.close()
+            step = min(1.0, patience - waited)
+            waited += step
+            self._wait(step, f"{self._describe(path)}: HTTP 404 (not there yet?)")
+
+    def _refuse(self, response: requests.Response, url: str, path: str, max_bytes: int) -> None:
+        """A non-200 answer, or a declared size over the cap, ends the download (FetchError with a status)."""
+        if response.status_code != 200:
+            response.close()
+            raise FetchError(f"{self._describe(url)}: HTTP {response.status_code}", status=response.status_code)
+        declared = response.headers.get("content-length")
+        if declared and declared.isdigit() and int(declared) > max_bytes:  # compressed is smaller: still over
+            response.close()
+            raise FetchError(f"{self._describe(path)}: {declared} bytes is over the {max_bytes}-byte cap", status=413)
+
+    def _stream(self, response: requests.Response, dest: Path | None, max_bytes: int,
+                sink: Callable[[bytes], None] | None, path: str) -> tuple[str, int]:
+        """The body into dest, the digest and the sink; a short read raises ChunkedEncodingError (retried)."""
+        declared = response.headers.get("content-length")
+        digest = hashlib.sha256()
+        size = 0
+        try:
+            with open(dest, "wb") if dest is not None else contextlib.nullcontext() as handle:
                 for chunk in response.iter_content(chunk_size=CHUNK):
                     size += len(chunk)
                     if size > max_bytes:
@@ -283,33 +330,13 @@ class GitHubClient:
                         handle.write(chunk)
                     if sink is not None:
                         sink(chunk)
-                # Content-Length counts the bytes on the wire; with a Content-Encoding those are not ours.
-                identity = response.headers.get("content-encoding", "identity").lower() in ("", "identity")
-                if identity and declared and declared.isdigit() and int(declared) != size:
-                    raise requests.exceptions.ChunkedEncodingError("short read")
-            except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as error:
-                last_error = f"{self._describe(path)}: {type(error).__name__} while downloading"
-                if handle is not None:
-                    handle.close()
-                    handle = None
-                if attempt == self.max_attempts:
-                    break
-                self._wait(self._backoff(attempt), last_error)
-                continue
-            except BaseException:
-                if handle is not None:
-                    handle.close()
-                    handle = None
-                    _unlink(dest)
-                raise
-            finally:
-                response.close()
-                if handle is not None:
-                    handle.close()
-            return Download(digest.hexdigest(), size, dest), sink
-        if dest is not None:
-            _unlink(dest)
-        raise FetchError(self.scrub(f"gave up after {self.max_attempts} attempts: {last_error}"))
+        finally:
+            response.close()
+        # Content-Length counts the bytes on the wire; with a Content-Encoding those are not ours.
+        identity = response.headers.get("content-encoding", "identity").lower() in ("", "identity")
+        if identity and declared and declared.isdigit() and int(declared) != size:
+            raise requests.exceptions.ChunkedEncodingError("short read")
+        return digest.hexdigest(), size
 
 
 def _unlink(path: Path | None) -> None:

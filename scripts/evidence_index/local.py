@@ -1,5 +1,11 @@
 """Index of local result files (the README's main job): no GitHub, each result bound to its SHA-256
-and to the SHA-256 of the sources it names, as they are in this checkout."""
+and to the SHA-256 of the sources it names, as they are in this checkout.
+
+Whole runs are bound: without --result, every file under the folder (a training run's config, metrics,
+log, checkpoint and its .sha256, summary); with --result, each named file and, for one inside a
+sub-folder (a reprise verification), every file of that sub-folder. Which of them are results, and
+whether each passes, is decided by the one judge (judge.py) from the bytes, as `verify` decides it.
+"""
 
 from __future__ import annotations
 
@@ -7,57 +13,91 @@ import platform as host_platform
 from pathlib import Path
 from typing import Any
 
-from .common import InputError, is_safe_relative
-from .results import REPO_ROOT, kind_of, read_result
-from .sources import digest_of_files, git_state, hash_sources, indexer_files
+from core.contract import kind_of
+from core.provenance import git_state
+
+from . import PREDICATE_VERSION
+from .common import InputError, hash_stream, is_safe_relative
+from .judge import Observed, judge_local
+from .results import MAX_RESULT_BYTES, REPO_ROOT, parse_json, unreadable
+from .sources import digest_of_files, hash_sources, indexer_files
 from .statement import make_statement, now_utc
-from .verdict import decide_local
+
+NOT_RESULTS = ("evidence-index", "evidence-verdict")  # an index (or its verdict) of an earlier run
 
 
-def build_local_index(results_dir: Path, output: Path | None = None, source_root: Path | None = None,
-                      names: list[str] | None = None) -> dict[str, Any]:
-    """Index `names` (paths relative to results_dir; a missing one fails), or every top-level *.json."""
+def _check_inputs(results_dir: Path, root: Path, names: list[str] | None) -> None:
     if not results_dir.is_dir():
         raise InputError(f"--results {results_dir} is not a folder")
-    root = source_root or REPO_ROOT
     if not root.is_dir():
         raise InputError(f"--source-root {root} is not a folder")
     for name in names or []:
         if not is_safe_relative(name):
             raise InputError(f"--result {name!r} is not a relative path inside --results")
+
+
+def _candidates(results_dir: Path, names: list[str] | None) -> list[tuple[str, bool]]:
+    """(relative path, named) for every file to bind: see the module's docstring."""
+    if not names:
+        return [(p.relative_to(results_dir).as_posix(), False) for p in sorted(results_dir.rglob("*"))
+                if p.is_file() or p.is_symlink()]
+    chosen: dict[str, bool] = {}
+    for name in dict.fromkeys(names):
+        chosen[name] = True
+        folder = results_dir / name.rsplit("/", 1)[0] if "/" in name else None
+        if folder is not None and folder.is_dir() and not folder.is_symlink():
+            for path in sorted(folder.rglob("*")):
+                chosen.setdefault(path.relative_to(results_dir).as_posix(), False)
+    return list(chosen.items())  # in the order named: the verdict lists missing results in that order
+
+
+def _bind(results_dir: Path, name: str, named: bool, observed: Observed, subjects: dict[str, str],
+          unbound: list[dict[str, Any]], skipped: list[dict[str, str]]) -> None:
+    """Hash one file into the subjects (keeping a JSON's bytes for the judge), or record why it is not bound."""
+    path = results_dir / name
+    if path.is_symlink() or not path.resolve().is_relative_to(results_dir.resolve()):
+        unbound.append(unreadable(name, "is a symbolic link or lies outside --results: refused"))
+        return
+    if not path.is_file():
+        if named:
+            unbound.append(unreadable(name, "missing: the step wrote no result"))
+        return
+    try:
+        with open(path, "rb") as stream:
+            sha256, size, data = hash_stream(stream, MAX_RESULT_BYTES if name.endswith(".json") else 0)
+    except OSError as error:
+        unbound.append(unreadable(name, f"unreadable: {error.strerror or type(error).__name__}"))
+        return
+    kind = kind_of(parse_json(data)) if name.endswith(".json") and size <= MAX_RESULT_BYTES else None
+    if kind in NOT_RESULTS and not named:
+        skipped.append({"name": name, "why": f"an {kind}, not a result"})
+        return
+    subjects[f"artifacts/{name}"] = sha256
+    if name.endswith(".json"):
+        observed.json[f"artifacts/{name}"] = (data, sha256, size)
+
+
+def build_local_index(results_dir: Path, output: Path | None = None, source_root: Path | None = None,
+                      names: list[str] | None = None) -> dict[str, Any]:
+    """Index `names` (paths relative to results_dir; a missing one fails), or every file under results_dir."""
+    root = source_root or REPO_ROOT
+    _check_inputs(results_dir, root, names)
     skip = output.resolve() if output is not None else None
     subjects: dict[str, str] = {}
-    results: list[dict[str, Any]] = []
+    observed = Observed()
+    unbound: list[dict[str, Any]] = []
     skipped: list[dict[str, str]] = []
-    if names:
-        candidates = [(name, results_dir / name, True) for name in dict.fromkeys(names)]
-    else:
-        candidates = [(p.name, p, False) for p in sorted(results_dir.glob("*.json"))]
-    for name, path, named in candidates:
-        if skip is not None and path.resolve() == skip:
+    for name, named in _candidates(results_dir, names):
+        if skip is not None and (results_dir / name).resolve() == skip:
             continue  # the index being (re)written
-        if path.is_symlink() or (named and not path.resolve().is_relative_to(results_dir.resolve())):
-            results.append({"name": name, "subject": None, "sha256": None, "kind": "other", "ok": None,
-                            "schema_valid": None, "error": "is a symbolic link or lies outside --results: refused"})
-            continue
-        if not path.is_file():
-            if named:
-                results.append({"name": name, "subject": None, "sha256": None, "kind": kind_of(name, None),
-                                "ok": None, "schema_valid": None, "error": "missing: the step wrote no result"})
-            continue
-        result = read_result(path, name)
-        if result.get("kind") in ("evidence-index", "evidence-verdict") and not named:
-            skipped.append({"name": name, "why": f"an {result['kind']}, not a result"})
-            continue
-        result["subject"] = f"artifacts/{name}"
-        if result.get("sha256"):
-            subjects[result["subject"]] = result["sha256"]
-        results.append(result)
-    claimed = {p for r in results for p in (r.get("source_files") or {})}
+        _bind(results_dir, name, named, observed, subjects, unbound, skipped)
+    judged = judge_local({"results": unbound}, observed)  # only to learn which sources the results name
+    claimed = {p for r in judged["results"] for p in (r.get("source_files") or {})}
     resolved: dict[str, str] = {}
     files = hash_sources(root, claimed, resolved)
     predicate: dict[str, Any] = {
         "kind": "local",
+        "version": PREDICATE_VERSION,
         "built_at": now_utc(),
         "indexer": {"files": indexer_files(REPO_ROOT), "python": host_platform.python_version()},
         # What ran where, without host names, user names or paths.
@@ -65,8 +105,7 @@ def build_local_index(results_dir: Path, output: Path | None = None, source_root
                  "machine": host_platform.machine()},
         "source_root": {"given": True, "git": git_state(root), "files": files,
                         "files_sha256": digest_of_files(files), "resolved": resolved},
-        "results": results,
+        "results": unbound,
         "skipped": skipped,
     }
-    predicate["verdict"] = decide_local(predicate)
-    return make_statement(subjects, predicate)
+    return make_statement(subjects, judge_local(predicate, observed))

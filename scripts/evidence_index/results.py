@@ -11,57 +11,33 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from core.contract import EVIDENCE_VERDICT_SCHEMA_ID, SCHEMA_FILES, judge, kind_of
+
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 SCHEMAS = REPO_ROOT / "schemas"
-GATE_SCHEMA_ID = "kernodeck.platform-runtime.result/v1"
-VERDICT_SCHEMA_ID = "kernodeck.evidence-index.verdict/v1"
+VERDICT_SCHEMA_ID = EVIDENCE_VERDICT_SCHEMA_ID
 MAX_RESULT_BYTES = 32 * 1024 * 1024
-# Result kinds whose schema we know: kind -> file in schemas/. Others are bound by digest and `ok` only.
-SCHEMA_FILES = {
-    "gate": "platform-runtime-result.schema.json",
-    "diagnostic": "kernodeck-diagnostic-report.schema.json",
-    "training-run-check": "training-run-check.schema.json",
-    "reprise-verification": "reprise-verification.schema.json",
-}
+# Kinds that are results to judge wherever they lie; any other top-level *.json is judged (and fails) too.
+RESULT_KINDS = frozenset(SCHEMA_FILES) | {"evidence-verdict"}
 
 
-def kind_of(name: str, document: Any) -> str:
-    if isinstance(document, dict):
-        schema = str(document.get("schema", ""))
-        if schema == GATE_SCHEMA_ID:
-            return "gate"
-        if document.get("_type") == "https://in-toto.io/Statement/v1":
-            return "evidence-index"
-        if schema == VERDICT_SCHEMA_ID:
-            return "evidence-verdict"
-        if "diagnostic" in schema:
-            return "diagnostic"
-        if "reprise" in schema:
-            return "reprise-verification"
-        if "training-run" in schema or "training_run" in schema:
-            return "training-run-check"
-    base = Path(name).name
-    if base.startswith("platform-runtime-"):
-        return "gate"
-    if base.startswith("kernodeck-diagnostic"):
-        return "diagnostic"
-    if "training-run" in base:
-        return "training-run-check"
-    if "reprise" in name:
-        return "reprise-verification"
-    return "other"
+def is_result(relative: str, document: Any) -> bool:
+    """Which bound files are results to judge: every top-level *.json of a results folder or artifact, and
+    any deeper JSON that declares a result kind (a reprise verification inside its folder). Deeper files that
+    declare none (a training run's config.json) are bound by digest only. Decided from the bytes alone."""
+    if not relative.endswith(".json"):
+        return False
+    return "/" not in relative or kind_of(document) in RESULT_KINDS
 
 
-def ok_of(document: Any) -> bool | None:
-    """True/False from the document's own `ok` (or `status` passed/failed); None when it says neither."""
-    if not isinstance(document, dict):
+def parse_json(data: bytes | None) -> Any:
+    """The document, or None when the bytes are not JSON (or were too large to read)."""
+    if data is None:
         return None
-    if isinstance(document.get("ok"), bool):
-        return document["ok"]
-    status = document.get("status")
-    if status in ("passed", "failed"):
-        return status == "passed"
-    return None
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
 
 
 @cache
@@ -78,7 +54,7 @@ def schema_check(kind: str, document: Any) -> tuple[bool | None, list[str]]:
     """(valid, first errors); (None, [why]) when this kind has no schema or jsonschema is missing."""
     schema_file = SCHEMA_FILES.get(kind)
     if schema_file is None or not (SCHEMAS / schema_file).is_file():
-        return None, [f"no schema known for a {kind} result"]
+        return None, [f"no schema file for a {kind} result"]
     try:
         validator = _validator(schema_file)
     except ImportError:
@@ -89,48 +65,60 @@ def schema_check(kind: str, document: Any) -> tuple[bool | None, list[str]]:
 
 
 def read_result(path: Path, name: str) -> dict[str, Any]:
-    """One result file as the index records it: digest, size, kind, ok, schema validity, and its claims."""
+    """One result file as the index records it: digest, size, kind, the judge's answer, and its claims."""
     try:
         size = path.stat().st_size
         if size > MAX_RESULT_BYTES:
             return too_large(name, _hash_file(path), size)
         data = path.read_bytes()
     except OSError as error:
-        return {"name": name, "sha256": None, "size": None, "kind": kind_of(name, None), "ok": None,
-                "schema_valid": None, "error": f"unreadable: {error.strerror or type(error).__name__}"}
+        return unreadable(name, f"unreadable: {error.strerror or type(error).__name__}")
     return read_result_bytes(data, name)
 
 
+def unreadable(name: str, why: str) -> dict[str, Any]:
+    """A result that should be there and cannot be judged (missing, refused, unreadable): it fails."""
+    return {"name": name, "subject": None, "sha256": None, "size": None, "kind": "unknown", "ok": False,
+            "schema_valid": None, "reasons": [why], "error": why}
+
+
 def too_large(name: str, sha256: str, size: int) -> dict[str, Any]:
-    return {"name": name, "sha256": sha256, "size": size, "kind": kind_of(name, None), "ok": None,
-            "schema_valid": None, "error": f"{size} bytes is over the {MAX_RESULT_BYTES}-byte cap for a result"}
+    why = f"{size} bytes is over the {MAX_RESULT_BYTES}-byte cap for a result"
+    return {"name": name, "sha256": sha256, "size": size, "kind": "unknown", "ok": False,
+            "schema_valid": None, "reasons": [why], "error": why}
 
 
 def read_result_bytes(data: bytes, name: str) -> dict[str, Any]:
-    """The same from bytes already in memory (an entry read straight from an artifact zip)."""
+    """The same from bytes already in memory: parse, recognise the kind, validate, judge (core.contract)."""
     record: dict[str, Any] = {"name": name, "sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
     try:
         document = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as error:
-        record.update(kind=kind_of(name, None), ok=None, schema_valid=None, error=f"not JSON: {error}"[:300])
+        why = f"not JSON: {error}"[:300]
+        record.update(kind="unknown", ok=False, schema_valid=None, reasons=[why], error=why)
         return record
-    kind = kind_of(name, document)
-    valid, schema_errors = schema_check(kind, document)
-    record.update(kind=kind, ok=ok_of(document), schema_valid=valid, schema_errors=schema_errors)
+    judgement = judge(document)
+    valid, schema_errors = schema_check(judgement.kind, document)
+    reasons = list(judgement.reasons)
+    if valid is False:
+        reasons.insert(0, "does not validate against its schema: " + "; ".join(schema_errors[:2]))
+    elif valid is None and judgement.kind in SCHEMA_FILES and (SCHEMAS / SCHEMA_FILES[judgement.kind]).is_file():
+        reasons.insert(0, "was not validated: " + "; ".join(schema_errors[:1]))
+    record.update(kind=judgement.kind, ok=not reasons, schema_valid=valid, schema_errors=schema_errors,
+                  reasons=reasons)
     if isinstance(document, dict):
         source = document.get("source")
         files = source.get("files") if isinstance(source, dict) else None
         record["source_files"] = files if isinstance(files, dict) else None
         record["source_git"] = source.get("git") if isinstance(source, dict) else None
-        record["failures"] = [str(f)[:300] for f in document.get("failures", [])[:10]] \
-            if isinstance(document.get("failures"), list) else None
-        if kind == "gate":
+        if judgement.kind == "gate":
             record["claims"] = _gate_claims(document)
     return record
 
 
 def _gate_claims(document: dict[str, Any]) -> dict[str, Any]:
-    """The gate's own statements about where it ran, kept small (no paths, no host names)."""
+    """The gate's own statements about where it ran, kept small (no paths, no host names); enough for
+    core.contract.prove_platform, which reads the same field names."""
     def pick(obj: Any, *keys: str) -> dict[str, Any]:
         return {key: obj.get(key) for key in keys} if isinstance(obj, dict) else {}
 
@@ -138,6 +126,7 @@ def _gate_claims(document: dict[str, Any]) -> dict[str, Any]:
     return {
         "exit_code": document.get("exit_code"),
         "platform": pick(document.get("platform"), "system", "release", "machine", "python"),
+        "ok": document.get("ok"),
         "device": pick(document.get("device"), "requested", "resolved", "type"),
         "filesystem": pick(document.get("filesystem"), "type", "method", "nfs_version"),
         "checks": {name: bool(check.get("ok")) for name, check in checks.items() if isinstance(check, dict)}

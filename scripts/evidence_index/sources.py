@@ -13,6 +13,7 @@ from .common import is_safe_relative, sha256_file
 # The CLI and the gate modules it reuses (the package's own modules are added by indexer_files).
 INDEXER_FILES = ("scripts/build_evidence_index.py", "scripts/core/files.py",
                  "scripts/platform_runtime/sources.py")
+CORE_FILES = ("scripts/core/__init__.py", "scripts/core/contract.py", "scripts/core/provenance.py")
 
 
 def hash_sources(root: Path, paths: Iterable[str], resolved: dict[str, str] | None = None) -> dict[str, str | None]:
@@ -62,31 +63,10 @@ def _tracked_files(root: Path) -> list[str]:
 def indexer_files(root: Path) -> dict[str, str | None]:
     """The indexer's own code, so an index says which bytes built it."""
     package = root / "scripts" / "evidence_index"
-    names = list(INDEXER_FILES)
+    names = list(INDEXER_FILES) + list(CORE_FILES)
     if package.is_dir():
         names += [f"scripts/evidence_index/{p.name}" for p in package.glob("*.py")]
     return hash_sources(root, names)
-
-
-def git_state(root: Path) -> dict[str, Any]:
-    """HEAD, whether the tree is dirty, and the SHA-256 of `git diff HEAD` (how dirty bytes stay traceable)."""
-    def git(*args: str) -> bytes | None:
-        try:
-            done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, timeout=30)
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-        return done.stdout if done.returncode == 0 else None
-
-    head = git("rev-parse", "--verify", "HEAD")
-    if head is None:
-        return {"head": None, "dirty": None, "diff_sha256": None}
-    status = git("status", "--porcelain", "--untracked-files=no")
-    diff = git("diff", "HEAD", "--binary")
-    return {
-        "head": head.decode().strip(),
-        "dirty": None if status is None else bool(status.strip()),
-        "diff_sha256": None if diff is None else hashlib.sha256(diff).hexdigest(),
-    }
 
 
 def digest_of_files(files: dict[str, Any] | None) -> str | None:

@@ -36,6 +36,8 @@ def render(statement: dict[str, Any]) -> str:
                            "Every selected platform is proven by its log, its result and its sources.")
     lines.append(f"Run `{run['repository']}` #{run['run_id']} attempt {run['attempt']}, event `{run.get('event')}`, "
                  f"head `{(run.get('head_sha') or '?')[:12]}`, workflow `{run.get('workflow_path')}`.")
+    if run.get("offline"):
+        lines.append("Built `--offline` (no REST API, e.g. under act): the job logs were not read.")
     lines.append("")
     lines.append("| platform | ok | runner image | OS / arch | duration | log sha256 | result sha256 "
                  "| sources sha256 |")
@@ -63,7 +65,8 @@ def render(statement: dict[str, Any]) -> str:
         )
     lines.append("")
     lines.append(f"{len(statement['subject'])} subjects bound by SHA-256; re-check with "
-                 "`python scripts/build_evidence_index.py verify INDEX --artifacts DIR --logs DIR`.")
+                 "`python scripts/build_evidence_index.py verify INDEX --artifacts DIR --logs DIR` "
+                 "(exit 0 pass, 1 fail, 3 not authentic).")
     return "\n".join(lines) + "\n"
 
 

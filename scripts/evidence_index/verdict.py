@@ -9,28 +9,28 @@ from __future__ import annotations
 
 from typing import Any
 
+from core.contract import platform_of, prove_platform
+
 from .sources import digest_of_files
 
 MAX_LISTED = 5
 
 
 def _result_reasons(result: dict[str, Any], where: str) -> list[str]:
-    reasons = []
-    if result.get("error"):
-        reasons.append(f"{where}{result['name']}: {result['error']}")
-        return reasons
-    if result.get("schema_valid") is False:
-        first = "; ".join(result.get("schema_errors", [])[:2])
-        reasons.append(f"{where}{result['name']} does not validate against its schema: {first}")
-    elif result.get("schema_valid") is None and result.get("kind") == "gate":
-        why = "; ".join(result.get("schema_errors", [])[:1]) or "not validated"
-        reasons.append(f"{where}{result['name']} was not validated: {why}")
-    if result.get("ok") is False:
-        failures = "; ".join((result.get("failures") or [])[:2])
-        reasons.append(f"{where}{result['name']} says ok=false" + (f": {failures}" if failures else ""))
-    elif result.get("ok") is None:
-        reasons.append(f"{where}{result['name']} states neither ok nor status passed/failed")
-    return reasons
+    """A result passes only when core.contract's judge (and its schema) said so when reading its bytes."""
+    if result.get("ok") is True:
+        return []
+    if result.get("error"):  # named but missing, refused, unreadable, not JSON
+        return [f"{where}{result.get('name')}: {result['error']}"]
+    why = "; ".join(str(r) for r in (result.get("reasons") or [])[:3]) or "not judged to pass"
+    return [f"{where}{result.get('name')} ({result.get('kind')}) fails: {why}"]
+
+
+def _gate_document(gate: dict[str, Any]) -> dict[str, Any]:
+    """The gate's own fields prove_platform reads, as the index keeps them in `claims`."""
+    claims = gate.get("claims") or {}
+    return {"platform": claims.get("platform"), "device": claims.get("device"),
+            "filesystem": claims.get("filesystem"), "requirements": claims.get("requirements")}
 
 
 def _source_mismatches(claimed: dict[str, Any], actual: dict[str, Any]) -> list[str]:
@@ -38,30 +38,65 @@ def _source_mismatches(claimed: dict[str, Any], actual: dict[str, Any]) -> list[
     return differing
 
 
-def platform_reasons(entry: dict[str, Any], run: dict[str, Any]) -> list[str]:
-    """Why one selected platform job is not proven; empty when it is."""
-    name = entry["platform"]
-    reasons: list[str] = []
-    job = entry.get("job") or {}
+def _job_and_log_reasons(name: str, job: dict[str, Any], log: dict[str, Any], run: dict[str, Any]) -> list[str]:
+    reasons = []
     if job.get("status") != "completed" or job.get("conclusion") != "success":
         reasons.append(f"{name}: job {job.get('status')}, conclusion {job.get('conclusion')}")
-    log = entry.get("log") or {}
+    if log.get("status") == "offline" and run.get("offline"):
+        return reasons  # act has no job logs to read: the index says so (run.offline), verify repeats it
     if log.get("status") != "ok":
         detail = f" ({log['error']})" if log.get("error") else ""
-        reasons.append(f"{name}: job log {log.get('status', 'missing')}{detail}")
-    else:
-        if log.get("error_count"):
-            first = (log.get("error_lines") or [""])[0]
-            reasons.append(f"{name}: {log['error_count']} ##[error] line(s) in the job log, first: {first[:200]}")
-        if log.get("nonzero_exit_count"):
-            codes = sorted({e["code"] for e in log.get("nonzero_exits", [])})
-            reasons.append(f"{name}: non-zero exit code(s) {codes} in the job log")
-    artifact = entry.get("artifact") or {}
+        return reasons + [f"{name}: job log {log.get('status', 'missing')}{detail}"]
+    if log.get("error_count"):
+        first = (log.get("error_lines") or [""])[0]
+        reasons.append(f"{name}: {log['error_count']} ##[error] line(s) in the job log, first: {first[:200]}")
+    if log.get("nonzero_exit_count"):
+        codes = sorted({e["code"] for e in log.get("nonzero_exits", [])})
+        reasons.append(f"{name}: non-zero exit code(s) {codes} in the job log")
+    return reasons
+
+
+def _artifact_reasons(name: str, artifact: dict[str, Any], job: dict[str, Any]) -> list[str]:
+    reasons = []
     if artifact.get("status") not in ("downloaded", "local"):
         reasons.append(f"{name}: artifact {artifact.get('name')} {artifact.get('status', 'missing')}"
                        + (f" ({artifact['error']})" if artifact.get("error") else ""))
     if artifact.get("digest_matches_api") is False:
         reasons.append(f"{name}: artifact zip SHA-256 differs from the digest GitHub recorded at upload")
+    if artifact.get("located_by") == "id" and str(artifact.get("from_attempt")) != str(job.get("run_attempt")):
+        reasons.append(f"{name}: the artifact came from attempt {artifact.get('from_attempt')}, the job ran in "
+                       f"attempt {job.get('run_attempt')}")
+    if artifact.get("digest_matches_job_output") is False:
+        reasons.append(f"{name}: artifact zip SHA-256 differs from the artifact_digest its job exported "
+                       f"({str(artifact.get('job_output_digest'))[:80]})")
+    return reasons
+
+
+def _gate_reasons(name: str, gate: dict[str, Any], job: dict[str, Any], run: dict[str, Any]) -> list[str]:
+    """The one gate result proves this platform, and was made by this run, attempt and job."""
+    reasons = prove_platform(name, _gate_document(gate))
+    github = (gate.get("claims") or {}).get("github")
+    if not isinstance(github, dict):
+        reasons.append(f"{name}: the gate result was not produced inside GitHub Actions (github is null)")
+    else:
+        expected = {"run_id": run.get("run_id"), "run_attempt": job.get("run_attempt") or run.get("attempt"),
+                    "job_id": job.get("id")}
+        for key, want in expected.items():
+            if want is None and run.get("offline"):
+                continue  # offline, a job's id is known only when its outputs name it
+            if str(github.get(key)) != str(want):
+                reasons.append(f"{name}: the gate result's {key} is {github.get(key)!r}, this job's is {want!r}")
+    if not gate.get("source_files"):
+        reasons.append(f"{name}: the gate result names no source files")
+    return reasons
+
+
+def platform_reasons(entry: dict[str, Any], run: dict[str, Any]) -> list[str]:
+    """Why one selected platform job is not proven; empty when it is."""
+    name = entry["platform"]
+    job = entry.get("job") or {}
+    artifact = entry.get("artifact") or {}
+    reasons = _job_and_log_reasons(name, job, entry.get("log") or {}, run) + _artifact_reasons(name, artifact, job)
     results = entry.get("results") or []
     gates = [r for r in results if r.get("kind") == "gate"]
     if artifact.get("status") in ("downloaded", "local"):
@@ -70,18 +105,7 @@ def platform_reasons(entry: dict[str, Any], run: dict[str, Any]) -> list[str]:
         for result in results:
             reasons += _result_reasons(result, f"{name}: ")
     if len(gates) == 1 and not gates[0].get("error"):
-        gate = gates[0]
-        github = (gate.get("claims") or {}).get("github")
-        if not isinstance(github, dict):
-            reasons.append(f"{name}: the gate result was not produced inside GitHub Actions (github is null)")
-        else:
-            expected = {"run_id": run.get("run_id"), "run_attempt": job.get("run_attempt") or run.get("attempt"),
-                        "job_id": job.get("id")}
-            for key, want in expected.items():
-                if str(github.get(key)) != str(want):
-                    reasons.append(f"{name}: the gate result's {key} is {github.get(key)!r}, this job's is {want!r}")
-        if not gate.get("source_files"):
-            reasons.append(f"{name}: the gate result names no source files")
+        reasons += _gate_reasons(name, gates[0], job, run)
     return reasons
 
 
@@ -102,6 +126,9 @@ def decide_run(predicate: dict[str, Any]) -> dict[str, Any]:
     for platform, count in sorted(counts.items()):
         if count > 1:
             reasons.append(f"{platform}: {count} jobs claim this platform; which one is evidence is ambiguous")
+    for job in predicate.get("other_jobs") or []:
+        if platform_of(str(job.get("name", ""))):
+            reasons.append(f"job {job.get('name')!r} is a platform job but was not indexed as one")
     for entry in selected:
         mine = platform_reasons(entry, run)
         per_platform[entry["platform"]] = {"ok": not mine, "reasons": mine}

@@ -1,139 +1,218 @@
-"""Recompute every subject's SHA-256 from the bytes on disk and say, per subject, whether it matches.
+"""Re-check an index from the bytes: every subject's SHA-256, then the one judge run again on those bytes.
 
 Subject names are relative paths under one of two roots: `artifacts/...` (the artifacts folder: one
 sub-folder per artifact and the downloaded zips; for a local index, the results folder) and
 `logs/...` (the folder of job logs). A name that is not a plain relative path, or a file that is a
 link leading outside its root, is a problem, never followed.
+
+Outcomes (`Report.outcome`): "pass" (authentic, the verdict recomputed from the bytes passes), "fail"
+(authentic, that verdict fails), "not-authentic" (a digest mismatch, a missing file, an unknown type or
+version, a recorded file without its subject, or a recorded judgement the bytes contradict).
 """
 
 from __future__ import annotations
 
-import hashlib
+import contextlib
+import copy
 import json
 import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-from . import PREDICATE_TYPE, STATEMENT_TYPE
-from .common import CHUNK, InputError, is_safe_relative, sha256_file
-from .verdict import decide_local, decide_run
+from . import PREDICATE_TYPE, PREDICATE_VERSION, STATEMENT_TYPE
+from .common import InputError, hash_stream, is_safe_relative
+from .judge import Observed, differences, judge_index
+from .logparse import LogScanner
+from .results import MAX_RESULT_BYTES, parse_json
+from .runfacts import API_DOCUMENTS, api_subject
+
+KINDS = ("github-run", "local")
+
+
+class NotAuthentic(Exception):
+    """The index is not one this verifier can vouch for (exit 3)."""
+
+
+@dataclass
+class Report:
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # each makes the index not authentic
+    verdict: dict[str, Any] | None = None  # recomputed from the bytes
+
+    @property
+    def outcome(self) -> str:
+        if self.problems or self.verdict is None:
+            return "not-authentic"
+        return "pass" if self.verdict.get("pass") else "fail"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"outcome": self.outcome, "problems": self.problems, "verdict": self.verdict, "subjects": self.rows}
 
 
 def load_statement(path: Path) -> dict[str, Any]:
+    """The index as JSON (exit 2 when unreadable); its type and version are checked by `check_envelope`."""
     try:
         statement = json.loads(path.read_text(encoding="utf-8"))
     except OSError as error:
         raise InputError(f"cannot read the index {path}: {error.strerror or type(error).__name__}") from error
     except (UnicodeDecodeError, ValueError) as error:
         raise InputError(f"the index {path} is not JSON: {error}") from error
-    if not isinstance(statement, dict) or statement.get("_type") != STATEMENT_TYPE \
-            or not isinstance(statement.get("subject"), list):
-        raise InputError(f"{path} is not an in-toto Statement v1 with a subject list")
+    if not isinstance(statement, dict):
+        raise InputError(f"{path} is not a JSON object")
     return statement
 
 
-def verify(statement: dict[str, Any], roots: dict[str, Path | None]) -> list[dict[str, Any]]:
-    """One row per subject: status match | mismatch | missing | invalid | unchecked, with both digests."""
-    rows = []
-    for subject in statement["subject"]:
-        name = subject.get("name") if isinstance(subject, dict) else None
-        expected = (subject.get("digest") or {}).get("sha256") if isinstance(subject, dict) else None
-        row: dict[str, Any] = {"name": name, "expected": expected, "actual": None}
-        rows.append(row)
-        if not isinstance(name, str) or not isinstance(expected, str) or not is_safe_relative(name) or "/" not in name:
-            row["status"] = "invalid"
-            continue
-        root_key, relative = name.split("/", 1)
-        if root_key not in roots:
-            row["status"] = "invalid"
-            continue
-        root = roots[root_key]
-        if root is None:
-            row["status"] = "unchecked"
-            continue
-        path = root / relative
-        inside = False
-        try:
-            inside = path.resolve().is_relative_to(root.resolve())
-            if inside and path.is_file():
-                row["actual"] = sha256_file(path)
-            elif inside and root_key == "artifacts" and not path.exists():
-                # An entry of an artifact that was kept as its zip only: hash the entry inside the zip.
-                row["actual"] = _hash_in_zip(root, relative)
-                row["from_zip"] = row["actual"] is not None
-        except OSError:
-            row["actual"] = None
-        if row["actual"] is None:
-            row["status"] = "missing" if inside else "invalid"
-            continue
-        row["status"] = "match" if row["actual"] == expected.lower() else "mismatch"
-    return rows
+def check_envelope(statement: dict[str, Any]) -> list[str]:
+    """What makes an index unknown to this verifier: its type, predicate type, version or kind."""
+    problems = []
+    if statement.get("_type") != STATEMENT_TYPE:
+        problems.append(f"_type is {statement.get('_type')!r}, not {STATEMENT_TYPE}")
+    if statement.get("predicateType") != PREDICATE_TYPE:
+        problems.append(f"predicateType is {statement.get('predicateType')!r}, not {PREDICATE_TYPE}")
+    if not isinstance(statement.get("subject"), list):
+        problems.append("subject is not a list")
+    predicate = statement.get("predicate")
+    if not isinstance(predicate, dict):
+        return problems + ["predicate is not an object"]
+    if predicate.get("version") != PREDICATE_VERSION:
+        problems.append(f"predicate.version is {predicate.get('version')!r}, this verifier knows {PREDICATE_VERSION}")
+    if predicate.get("kind") not in KINDS:
+        problems.append(f"predicate.kind is {predicate.get('kind')!r}, not one of {', '.join(KINDS)}")
+    return problems
 
 
-def _hash_in_zip(root: Path, relative: str) -> str | None:
-    """SHA-256 of entry `rest` of `root/<artifact>.zip` for a subject `<artifact>/<rest>`; None if absent."""
+@contextlib.contextmanager
+def _zip_stream(zip_path: Path, entry: str) -> Iterator[IO[bytes]]:
+    with zipfile.ZipFile(zip_path) as archive, archive.open(entry) as source:
+        yield source
+
+
+def _zip_entry(root: Path, relative: str) -> Any:
+    """The entry `rest` of `root/<artifact>.zip` for a subject `<artifact>/<rest>`, or None when absent."""
     if "/" not in relative:
         return None
     artifact, entry = relative.split("/", 1)
     zip_path = root / f"{artifact}.zip"
     if not zip_path.is_file() or zip_path.is_symlink():
         return None
+    with zipfile.ZipFile(zip_path) as archive:
+        if entry not in archive.namelist():
+            return None
+    return _zip_stream(zip_path, entry)
+
+
+def _open_subject(root: Path, root_key: str, relative: str) -> tuple[Any, bool]:
+    """(context manager over a binary stream or None, from_zip). None: missing. Raises ValueError outside."""
+    path = root / relative
+    if not path.resolve().is_relative_to(root.resolve()):
+        raise ValueError("leads outside its folder")
+    if path.is_file():
+        return open(path, "rb"), False
+    if root_key == "artifacts" and not path.exists():
+        # An entry of an artifact that was kept as its zip only: read the entry inside the zip.
+        entry = _zip_entry(root, relative)
+        return entry, entry is not None
+    return None, False
+
+
+def _check_subject(subject: Any, roots: dict[str, Path | None], observed: Observed) -> dict[str, Any]:
+    """One row: status match | mismatch | missing | invalid | unchecked; fills `observed` from the bytes."""
+    name = subject.get("name") if isinstance(subject, dict) else None
+    digest = subject.get("digest") if isinstance(subject, dict) else None
+    expected = digest.get("sha256") if isinstance(digest, dict) else None
+    row: dict[str, Any] = {"name": name, "expected": expected, "actual": None}
+    if not isinstance(name, str) or not isinstance(expected, str) or not is_safe_relative(name) or "/" not in name:
+        return dict(row, status="invalid")
+    root_key, relative = name.split("/", 1)
+    if root_key not in roots:
+        return dict(row, status="invalid")
+    root = roots[root_key]
+    if root is None:
+        return dict(row, status="unchecked")
     try:
-        with zipfile.ZipFile(zip_path) as archive:
-            try:
-                info = archive.getinfo(entry)
-            except KeyError:
-                return None
-            digest = hashlib.sha256()
-            with archive.open(info) as source:
-                while chunk := source.read(CHUNK):
-                    digest.update(chunk)
-            return digest.hexdigest()
-    except (zipfile.BadZipFile, OSError, EOFError):
-        return None
+        opened, row["from_zip"] = _open_subject(root, root_key, relative)
+        if opened is None:
+            return dict(row, status="missing")
+        api = name.startswith("logs/api/") and name.endswith(".json")
+        scanner = LogScanner() if root_key == "logs" and not api else None
+        with opened as stream:
+            row["actual"], size, data = hash_stream(stream, MAX_RESULT_BYTES if name.endswith(".json") else 0, scanner)
+    except ValueError:
+        return dict(row, status="invalid")
+    except (OSError, zipfile.BadZipFile, EOFError):
+        return dict(row, status="missing")
+    if name.endswith(".json") and root_key == "artifacts":
+        observed.json[name] = (data, row["actual"], size)
+    if scanner is not None:
+        observed.logs[name] = scanner.result()
+    if api:
+        observed.api[name[len("logs/api/"):-len(".json")]] = parse_json(data)
+    return dict(row, status="match" if row["actual"] == expected.lower() else "mismatch")
 
 
-def consistency(statement: dict[str, Any]) -> list[str]:
-    """Problems inside the index itself: a digest the predicate records that is not its subject's, or a
-    recorded verdict that its own predicate does not support (an edited `pass`). Empty when consistent."""
-    if statement.get("predicateType") != PREDICATE_TYPE:
-        return []
-    predicate = statement.get("predicate")
-    if not isinstance(predicate, dict):
-        return ["the predicate is not an object"]
+def verify(statement: dict[str, Any], roots: dict[str, Path | None], allow_offline: bool = False) -> Report:
+    """Hash every subject, run the one judge on those bytes, and compare what the index records with it.
+    An index built --offline (act: no job log was read) passes only with allow_offline: otherwise editing a
+    real run's index into an "offline" one would be a way to drop its logs from the judgement."""
+    report = Report(problems=check_envelope(statement))
+    if report.problems:
+        return report
+    observed = Observed()
+    report.rows = [_check_subject(subject, roots, observed) for subject in statement["subject"]]
+    for row in report.rows:
+        if row["status"] in ("mismatch", "missing", "invalid"):
+            report.problems.append(f"subject {row['name']}: {row['status']}")
+        elif row["status"] == "unchecked":
+            report.problems.append(f"subject {row['name']}: not checked (logs/ subjects need --logs DIR), "
+                                   "so its judgement cannot be recomputed")
+    if not report.rows:
+        report.problems.append("the index binds no subject")
+    predicate = statement["predicate"]
+    names = {row["name"] for row in report.rows}
+    if predicate.get("kind") == "github-run" and not (predicate.get("run") or {}).get("offline"):
+        # The job facts are judged from the API's answers as bound at build time, never from the predicate.
+        report.problems += [f"the index does not bind {api_subject(name)}, the API's {name} answer"
+                            for name in API_DOCUMENTS if api_subject(name) not in names]
+    try:  # a predicate edited into another shape is not one this verifier vouches for
+        report.problems += recorded_without_subject(statement)
+        recomputed = judge_index(predicate, observed)
+    except (AttributeError, KeyError, TypeError, ValueError) as error:
+        report.problems.append(f"the predicate is malformed ({type(error).__name__}: {str(error)[:200]})")
+        return report
+    report.problems += differences(predicate, recomputed)
+    report.verdict = copy.deepcopy(recomputed["verdict"])
+    if (predicate.get("run") or {}).get("offline") and not allow_offline:
+        report.verdict["pass"] = False
+        report.verdict["reasons"].append("built --offline: no job log was read (verify --allow-offline accepts that)")
+    return report
+
+
+def recorded_without_subject(statement: dict[str, Any]) -> list[str]:
+    """Every file the predicate records (a log, a zip, a result) must be a subject with the same digest."""
     subjects = {s.get("name"): (s.get("digest") or {}).get("sha256") for s in statement["subject"]
-                if isinstance(s, dict)}
-    problems: list[str] = []
-
-    def check(subject: Any, digest: Any, what: str) -> None:
+                if isinstance(s, dict) and isinstance(s.get("digest"), dict)}
+    predicate = statement["predicate"]
+    recorded: list[tuple[str, Any, Any]] = []
+    for entry in predicate.get("platforms") or []:
+        if not isinstance(entry, dict):
+            continue
+        log, artifact = entry.get("log") or {}, entry.get("artifact") or {}
+        recorded.append((f"platforms[{entry.get('platform')}].log", log.get("subject"), log.get("sha256")))
+        recorded.append((f"platforms[{entry.get('platform')}].artifact", artifact.get("subject"),
+                         artifact.get("zip_sha256")))
+        recorded += [(f"platforms[{entry.get('platform')}].results", r.get("subject"), r.get("sha256"))
+                     for r in entry.get("results") or [] if isinstance(r, dict)]
+    recorded += [("results", r.get("subject"), r.get("sha256")) for r in predicate.get("results") or []
+                 if isinstance(r, dict)]
+    problems = []
+    for where, subject, digest in recorded:
         if subject is None:
-            return
-        if subjects.get(subject) != digest:
-            problems.append(f"{what}: the predicate records {str(digest)[:12]} for {subject}, the subject says "
-                            f"{str(subjects.get(subject))[:12]}")
-
-    kind = predicate.get("kind")
-    try:
-        if kind == "github-run":
-            for entry in predicate.get("platforms") or []:
-                log = entry.get("log") or {}
-                check(log.get("subject"), log.get("sha256"), f"{entry.get('platform')} log")
-                artifact = entry.get("artifact") or {}
-                check(artifact.get("subject"), artifact.get("zip_sha256"), f"{entry.get('platform')} artifact")
-                for result in entry.get("results") or []:
-                    check(result.get("subject"), result.get("sha256"), f"{entry.get('platform')} result")
-            recomputed = decide_run(predicate)
-        elif kind == "local":
-            for result in predicate.get("results") or []:
-                check(result.get("subject"), result.get("sha256"), "result")
-            recomputed = decide_local(predicate)
-        else:
-            return problems + [f"unknown predicate kind {kind!r}"]
-    except (AttributeError, KeyError, TypeError) as error:
-        return problems + [f"the predicate is malformed ({type(error).__name__})"]
-    # Only `pass` is compared: the wording of reasons may differ between versions of the indexer.
-    recorded = (predicate.get("verdict") or {}).get("pass") if isinstance(predicate.get("verdict"), dict) else None
-    if recomputed["pass"] is not recorded:
-        problems.append(f"the recorded verdict (pass={recorded}) is not what the predicate supports "
-                        f"(pass={recomputed['pass']})")
+            continue
+        if subject not in subjects:
+            problems.append(f"predicate.{where}: records {subject}, which is not a subject")
+        elif subjects[subject] != digest:
+            problems.append(f"predicate.{where}: records {str(digest)[:12]} for {subject}, the subject says "
+                            f"{str(subjects[subject])[:12]}")
     return problems

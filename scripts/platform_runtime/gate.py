@@ -13,9 +13,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from core.provenance import git_state, github_facts, platform_facts
+
 from platform_runtime import children, isolation, torch_build
 from platform_runtime.claims import MPS_FALLBACK, NFS_TYPES, Requirements, conflicts, evaluate
-from platform_runtime.provenance import git_state, github_facts, platform_facts
 from platform_runtime.result import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,

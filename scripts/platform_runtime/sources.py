@@ -12,20 +12,21 @@ REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 # package is missing here, so nothing the gate executes escapes the hash.
 GATE_SOURCES: tuple[str, ...] = (
     "scripts/platform_runtime_check.py",
+    "scripts/core/__init__.py",
     "scripts/core/files.py",
+    "scripts/core/provenance.py",
     "scripts/platform_runtime/__init__.py",
     "scripts/platform_runtime/children.py",
+    "scripts/platform_runtime/claims.py",
     "scripts/platform_runtime/device_worker.py",
     "scripts/platform_runtime/filesystem.py",
     "scripts/platform_runtime/fs_worker.py",
     "scripts/platform_runtime/gate.py",
-    "scripts/platform_runtime/jsonl.py",
-    "scripts/platform_runtime/provenance.py",
-    "scripts/platform_runtime/claims.py",
     "scripts/platform_runtime/isolation.py",
-    "scripts/platform_runtime/torch_build.py",
+    "scripts/platform_runtime/jsonl.py",
     "scripts/platform_runtime/result.py",
     "scripts/platform_runtime/sources.py",
+    "scripts/platform_runtime/torch_build.py",
     "schemas/platform-runtime-result.schema.json",
 )
 

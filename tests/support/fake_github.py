@@ -513,6 +513,9 @@ def runner_log(platform: str, *, job_name: str | None = None, exit_code: int = 0
     return ("\ufeff" + "\n".join(lines) + "\n").encode("utf-8")
 
 
+FS_METHODS = {"Windows": "win32-GetVolumeInformationW", "Darwin": "darwin-statfs"}
+
+
 def gate_result(platform: str, *, ok: bool = True, sources: dict[str, str] | None = None,
                 run_id: int | str | None = 17320001234, run_attempt: int | str = 1, job_id: int | str | None = None,
                 repository: str = REPOSITORY, sha: str = "1928efbf98b33bc87fea7962539525f57a349d25",
@@ -534,13 +537,17 @@ def gate_result(platform: str, *, ok: bool = True, sources: dict[str, str] | Non
         "arguments": {"device": device, "require": [], "require_device": None, "require_filesystem": None,
                       "work_dir": "current-directory", "keep_workspace": False, "timeout_s": 600,
                       "cleanup_timeout_s": 30},
-        "requirements": [],
+        # What the gate measures on that platform: its --require held (the workflow passes it), the file
+        # system named by the platform's own API.
+        "requirements": [{"name": platform, "ok": ok, "reason": f"{platform} as the gate measured it"}]
+        if platform in ("windows", "mps", "cuda", "nfs") else [],
         "platform": {"system": runner["system"], "release": "1", "machine": runner["machine"], "python": "3.12.10",
                      "python_implementation": "CPython", "windows_version": None, "mac_version": None},
         "device": {"requested": device, "resolved": device, "type": device.split(":")[0], "torch": None,
                    "load_safety": None, "cuda": None, "mps": None},
-        "filesystem": {"type": runner["fs"], "method": "linux-mountinfo-mnt-id", "mount_id": 28,
-                       "mount_options": ["rw"], "nfs_version": None, "drive_type": None, "error": None},
+        "filesystem": {"type": runner["fs"], "method": FS_METHODS.get(runner["system"], "linux-mountinfo-mnt-id"),
+                       "mount_id": None if runner["system"] != "Linux" else 28, "mount_options": ["rw"],
+                       "nfs_version": "4.2" if runner["fs"] == "nfs4" else None, "drive_type": None, "error": None},
         "checks": checks,
         "workspace_cleanup": {"status": "cleaned", "workspace": "platform-runtime-ws", "deadline_s": 30},
         "source": {"files": dict(sources or {}), "git": {"head": sha, "dirty": False, "diff_sha256": None}},

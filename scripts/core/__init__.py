@@ -1,0 +1,1 @@
+"""The shared core every part imports (stdlib only): files, provenance, the contract."""

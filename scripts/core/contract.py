@@ -1,0 +1,235 @@
+"""The contract every part shares: result kinds and their schema ids, the platforms and what proves each,
+artifact names, and the ONE rule for "did this document pass" (`judge`).
+
+Stdlib only. Schema validation (jsonschema) is a separate step done by the evidence index; `judge` checks
+the rules a schema cannot express (every check present and ok, `ok` agreeing with them). An unknown
+document, or a bare `{"ok": true}`, never passes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+GATE_SCHEMA_ID = "kernodeck.platform-runtime.result/v1"
+DIAGNOSTIC_SCHEMA_ID = "kernodeck.diagnostic.report/v1"
+REPRISE_VERIFICATION_SCHEMA_ID = "kernodeck.reprise.verification"  # with "version": 1
+REPRISE_SUMMARY_SCHEMA_ID = "kernodeck.reprise.summary"  # with "version": 1
+TRAINING_RUN_CHECK_SCHEMA_ID = "kernodeck.training-run-check"  # with "version": 1
+NFS_HARNESS_SCHEMA_ID = "kernodeck.nfs-harness/v1"
+EVIDENCE_VERDICT_SCHEMA_ID = "kernodeck.evidence-index.verdict/v1"
+STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
+EVIDENCE_PREDICATE_TYPE = "https://github.com/kernodeck/platform-runtime/evidence-index/v1"
+
+# kind -> (schema id, the `version` field it must carry, or None when the id carries the version)
+KINDS: dict[str, tuple[str, int | None]] = {
+    "gate": (GATE_SCHEMA_ID, None),
+    "diagnostic": (DIAGNOSTIC_SCHEMA_ID, None),
+    "reprise-verification": (REPRISE_VERIFICATION_SCHEMA_ID, 1),
+    "reprise-summary": (REPRISE_SUMMARY_SCHEMA_ID, 1),
+    "training-run-check": (TRAINING_RUN_CHECK_SCHEMA_ID, 1),
+    "nfs-harness": (NFS_HARNESS_SCHEMA_ID, None),
+    "evidence-verdict": (EVIDENCE_VERDICT_SCHEMA_ID, None),
+}
+# kind -> file under schemas/ (kinds without one are judged by their rules only)
+SCHEMA_FILES = {
+    "gate": "platform-runtime-result.schema.json",
+    "diagnostic": "kernodeck-diagnostic-report.schema.json",
+    "reprise-verification": "reprise-verification.schema.json",
+    "reprise-summary": "reprise-summary.schema.json",
+    "training-run-check": "training-run-check.schema.json",
+    "nfs-harness": "nfs-harness.schema.json",  # helper E's schema; validated once the file exists
+}
+GATE_CHECKS = ("device_compute", "failing_writer", "concurrent_replace", "jsonl_append", "workspace_cleanup")
+PLATFORMS = ("linux", "windows", "mps", "cuda", "nfs")
+NFS_TYPES = ("nfs", "nfs4")
+WINDOWS_FS_METHOD = "win32-GetVolumeInformationW"
+
+
+def artifact_name(platform: str, attempt: int | str) -> str:
+    """The name each platform job uploads its results under (the workflow takes it from one step output)."""
+    return f"platform-runtime-{platform}-attempt-{attempt}"
+
+
+def platform_of(job_name: str) -> str | None:
+    """`linux`, or `platform-runtime / linux` through a reusable workflow: the last segment names it."""
+    last = job_name.rsplit(" / ", 1)[-1].strip()
+    return last if last in PLATFORMS else None
+
+
+def gate_result_name(platform: str) -> str:
+    return f"platform-runtime-{platform}.json"
+
+
+@dataclass
+class Judgement:
+    kind: str
+    ok: bool
+    reasons: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "ok": self.ok, "reasons": list(self.reasons)}
+
+
+def kind_of(document: Any) -> str:
+    """The result kind a document declares by its schema id; "unknown" when it declares none we know."""
+    if not isinstance(document, dict):
+        return "unknown"
+    if document.get("_type") == STATEMENT_TYPE:
+        return "evidence-index"
+    schema = document.get("schema")
+    for kind, (schema_id, _) in KINDS.items():
+        if schema == schema_id:
+            return kind
+    return "unknown"
+
+
+def judge(document: Any, kind: str | None = None) -> Judgement:
+    """Did this document pass, by its kind's rules. `kind`, when given, must be the one it declares."""
+    declared = kind_of(document)
+    if kind is not None and kind != declared:
+        return Judgement(kind, False, [f"expected a {kind} result, the document declares {declared}"])
+    rule = RULES.get(declared)
+    if rule is None:
+        return Judgement(declared, False, [f"not a result this project knows (schema {_schema_of(document)!r}): "
+                                           "an unknown document never passes"])
+    reasons = []
+    version = KINDS[declared][1]
+    if version is not None and document.get("version") != version:
+        reasons.append(f"version is {document.get('version')!r}, this judge knows {version}")
+    reasons += rule(document)
+    return Judgement(declared, not reasons, reasons)
+
+
+def _schema_of(document: Any) -> Any:
+    return document.get("schema") if isinstance(document, dict) else type(document).__name__
+
+
+def _flags(document: dict[str, Any], **wanted: Any) -> list[str]:
+    return [f"{key} is {document.get(key)!r}, a pass needs {value!r}"
+            for key, value in wanted.items() if document.get(key) != value]
+
+
+def _judge_gate(document: dict[str, Any]) -> list[str]:
+    reasons: list[str] = []
+    checks = document.get("checks") if isinstance(document.get("checks"), dict) else {}
+    held = True
+    for name in GATE_CHECKS:
+        check = checks.get(name)
+        if not isinstance(check, dict):
+            reasons.append(f"checks.{name} is missing")
+            held = False
+        elif check.get("ok") is not True:
+            reasons.append(f"checks.{name}.ok is {check.get('ok')!r}: {str(check.get('reason') or '')[:200]}")
+            held = False
+    requirements = document.get("requirements")
+    if not isinstance(requirements, list):
+        reasons.append("requirements is not a list")
+        held = False
+    else:
+        for requirement in requirements:
+            if not isinstance(requirement, dict) or requirement.get("ok") is not True:
+                name = requirement.get("name") if isinstance(requirement, dict) else requirement
+                reasons.append(f"requirement {name!r} did not hold")
+                held = False
+    if document.get("ok") is not held:
+        reasons.append(f"ok is {document.get('ok')!r} but its checks and requirements say {held}")
+    reasons += _flags(document, exit_code=0)
+    if document.get("failures"):
+        reasons.append(f"failures lists {len(document['failures'])} failure(s)")
+    return reasons
+
+
+def _judge_diagnostic(document: dict[str, Any]) -> list[str]:
+    reasons = _flags(document, status="passed", exit_code=0)
+    execution = document.get("execution") if isinstance(document.get("execution"), dict) else {}
+    checks = execution.get("checks")
+    if isinstance(checks, dict):
+        reasons += [f"execution.checks.{name} is {value!r}" for name, value in checks.items() if value is not True]
+    return reasons
+
+
+def _judge_reprise_verification(document: dict[str, Any]) -> list[str]:
+    reasons = _flags(document, ok=True, exit_code=0, completed=True, all_checks_passed=True, positive=True,
+                     negative_divergence_detected=True, errors=[])
+    if document.get("ok") != document.get("all_checks_passed"):
+        reasons.append("ok disagrees with all_checks_passed")
+    return reasons
+
+
+def _judge_reprise_summary(document: dict[str, Any]) -> list[str]:
+    # A summary states where a run stands; it passes when it records at least one step and its checkpoint.
+    steps = document.get("steps_done")
+    reasons = [] if isinstance(steps, int) and steps >= 1 else [f"steps_done is {steps!r}"]
+    if not isinstance(document.get("checkpoint"), dict):
+        reasons.append("checkpoint is not recorded")
+    return reasons
+
+
+def _judge_training_run_check(document: dict[str, Any]) -> list[str]:
+    reasons = _flags(document, ok=True, problems=[])
+    checks = document.get("checks")
+    if not isinstance(checks, dict) or not checks:
+        reasons.append("checks is empty")
+    else:
+        reasons += [f"checks.{name} did not pass" for name, check in checks.items()
+                    if not isinstance(check, dict) or check.get("ok") is not True]
+    return reasons
+
+
+def _judge_nfs_harness(document: dict[str, Any]) -> list[str]:
+    return _flags(document, ok=True, cleanup_verified=True, problems=[])
+
+
+def _judge_evidence_verdict(document: dict[str, Any]) -> list[str]:
+    reasons = _flags(document, ok=True, reasons=[])
+    if not isinstance(document.get("index_sha256"), str):
+        reasons.append("index_sha256 is missing")
+    return reasons
+
+
+RULES: dict[str, Callable[[dict[str, Any]], list[str]]] = {
+    "gate": _judge_gate,
+    "diagnostic": _judge_diagnostic,
+    "reprise-verification": _judge_reprise_verification,
+    "reprise-summary": _judge_reprise_summary,
+    "training-run-check": _judge_training_run_check,
+    "nfs-harness": _judge_nfs_harness,
+    "evidence-verdict": _judge_evidence_verdict,
+}
+
+
+def _requirement_held(document: dict[str, Any], name: str) -> bool:
+    requirements = document.get("requirements") if isinstance(document.get("requirements"), list) else []
+    return any(isinstance(r, dict) and r.get("name") == name and r.get("ok") is True for r in requirements)
+
+
+def prove_platform(platform: str, gate: Any) -> list[str]:
+    """Why this gate result does not prove `platform` ran (empty when it does): a platform is proven only
+    by a result that shows that platform, never by the job's or the artifact's name."""
+    if not isinstance(gate, dict):
+        return [f"{platform}: no gate result to prove it"]
+    system = (gate.get("platform") or {}).get("system") if isinstance(gate.get("platform"), dict) else None
+    device = gate.get("device") if isinstance(gate.get("device"), dict) else {}
+    fs = gate.get("filesystem") if isinstance(gate.get("filesystem"), dict) else {}
+    wanted: list[tuple[bool, str]] = []
+    if platform in ("windows", "mps", "cuda", "nfs"):
+        wanted.append((_requirement_held(gate, platform), f"the {platform!r} requirement did not hold"))
+    if platform == "linux":
+        wanted.append((system == "Linux", f"platform.system is {system!r}, not Linux"))
+    elif platform == "windows":
+        wanted.append((system == "Windows", f"platform.system is {system!r}, not Windows"))
+        wanted.append((fs.get("method") == WINDOWS_FS_METHOD and bool(fs.get("type")),
+                       f"the file system was not named by {WINDOWS_FS_METHOD} (method {fs.get('method')!r})"))
+    elif platform == "mps":
+        wanted.append((device.get("type") == "mps", f"device.type is {device.get('type')!r}, not mps"))
+    elif platform == "cuda":
+        wanted.append((device.get("type") == "cuda", f"device.type is {device.get('type')!r}, not cuda"))
+    elif platform == "nfs":
+        wanted.append((fs.get("type") in NFS_TYPES and bool(fs.get("nfs_version")),
+                       f"filesystem is {fs.get('type')!r} version {fs.get('nfs_version')!r}, not nfs/nfs4 "
+                       "with a version"))
+    else:
+        return [f"{platform}: not a platform this project knows"]
+    return [f"{platform} not proven: {why}" for held, why in wanted if not held]

@@ -1,0 +1,169 @@
+"""The one judge, shared by `build` and `verify`: every judgement of an index is derived from the bound bytes.
+
+Inputs: the predicate's context (what the API said about the run and its jobs, the source hashes of the
+checkout) and `Observed`, what was read from the bound files themselves (each JSON's bytes, each log's
+scan). Outputs: the predicate's judged fields, rewritten: the result records, the log scans, the verdict.
+`build` calls it with what it downloaded; `verify` strips nothing and calls it again with what it just
+hashed, then compares the two predicates field by field. Which files are results is decided here, from
+the subjects, so a result cannot be dropped from the predicate while its file stays bound.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.contract import artifact_name, platform_of
+
+from .results import is_result, parse_json, read_result_bytes, too_large
+from .runfacts import facts_from_api
+from .verdict import decide_local, decide_run
+
+# The fields of a log record that come from scanning its bytes (the rest is how it was fetched).
+LOG_SCAN_FIELDS = ("runner", "error_count", "error_lines", "nonzero_exit_count", "nonzero_exits", "lines")
+
+
+@dataclass
+class Observed:
+    """What the bound files hold: {subject: (bytes or None when over the cap, sha256, size)} for every
+    `.json` subject, and {subject: scan} for every log subject."""
+
+    json: dict[str, tuple[bytes | None, str, int]] = field(default_factory=dict)
+    logs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    api: dict[str, Any] = field(default_factory=dict)  # run / jobs / artifacts, as the API answered
+
+
+def _results_under(prefix: str, observed: Observed) -> list[dict[str, Any]]:
+    """Every result bound under `prefix` (a results folder or one artifact), judged from its bytes."""
+    records = []
+    for subject in sorted(observed.json):
+        if not subject.startswith(prefix):
+            continue
+        relative = subject[len(prefix):]
+        data, sha256, size = observed.json[subject]
+        if not is_result(relative, parse_json(data)):
+            continue
+        record = read_result_bytes(data, relative) if data is not None else too_large(relative, sha256, size)
+        record["subject"] = subject
+        records.append(record)
+    return records
+
+
+def _unbound(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Results recorded without a file (named but missing, refused links): they can only fail."""
+    return [dict(r, ok=False) for r in results if isinstance(r, dict) and r.get("subject") is None]
+
+
+def judge_local(predicate: dict[str, Any], observed: Observed) -> dict[str, Any]:
+    """A local index's predicate with its results and verdict derived from the bytes (a new dict)."""
+    judged = copy.deepcopy(predicate)
+    judged["results"] = _unbound(judged.get("results") or []) + _results_under("artifacts/", observed)
+    judged["verdict"] = decide_local(judged)
+    return judged
+
+
+def _compare_digests(artifact: dict[str, Any]) -> None:
+    """The downloaded zip's SHA-256 (a subject) against the digest GitHub listed and the one its job exported
+    (upload-artifact reports hex SHA-256, possibly prefixed `sha256:`)."""
+    zip_sha256 = artifact.get("zip_sha256")
+    if not zip_sha256:
+        return
+    for key, given in (("digest_matches_api", "api_digest"), ("digest_matches_job_output", "job_output_digest")):
+        digest = artifact.get(given)
+        if digest or key == "digest_matches_api":
+            artifact[key] = str(digest).lower().removeprefix("sha256:") == zip_sha256 if digest else None
+
+
+def judge_run(predicate: dict[str, Any], observed: Observed) -> dict[str, Any]:
+    """A run index's predicate with each platform's results, log scan and verdict derived from the bytes."""
+    judged = copy.deepcopy(predicate)
+    if observed.api:
+        facts_from_api(judged, observed.api)
+    for entry in judged.get("platforms") or []:
+        # Which platform a job is, and whether it ran, follow from its name and conclusion, not a flag.
+        job = entry.get("job") or {}
+        entry["platform"] = platform_of(str(job.get("name", ""))) or entry.get("platform")
+        entry["selected"] = job.get("conclusion") != "skipped"
+        if not entry["selected"]:
+            continue
+        log = entry.get("log") or {}
+        if log.get("subject") is not None:  # a job's log is bound under its own job id, never another's
+            log["subject"] = f"logs/{job.get('id')}-{entry['platform']}.log"
+        scan = observed.logs.get(log.get("subject")) if log.get("subject") else None
+        for key in LOG_SCAN_FIELDS:
+            log.pop(key, None)
+        if scan is not None:
+            log.update(scan)
+        artifact = entry.get("artifact") or {}
+        if artifact.get("located_by") == "name":  # the name follows from the platform and the job's attempt
+            attempt = job.get("run_attempt") or (judged.get("run") or {}).get("attempt")
+            artifact["name"] = artifact_name(entry["platform"], attempt)
+        _compare_digests(artifact)
+        bound = _results_under(f"artifacts/{artifact.get('name')}/", observed) if artifact.get("name") else []
+        entry["results"] = _unbound(entry.get("results") or []) + bound
+        entry["runner"] = _runner(entry)
+    judged["verdict"] = decide_run(judged)
+    return judged
+
+
+def _runner(entry: dict[str, Any]) -> dict[str, Any]:
+    """Where the job ran: image name/version and OS from its log, OS/arch as the gate measured them."""
+    setup = (entry.get("log") or {}).get("runner") or {}
+    gates = [r for r in entry.get("results", []) if r.get("kind") == "gate"]
+    claims = (gates[0].get("claims") or {}) if len(gates) == 1 else {}
+    github = claims.get("github") or {}
+    measured = claims.get("platform") or {}
+    return {
+        "image": setup.get("image"), "image_version": setup.get("image_version"), "os_from_log": setup.get("os"),
+        "labels": entry["job"].get("labels"), "runner_os": github.get("runner_os"),
+        "runner_arch": github.get("runner_arch"), "system": measured.get("system"), "machine": measured.get("machine"),
+    }
+
+
+def judge_index(predicate: dict[str, Any], observed: Observed) -> dict[str, Any]:
+    if predicate.get("kind") == "local":
+        return judge_local(predicate, observed)
+    return judge_run(predicate, observed)
+
+
+def differences(recorded: Any, recomputed: Any, path: str = "predicate") -> list[str]:
+    """Every field where the recorded predicate says something other than its bytes, by path."""
+    if isinstance(recorded, dict) and isinstance(recomputed, dict):
+        found = []
+        for key in sorted(set(recorded) | set(recomputed), key=str):
+            where = f"{path}.{key}"
+            if key not in recomputed:
+                found.append(f"{where}: recorded {_short(recorded[key])}, not derived from the bytes")
+            elif key not in recorded:
+                found.append(f"{where}: missing, the bytes say {_short(recomputed[key])}")
+            else:
+                found += differences(recorded[key], recomputed[key], where)
+        return found
+    if isinstance(recorded, list) and isinstance(recomputed, list):
+        if len(recorded) != len(recomputed):
+            found = [f"{path}: recorded {len(recorded)} item(s), the bytes give {len(recomputed)}"]
+            found += [f"{path}: the bytes add {_short(item, 300)}" for item in recomputed if item not in recorded][:5]
+            found += [f"{path}: recorded {_short(item, 300)}, the bytes do not give it"
+                      for item in recorded if item not in recomputed][:5]
+            return found
+        found = []
+        for index, (left, right) in enumerate(zip(recorded, recomputed)):
+            found += differences(left, right, f"{path}[{_label(right, index)}]")
+        return found
+    if recorded != recomputed or type(recorded) is not type(recomputed):
+        return [f"{path}: recorded {_short(recorded)}, the bytes say {_short(recomputed)}"]
+    return []
+
+
+def _label(item: Any, index: int) -> str:
+    if isinstance(item, dict):
+        for key in ("subject", "platform", "name"):
+            if isinstance(item.get(key), str):
+                return f"{index}:{item[key]}"
+    return str(index)
+
+
+def _short(value: Any, limit: int = 160) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."

@@ -1,0 +1,67 @@
+"""--platform-artifacts: which artifact holds each platform's evidence, as the platform jobs' outputs say.
+
+Two shapes are accepted. The plain one, {platform: {artifact_id, artifact_name, artifact_digest, attempt,
+job_result[, job_id]}}; or the workflow's `toJSON(needs)` as it is, {job: {result, outputs: {artifact-id,
+artifact-name, artifact-digest, attempt, job-id}}}, so the evidence job needs no code of its own to
+convert it (jobs that are not platforms, and skipped ones, are left out). Outputs survive "Re-run failed
+jobs" for the jobs that were not re-run, which is why the artifact is found by these ids.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from core.contract import PLATFORMS
+
+from .common import InputError
+
+NEEDS_OUTPUTS = {"artifact_id": "artifact-id", "artifact_name": "artifact-name", "artifact_digest": "artifact-digest",
+                 "attempt": "attempt", "job_id": "job-id"}
+
+
+def from_needs(needs: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The plain shape from a `toJSON(needs)` object."""
+    plain = {}
+    for job, value in needs.items():
+        if job not in PLATFORMS or not isinstance(value, dict) or value.get("result") == "skipped":
+            continue
+        outputs = value.get("outputs") if isinstance(value.get("outputs"), dict) else {}
+        plain[job] = {key: outputs.get(name) or None for key, name in NEEDS_OUTPUTS.items()}
+        plain[job]["job_result"] = value.get("result")
+    return plain
+
+
+def _is_needs(document: dict[str, Any]) -> bool:
+    return any(isinstance(v, dict) and "result" in v for v in document.values())
+
+
+def check(document: Any) -> dict[str, dict[str, Any]]:
+    """The plain shape, every entry checked; InputError (exit 2) for anything else."""
+    if not isinstance(document, dict):
+        raise InputError("--platform-artifacts must hold a JSON object {platform: {...}} or toJSON(needs)")
+    plain = from_needs(document) if _is_needs(document) else document
+    for platform, entry in plain.items():
+        if platform not in PLATFORMS or not isinstance(entry, dict):
+            raise InputError(f"--platform-artifacts: {platform!r} is not a platform with an object")
+        artifact_id, name = entry.get("artifact_id"), entry.get("artifact_name")
+        if artifact_id not in (None, "") and not str(artifact_id).isdigit():
+            raise InputError(f"--platform-artifacts: {platform}'s artifact_id {artifact_id!r} is not a number")
+        plain_name = isinstance(name, str) and "/" not in name and "\\" not in name and name not in (".", "..")
+        if name not in (None, "") and not plain_name:
+            raise InputError(f"--platform-artifacts: {platform}'s artifact_name {name!r} is not a plain name")
+        if artifact_id in (None, "") and name in (None, ""):
+            entry = dict(entry, artifact_name=None)  # the job uploaded nothing: its artifact is missing
+        plain[platform] = entry
+    return plain
+
+
+def load(path: Path | None) -> dict[str, dict[str, Any]] | None:
+    if path is None:
+        return None
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise InputError(f"--platform-artifacts {path}: not a readable JSON file ({type(error).__name__})") from error
+    return check(document)

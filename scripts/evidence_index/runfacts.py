@@ -1,0 +1,95 @@
+"""What the REST API said about a run, as the index records it: the run, its jobs (platform jobs and the
+others) and its artifact list. `build` binds those API answers as subjects (`logs/api/*.json`), and the
+judge derives these records from them again, so `verify` re-checks them from the bytes too."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from core.contract import platform_of
+
+API_DOCUMENTS = ("run", "jobs", "artifacts")  # logs/api/<name>.json
+
+
+def api_subject(name: str) -> str:
+    return f"logs/api/{name}.json"
+
+
+def duration(job: dict[str, Any]) -> float | None:
+    try:
+        start = datetime.fromisoformat(str(job["started_at"]).replace("Z", "+00:00"))
+        end = datetime.fromisoformat(str(job["completed_at"]).replace("Z", "+00:00"))
+    except (KeyError, TypeError, ValueError):
+        return None
+    return round((end - start).total_seconds(), 3)
+
+
+def run_record(run: dict[str, Any], repository: str, run_id: str, attempt: int) -> dict[str, Any]:
+    path = run.get("path")
+    ref = run.get("head_branch")
+    workflow_ref = f"{repository}/{path}@refs/heads/{ref}" if path and ref and "@" not in str(path) else None
+    if path and "@" in str(path):
+        workflow_ref = f"{repository}/{path}"
+    return {
+        "repository": repository,
+        "run_id": str(run_id),
+        "attempt": attempt,
+        "latest_attempt": run.get("run_attempt"),
+        "workflow_path": path,
+        "workflow_ref": workflow_ref,
+        "referenced_workflows": [{k: w.get(k) for k in ("path", "sha", "ref")}
+                                 for w in run.get("referenced_workflows") or [] if isinstance(w, dict)],
+        "head_sha": run.get("head_sha"),
+        "head_branch": ref,
+        "event": run.get("event"),
+        "status": run.get("status"),
+        "conclusion": run.get("conclusion"),
+        "html_url": run.get("html_url"),
+        "offline": bool(run.get("offline")),
+    }
+
+
+def artifact_record(artifact: dict[str, Any]) -> dict[str, Any]:
+    return {k: artifact.get(k) for k in ("id", "name", "size_in_bytes", "expired", "digest", "created_at",
+                                         "expires_at")}
+
+
+def job_entry(job: dict[str, Any], platform: str) -> dict[str, Any]:
+    record = {k: job.get(k) for k in ("id", "name", "status", "conclusion", "run_attempt", "started_at",
+                                      "completed_at", "labels", "html_url", "head_sha")}
+    record["duration_s"] = duration(job)
+    return {"platform": platform, "selected": job.get("conclusion") != "skipped", "job": record}
+
+
+def split_jobs(jobs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(one entry per platform job, the other jobs by id, name and conclusion), in the API's order."""
+    platforms, others = [], []
+    for job in jobs:
+        if not isinstance(job, dict):
+            continue
+        name = str(job.get("name", ""))
+        platform = platform_of(name)
+        if platform is None:
+            others.append({"id": job.get("id"), "name": name, "conclusion": job.get("conclusion")})
+        else:
+            platforms.append(job_entry(job, platform))
+    return platforms, others
+
+
+def facts_from_api(predicate: dict[str, Any], api: dict[str, Any]) -> None:
+    """Rewrite the run, the platform entries' jobs, the other jobs and the artifact list from the bound API
+    answers, keeping each platform's recorded log and artifact download (matched by job id)."""
+    run = predicate.get("run") or {}
+    predicate["run"] = run_record(api.get("run") or {}, run.get("repository"), run.get("run_id"), run.get("attempt"))
+    recorded = {(e.get("job") or {}).get("id"): e for e in predicate.get("platforms") or [] if isinstance(e, dict)}
+    entries, others = split_jobs(api.get("jobs") or [])
+    for entry in entries:
+        old = recorded.get(entry["job"]["id"]) or {}
+        if entry["selected"]:
+            entry["log"] = old.get("log") or {"status": "missing", "subject": None, "error": "not in the index"}
+            entry["artifact"] = old.get("artifact") or {"name": None, "status": "missing", "error": "not in the index"}
+            entry["results"] = old.get("results") or []
+    predicate["platforms"] = entries
+    predicate["other_jobs"] = others
+    predicate["artifacts"] = [artifact_record(a) for a in api.get("artifacts") or [] if isinstance(a, dict)]
