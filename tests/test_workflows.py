@@ -73,6 +73,10 @@ def scripts_not_via_action_path(doc: dict) -> list[str]:
             and not re.search(r"\$GITHUB_ACTION_PATH/[\w./]*scripts/", step["run"])]
 
 
+# The one job allowed to write, and only what signing needs (issue 10.8).
+SIGNING_GRANTS = {"attest": {"id-token", "attestations"}}
+
+
 def permission_problems(doc: dict) -> list[str]:
     problems = []
     if doc.get("permissions") != {}:
@@ -81,9 +85,17 @@ def permission_problems(doc: dict) -> list[str]:
         granted = job.get("permissions")
         if granted is None:
             problems.append(f"{name}: no per-job permissions")
-        elif any(value == "write" for value in (granted or {}).values()):
-            problems.append(f"{name}: write permission")
+            continue
+        writes = {scope for scope, value in (granted or {}).items() if value == "write"}
+        if writes - SIGNING_GRANTS.get(name, set()):
+            problems.append(f"{name}: write permission {sorted(writes)}")
     return problems
+
+
+def artifact_names_not_from_one_output(text: str) -> list[str]:
+    """Artifact names come from the output of the step that made the folder, never a format() of their own."""
+    return [line.strip() for line in text.splitlines()
+            if re.search(r"\bformat\(.*attempt", line) or re.search(r"^\s+name: \$\{\{ inputs\.artifact-name", line)]
 
 
 # --- the rules hold on our files and fail on broken copies -----------------------------------
@@ -138,8 +150,19 @@ def test_missing_job_permissions_or_a_write_grant_is_caught():
     doc = load(WORKFLOW)
     del doc["jobs"]["linux"]["permissions"]
     doc["jobs"]["nfs"]["permissions"] = {"contents": "write"}
+    doc["jobs"]["attest"]["permissions"]["contents"] = "write"
     doc["permissions"] = {"contents": "read"}
-    assert len(permission_problems(doc)) == 3
+    assert len(permission_problems(doc)) == 4
+
+
+@pytest.mark.parametrize("path", ACTION_FILES + WORKFLOW_FILES, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_artifact_names_are_read_from_one_output(path):
+    assert artifact_names_not_from_one_output(path.read_text(encoding="utf-8")) == []
+
+
+def test_an_artifact_name_made_in_yaml_is_caught():
+    assert artifact_names_not_from_one_output(
+        "        name: ${{ inputs.artifact-name || format('platform-runtime-{0}-attempt-{1}', a, b) }}")
 
 
 # --- the platform-runtime workflow's contract ------------------------------------------------
@@ -165,7 +188,7 @@ def test_triggers_dispatch_choice_call_inputs_and_verify_branch_push_only():
 
 def test_one_job_per_platform_named_exactly_the_platform_and_selected_by_the_plan():
     jobs = load(WORKFLOW)["jobs"]
-    assert list(jobs) == ["plan", *PLATFORMS, "evidence"]
+    assert list(jobs) == ["plan", *PLATFORMS, "evidence", "attest"]
     for name in PLATFORMS:
         assert jobs[name]["name"] == name
         assert jobs[name]["needs"] == "plan"
@@ -176,16 +199,53 @@ def test_one_job_per_platform_named_exactly_the_platform_and_selected_by_the_pla
 
 def test_platform_jobs_run_our_actions_at_our_commit_and_record_the_job_id():
     jobs = load(WORKFLOW)["jobs"]
-    for name in [*PLATFORMS, "plan", "evidence"]:
-        checkout = jobs[name]["steps"][0]
-        assert checkout["uses"].startswith("actions/checkout@")
+    for name in [*PLATFORMS, "plan", "evidence", "attest"]:
+        checkout, guard = jobs[name]["steps"][:2]
+        assert checkout["uses"].startswith("actions/checkout@") and checkout["id"] == "source"
         assert checkout["with"]["repository"].startswith("${{ job.workflow_repository ||")
         assert checkout["with"]["ref"] == "${{ job.workflow_sha }}"
         assert checkout["with"]["persist-credentials"] is False
+        # Right after the checkout, before any of its code runs as the job's work: no silent fallback.
+        assert "scripts/actions/workflow_source.py" in guard["run"] and "if" not in guard
+        assert guard["env"] == {"WORKFLOW_REPOSITORY": "${{ job.workflow_repository }}",
+                                "WORKFLOW_SHA": "${{ job.workflow_sha }}",
+                                "CHECKED_OUT": "${{ steps.source.outputs.commit }}"}
     for name in PLATFORMS:
-        run = jobs[name]["steps"][1]
+        run = jobs[name]["steps"][2]
         assert run["uses"] == f"./{jobs[name]['steps'][0]['with']['path']}/actions/{name}"
         assert run["env"]["PLATFORM_RUNTIME_JOB_ID"] == "${{ job.check_run_id }}"
+        assert run["with"]["artifact-prefix"] == "${{ needs.plan.outputs.artifact-prefix }}"
+
+
+@pytest.mark.parametrize("name", PLATFORMS)
+def test_each_platform_job_exports_its_artifact_id_name_digest_and_attempt(name):
+    outputs = load(WORKFLOW)["jobs"][name]["outputs"]
+    for key in ("artifact-id", "artifact-name", "artifact-digest"):
+        assert outputs[key] == f"${{{{ steps.run.outputs.{key} }}}}"
+    assert outputs["attempt"] == "${{ github.run_attempt }}"
+
+
+def test_the_evidence_job_records_the_artifacts_from_needs_and_builds_from_them():
+    steps = {step.get("id"): step for step in load(WORKFLOW)["jobs"]["evidence"]["steps"]}
+    assert steps["artifacts"]["env"]["NEEDS"] == "${{ toJSON(needs) }}"
+    assert "--platform-artifacts evidence/platform-artifacts.json" in steps["index"]["run"]
+    assert steps["index"]["if"] == "${{ !cancelled() && env.ACT != 'true' }}"
+
+
+def test_signing_is_optional_its_own_job_and_uses_the_indexs_predicate():
+    doc = load(WORKFLOW)
+    attest_input = doc["on"]["workflow_call"]["inputs"]["attest"]
+    assert attest_input["type"] == "boolean" and attest_input["default"] is False
+    job = doc["jobs"]["attest"]
+    assert "inputs.attest" in job["if"] and job["needs"] == "evidence"
+    assert job["permissions"] == {"contents": "read", "id-token": "write", "attestations": "write"}
+    sign = next(step for step in job["steps"] if step.get("uses", "").startswith("actions/attest@"))
+    assert sign["with"] == {"subject-path": "evidence/platform-runtime-evidence.json",
+                            "predicate-type": "${{ steps.predicate.outputs.predicate-type }}",
+                            "predicate-path": "evidence-predicate.json"}
+    others = [name for name, other in doc["jobs"].items() if name != "attest"
+              and {"id-token", "attestations"} & set(other.get("permissions") or {})]
+    assert others == []
 
 
 def test_nfs_never_runs_for_a_pull_request_from_a_fork():
@@ -198,7 +258,9 @@ def test_each_platform_uploads_one_artifact_per_attempt_on_success_and_failure(n
     steps = load(ROOT / "actions" / name / "action.yml")["runs"]["steps"]
     upload = next(step for step in steps if step.get("uses", "").startswith("actions/upload-artifact@"))
     assert upload["if"].startswith("always()")
-    assert f"format('platform-runtime-{name}-attempt-{{0}}', github.run_attempt)" in upload["with"]["name"]
+    assert upload["with"]["name"] == "${{ steps.paths.outputs.artifact-name }}"
+    paths = next(step for step in steps if step.get("id") == "paths")
+    assert f"--artifact-part {name}" in paths["run"] and "result_dir.py" in paths["run"]
     gate = next(step for step in steps if step.get("id") == "gate")
     assert f"platform-runtime-{name}.json" in gate["env"]["RESULT"]
 

@@ -1,19 +1,29 @@
 #!/usr/bin/env python3
-"""Make fresh, empty folders under $RUNNER_TEMP and hand their paths to later steps as outputs.
+"""Make fresh, empty result folders under $RUNNER_TEMP and name the artifact they will be uploaded as.
 
     python scripts/actions/result_dir.py NAME=PREFIX [NAME=PREFIX ...]
+        [--artifact-name NAME | --artifact-prefix PREFIX --artifact-part PART ...]
 
 Each NAME becomes a step output holding a new folder `<RUNNER_TEMP>/<PREFIX><random>`, written with
 forward slashes so Git Bash on Windows, Python and upload-artifact all read it the same way.
-A fresh folder per run means a result never overwrites an earlier one. Exit 2 on bad arguments.
+A fresh folder per run means a result never overwrites an earlier one.
+
+The step output `artifact-name` is the ONE place an artifact name is made (every YAML expression reads
+it): the caller's `--artifact-name` as given, else `<prefix>-<part>...[-<job index>]-attempt-<n>`, where
+the job index (env JOB_INDEX, from strategy.job-index) is added only in a matrix (JOB_TOTAL > 1), so
+two matrix jobs of the same job and OS never collide, and n is GITHUB_RUN_ATTEMPT (1 outside Actions).
+With PLATFORM_RUNTIME_WORKFLOW_SOURCE set (workflow_source.py), the first folder gets it as
+`workflow-source.txt`, so the uploaded evidence says which code ran. Exit 2 on bad arguments.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -21,19 +31,62 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from action_io import fail, set_outputs  # noqa: E402
 
 _SPEC = re.compile(r"^([a-z][a-z0-9-]*)=([A-Za-z0-9._-]+)$")
+# upload-artifact refuses " : < > | * ? \r \n \ /; we also keep names to one readable token.
+_NAME = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
+SOURCE_FILE = "workflow-source.txt"
 
 
-def main(argv: list[str] | None = None) -> int:
-    specs = sys.argv[1:] if argv is None else argv
-    if not specs or not all(_SPEC.match(spec) for spec in specs):
-        return fail("usage: result_dir.py NAME=PREFIX ... (letters, digits, '-', '.', '_')")
+class ArtifactNameError(ValueError):
+    pass
+
+
+def artifact_name(explicit: str, prefix: str, parts: list[str], environ: Mapping[str, str]) -> str:
+    """The artifact name: the explicit one, or one derived from what makes it unique in a run."""
+    if explicit:
+        name = explicit
+    else:
+        words = [prefix, *parts]
+        if int(environ.get("JOB_TOTAL") or 1) > 1:
+            words.append(environ.get("JOB_INDEX") or "")
+        words += ["attempt", environ.get("GITHUB_RUN_ATTEMPT") or "1"]
+        if not all(words):
+            raise ArtifactNameError(f"an empty part in the artifact name: {words}")
+        name = "-".join(words)
+    if not _NAME.match(name):
+        raise ArtifactNameError(f"artifact name {name!r}: use letters, digits, '.', '_' and '-' only")
+    return name
+
+
+def make_folders(specs: list[str]) -> dict[str, str]:
     parent = os.environ.get("RUNNER_TEMP") or tempfile.gettempdir()
     Path(parent).mkdir(parents=True, exist_ok=True)
     made = {}
     for spec in specs:
         name, prefix = _SPEC.match(spec).groups()
         made[name] = Path(tempfile.mkdtemp(prefix=prefix, dir=parent)).as_posix()
-    set_outputs(made)
+    return made
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("specs", nargs="*")
+    parser.add_argument("--artifact-name", default="")
+    parser.add_argument("--artifact-prefix", default="platform-runtime")
+    parser.add_argument("--artifact-part", action="append", default=[])
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    if not args.specs or not all(_SPEC.match(spec) for spec in args.specs):
+        return fail("usage: result_dir.py NAME=PREFIX ... (letters, digits, '-', '.', '_')")
+    try:
+        name = artifact_name(args.artifact_name.strip(), args.artifact_prefix.strip(), args.artifact_part,
+                             os.environ)
+    except ArtifactNameError as error:
+        return fail(str(error))
+    made = make_folders(args.specs)
+    source = os.environ.get("PLATFORM_RUNTIME_WORKFLOW_SOURCE", "").strip()
+    if source:
+        first = Path(made[_SPEC.match(args.specs[0]).group(1)])
+        (first / SOURCE_FILE).write_text(source + "\n", encoding="utf-8", newline="\n")
+    set_outputs({**made, "artifact-name": name})
     return 0
 
 
