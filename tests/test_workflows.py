@@ -21,6 +21,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOW = ROOT / ".github" / "workflows" / "platform-runtime.yml"
 CI = ROOT / ".github" / "workflows" / "ci.yml"
+ATTEST = ROOT / ".github" / "workflows" / "attest-evidence.yml"
 PLATFORMS = ["linux", "windows", "mps", "cuda", "nfs"]
 ACTION_FILES = [ROOT / "action.yml", *(ROOT / "actions" / name / "action.yml" for name in PLATFORMS)]
 WORKFLOW_FILES = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
@@ -150,7 +151,7 @@ def test_missing_job_permissions_or_a_write_grant_is_caught():
     doc = load(WORKFLOW)
     del doc["jobs"]["linux"]["permissions"]
     doc["jobs"]["nfs"]["permissions"] = {"contents": "write"}
-    doc["jobs"]["attest"]["permissions"]["contents"] = "write"
+    doc["jobs"]["evidence"]["permissions"]["id-token"] = "write"  # only the attest job may
     doc["permissions"] = {"contents": "read"}
     assert len(permission_problems(doc)) == 4
 
@@ -188,7 +189,7 @@ def test_triggers_dispatch_choice_call_inputs_and_verify_branch_push_only():
 
 def test_one_job_per_platform_named_exactly_the_platform_and_selected_by_the_plan():
     jobs = load(WORKFLOW)["jobs"]
-    assert list(jobs) == ["plan", *PLATFORMS, "evidence", "attest"]
+    assert list(jobs) == ["plan", *PLATFORMS, "evidence"]
     for name in PLATFORMS:
         assert jobs[name]["name"] == name
         assert jobs[name]["needs"] == "plan"
@@ -199,8 +200,9 @@ def test_one_job_per_platform_named_exactly_the_platform_and_selected_by_the_pla
 
 def test_platform_jobs_run_our_actions_at_our_commit_and_record_the_job_id():
     jobs = load(WORKFLOW)["jobs"]
-    for name in [*PLATFORMS, "plan", "evidence", "attest"]:
-        checkout, guard = jobs[name]["steps"][:2]
+    every = [*jobs.values(), load(ATTEST)["jobs"]["attest"]]
+    for job in every:
+        checkout, guard = job["steps"][:2]
         assert checkout["uses"].startswith("actions/checkout@") and checkout["id"] == "source"
         assert checkout["with"]["repository"].startswith("${{ job.workflow_repository ||")
         assert checkout["with"]["ref"] == "${{ job.workflow_sha }}"
@@ -232,25 +234,22 @@ def test_the_evidence_job_records_the_artifacts_from_needs_and_builds_from_them(
     assert steps["index"]["if"] == "${{ !cancelled() && env.ACT != 'true' }}"
 
 
-def test_signing_is_optional_its_own_job_and_uses_the_indexs_predicate():
-    doc = load(WORKFLOW)
-    attest_input = doc["on"]["workflow_call"]["inputs"]["attest"]
-    assert attest_input["type"] == "boolean" and attest_input["default"] is False
+def test_signing_is_a_separate_workflow_so_callers_that_do_not_sign_grant_nothing():
+    """GitHub checks a called workflow's job permissions even for skipped jobs (actionlint too)."""
+    doc = load(ATTEST)
+    assert doc["on"]["workflow_call"]["inputs"]["evidence-artifact"]["required"] is True
+    assert list(doc["jobs"]) == ["attest"]
     job = doc["jobs"]["attest"]
-    assert "inputs.attest" in job["if"] and job["needs"] == "evidence"
     assert job["permissions"] == {"contents": "read", "id-token": "write", "attestations": "write"}
     sign = next(step for step in job["steps"] if step.get("uses", "").startswith("actions/attest@"))
     assert sign["with"] == {"subject-path": "evidence/platform-runtime-evidence.json",
                             "predicate-type": "${{ steps.predicate.outputs.predicate-type }}",
                             "predicate-path": "evidence-predicate.json"}
-    others = [name for name, other in doc["jobs"].items() if name != "attest"
-              and {"id-token", "attestations"} & set(other.get("permissions") or {})]
-    assert others == []
-
-
-def test_nfs_never_runs_for_a_pull_request_from_a_fork():
-    condition = load(WORKFLOW)["jobs"]["nfs"]["if"]
-    assert "github.event.pull_request.head.repo.full_name == github.repository" in condition
+    main = load(WORKFLOW)
+    assert [name for name, other in main["jobs"].items()
+            if {"id-token", "attestations"} & set(other.get("permissions") or {})] == []
+    assert main["on"]["workflow_call"]["outputs"]["evidence-artifact"]["value"] == \
+        "${{ jobs.evidence.outputs.artifact-name }}"
 
 
 @pytest.mark.parametrize("name", PLATFORMS)
@@ -342,3 +341,61 @@ def test_actionlint_checks_the_inputs_given_to_our_composite_actions(tmp_path):
     workflow.write_text(good.replace("torch: torch", "torhc: torch"))
     result = subprocess.run(actionlint, cwd=tmp_path, capture_output=True, text=True)
     assert result.returncode != 0 and "torhc" in result.stdout
+
+
+# --- the README's caller examples, linted as the files a caller would commit (issue 13.5) ----
+
+
+def readme_workflow_examples() -> list[str]:
+    """Every ```yaml block of the README's GitHub Action section."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## GitHub Action and reusable workflow"):text.index("## Evidence index")]
+    return re.findall(r"```yaml\n(.*?)```", section, flags=re.S)
+
+
+def _as_local(example: str) -> str:
+    """Point the caller's remote references at the copies beside it, so actionlint checks our real inputs."""
+    return (example.replace("kernodeck/platform-runtime/.github/workflows/platform-runtime.yml@v1",
+                            "./.github/workflows/platform-runtime.yml")
+            .replace("kernodeck/platform-runtime/.github/workflows/attest-evidence.yml@v1",
+                     "./.github/workflows/attest-evidence.yml")
+            .replace("kernodeck/platform-runtime/actions/", "./actions/")
+            .replace("kernodeck/platform-runtime@v1", "./"))
+
+
+def _actionlint_examples(tmp_path: Path, examples: list[str]) -> subprocess.CompletedProcess:
+    for name in ["action.yml", ".github/actionlint.yaml", ".github/workflows/platform-runtime.yml",
+                 ".github/workflows/attest-evidence.yml",
+                 *(f"actions/{platform}/action.yml" for platform in PLATFORMS)]:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(ROOT / name, tmp_path / name)
+    for index, example in enumerate(examples):
+        (tmp_path / ".github" / "workflows" / f"readme-{index}.yml").write_text(_as_local(example))
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    bin_dir = Path(sys.executable).parent
+    return subprocess.run([str(bin_dir / "actionlint"), "-shellcheck", str(bin_dir / "shellcheck")],
+                          cwd=tmp_path, capture_output=True, text=True)
+
+
+def test_the_readme_examples_are_whole_workflows_that_actionlint_accepts(tmp_path):
+    examples = readme_workflow_examples()
+    assert len(examples) >= 2
+    for example in examples:
+        doc = yaml.safe_load(example)
+        assert {"name", True, "permissions", "jobs"} <= set(doc), "each example is a file a caller can commit"
+    result = _actionlint_examples(tmp_path, examples)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("old, new, finding", [
+    ("platforms: linux", "platform: linux", 'input "platform" is not defined'),
+    ("outputs.artifact-name", "outputs.artifact-nam", 'property "artifact-nam" is not defined'),
+    ("      actions: read", "      actions: none", 'requires "actions: read"'),
+    ("      id-token: write", "      id-token: none", 'requires "id-token: write"'),
+])
+def test_a_readme_example_with_a_wrong_input_output_or_grant_is_caught(tmp_path, old, new, finding):
+    examples = readme_workflow_examples()
+    broken = [example.replace(old, new) for example in examples]
+    assert broken != examples
+    result = _actionlint_examples(tmp_path, broken)
+    assert result.returncode != 0 and finding in result.stdout, result.stdout

@@ -9,6 +9,7 @@ from __future__ import annotations
 import http.server
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -106,9 +107,18 @@ def test_matrix_jobs_of_the_same_job_and_os_get_different_names():
                                       {"JOB_INDEX": str(index), "JOB_TOTAL": "4", "GITHUB_RUN_ATTEMPT": "1"})
              for index in range(4)}
     assert len(names) == 4 and "platform-runtime-cpu-Linux-3-attempt-1" in names
-    # Outside a matrix (GitHub gives index 0 of 1; act gives nothing) the name carries no index.
-    single = {"JOB_INDEX": "0", "JOB_TOTAL": "1"}
+    # Outside a matrix (GitHub gives index 0 of 1 and a null matrix) the name carries no index.
+    single = {"JOB_INDEX": "0", "JOB_TOTAL": "1", "MATRIX": "null"}
     assert result_dir.artifact_name("", "p", ["cpu", "Linux"], single) == "p-cpu-Linux-attempt-1"
+
+
+def test_where_the_runner_gives_no_job_index_the_matrix_values_tell_jobs_apart():
+    """act 0.2.89 leaves strategy.job-index empty: a digest of toJSON(matrix) stands in."""
+    combos = [{"seed": seed, "mode": mode} for seed in (1, 2) for mode in ("a", "b")]
+    names = {result_dir.artifact_name("", "p", ["cpu"], {"MATRIX": json.dumps(combo)}) for combo in combos}
+    assert len(names) == 4 and all(re.fullmatch(r"p-cpu-m[0-9a-f]{8}-attempt-1", name) for name in names)
+    with pytest.raises(result_dir.ArtifactNameError):
+        result_dir.artifact_name("", "p", ["cpu"], {"MATRIX": "{oops"})
 
 
 @pytest.mark.parametrize("args", [["--artifact-name", "a/b"], ["--artifact-prefix", "x:y"],
@@ -262,6 +272,12 @@ def test_bad_needs_or_an_existing_file_are_usage_errors(tmp_path):
 ])
 def test_the_evidence_verdict_needs_the_judging_step_that_ran_to_succeed(tmp_path, collect, index, ok):
     assert platform_artifacts.verdict(collect, index, tmp_path / "none.json") == {"ok": ok, "index": ""}
+
+
+def test_a_failed_download_digest_check_fails_the_verdict_even_if_the_contents_judge_ok(tmp_path):
+    (tmp_path / "index.json").write_text("{}")
+    assert platform_artifacts.verdict("success", "skipped", tmp_path / "index.json", "failure") == {
+        "ok": "false", "index": (tmp_path / "index.json").as_posix()}
 
 
 # --- attest_inputs: the index's own predicate (10.8) -----------------------------------------

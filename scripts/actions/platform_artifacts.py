@@ -4,7 +4,7 @@
     python scripts/actions/platform_artifacts.py record --output evidence/platform-artifacts.json
         env: NEEDS (toJSON(needs)), PLATFORMS (the plan's JSON list), ARTIFACT_PREFIX, GITHUB_RUN_ATTEMPT
     python scripts/actions/platform_artifacts.py verdict --index-file evidence/platform-runtime-evidence.json
-        env: COLLECT, INDEX (the outcomes of the act-only collection and the index build)
+        env: COLLECT, INDEX, DOWNLOAD (outcomes of the act-only collection, the index build, the act download)
 
 `record` writes {platform: {"artifact_id", "artifact_name", "artifact_digest", "attempt", "job_result"}}
 for every selected platform, from the job outputs each platform job exports. Job outputs persist when
@@ -16,7 +16,8 @@ download-artifact's artifact-ids), `digests` ({id: digest} as reported at upload
 server records none, so its download stand-in compares the zips it serves with these),
 `evidence-name` (this job's own artifact, named by result_dir's rule).
 
-`verdict`: ok only when the judging step that ran succeeded (never when both were skipped); `index`
+`verdict`: ok only when the judging step that ran succeeded (never when both were skipped) and the
+act-only download (env DOWNLOAD, where a digest mismatch fails) did not fail; `index`
 is the index path when it was written (what the attest job signs). Exit 0, or 2 on bad input.
 """
 
@@ -88,8 +89,8 @@ def run_record(output: Path) -> int:
     return 0
 
 
-def verdict(collect: str, index: str, index_file: Path) -> dict[str, str]:
-    ok = "success" in (collect, index) and "failure" not in (collect, index)
+def verdict(collect: str, index: str, index_file: Path, download: str = "") -> dict[str, str]:
+    ok = "success" in (collect, index) and "failure" not in (collect, index, download)
     return {"ok": "true" if ok else "false", "index": index_file.as_posix() if index_file.is_file() else ""}
 
 
@@ -101,7 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "record":
         return run_record(args.output)
-    set_outputs(verdict(os.environ.get("COLLECT", ""), os.environ.get("INDEX", ""), args.index_file))
+    outcomes = [os.environ.get(name, "") for name in ("COLLECT", "INDEX")]
+    set_outputs(verdict(*outcomes, args.index_file, os.environ.get("DOWNLOAD", "")))
     return 0
 
 

@@ -10,8 +10,9 @@ A fresh folder per run means a result never overwrites an earlier one.
 
 The step output `artifact-name` is the ONE place an artifact name is made (every YAML expression reads
 it): the caller's `--artifact-name` as given, else `<prefix>-<part>...[-<job index>]-attempt-<n>`, where
-the job index (env JOB_INDEX, from strategy.job-index) is added only in a matrix (JOB_TOTAL > 1), so
-two matrix jobs of the same job and OS never collide, and n is GITHUB_RUN_ATTEMPT (1 outside Actions).
+in a matrix the job index (env JOB_INDEX / JOB_TOTAL, from strategy.*) is added, or where the runner
+leaves those empty (act) a digest of toJSON(matrix) (env MATRIX), so two matrix jobs of the same job
+and OS never collide; n is GITHUB_RUN_ATTEMPT (1 outside Actions).
 With PLATFORM_RUNTIME_WORKFLOW_SOURCE set (workflow_source.py), the first folder gets it as
 `workflow-source.txt`, so the uploaded evidence says which code ran. Exit 2 on bad arguments.
 """
@@ -19,6 +20,8 @@ With PLATFORM_RUNTIME_WORKFLOW_SOURCE set (workflow_source.py), the first folder
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import os
 import re
 import sys
@@ -40,14 +43,26 @@ class ArtifactNameError(ValueError):
     pass
 
 
+def matrix_part(environ: Mapping[str, str]) -> list[str]:
+    """What tells matrix jobs of one job apart: strategy.job-index where the runner fills it (GitHub),
+    else a short digest of the matrix values (act 0.2.89 leaves strategy.* empty); nothing outside a matrix."""
+    if int(environ.get("JOB_TOTAL") or 1) > 1:
+        return [environ.get("JOB_INDEX") or ""]
+    try:
+        matrix = json.loads(environ.get("MATRIX") or "null")
+    except ValueError:
+        raise ArtifactNameError("MATRIX is not JSON (pass toJSON(matrix))") from None
+    if not matrix:
+        return []
+    return ["m" + hashlib.sha256(json.dumps(matrix, sort_keys=True).encode()).hexdigest()[:8]]
+
+
 def artifact_name(explicit: str, prefix: str, parts: list[str], environ: Mapping[str, str]) -> str:
     """The artifact name: the explicit one, or one derived from what makes it unique in a run."""
     if explicit:
         name = explicit
     else:
-        words = [prefix, *parts]
-        if int(environ.get("JOB_TOTAL") or 1) > 1:
-            words.append(environ.get("JOB_INDEX") or "")
+        words = [prefix, *parts, *matrix_part(environ)]
         words += ["attempt", environ.get("GITHUB_RUN_ATTEMPT") or "1"]
         if not all(words):
             raise ArtifactNameError(f"an empty part in the artifact name: {words}")
