@@ -345,6 +345,8 @@ def test_calling_the_workflow_twice_in_one_run_uploads_under_distinct_names(tmp_
     run = run_act(tmp_path, node_modules, "workflow_dispatch", "-W", ".github/workflows/caller-twice.yml",
                   "--local-repository", f"{REPOSITORY}@v1={lean_tree}", workdir=caller,
                   extra_env={"GITHUB_REPOSITORY": "example/consumer"})
+    # act's server would silently overwrite a second upload under the same name (GitHub: 409), so the
+    # four names themselves are the proof; the same prefix twice leaves two (the test below).
     assert run.artifact_names() == ["first-evidence-attempt-1", "first-linux-attempt-1",
                                     "second-evidence-attempt-1", "second-linux-attempt-1"], run.log[-4000:]
     assert set(run.job_results().values()) == {"success"}, run.job_results()
@@ -353,6 +355,16 @@ def test_calling_the_workflow_twice_in_one_run_uploads_under_distinct_names(tmp_
         assert recorded["linux"]["artifact_name"] == f"{call}-linux-attempt-1"
         assert recorded["linux"]["artifact_digest"] == hashlib.sha256(
             run.artifact_zip_bytes(f"{call}-linux-attempt-1")).hexdigest()
+
+
+def test_two_calls_with_the_same_prefix_do_collide_so_the_check_above_can_fail(tmp_path, node_modules, lean_tree):
+    caller = _consumer(tmp_path, "caller-twice.yml")
+    workflow = caller / ".github" / "workflows" / "caller-twice.yml"
+    workflow.write_text(workflow.read_text().replace("artifact-prefix: second", "artifact-prefix: first"))
+    run = run_act(tmp_path, node_modules, "workflow_dispatch", "-W", ".github/workflows/caller-twice.yml",
+                  "--local-repository", f"{REPOSITORY}@v1={lean_tree}", workdir=caller,
+                  extra_env={"GITHUB_REPOSITORY": "example/consumer"})
+    assert run.artifact_names() == ["first-evidence-attempt-1", "first-linux-attempt-1"], run.log[-4000:]
 
 
 def test_a_two_by_two_matrix_of_the_root_action_uploads_four_artifacts(tmp_path, node_modules, lean_tree):
