@@ -399,3 +399,16 @@ def test_a_readme_example_with_a_wrong_input_output_or_grant_is_caught(tmp_path,
     assert broken != examples
     result = _actionlint_examples(tmp_path, broken)
     assert result.returncode != 0 and finding in result.stdout, result.stdout
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "tests" / "act").glob("*.yml")), ids=lambda p: p.name)
+def test_every_act_fixture_is_lint_clean_like_a_callers_workflow(path):
+    """tests/run_all.py lints two fixtures by name; this covers every one, the newer ones included."""
+    bin_dir = Path(sys.executable).parent
+    lint = subprocess.run([str(bin_dir / "actionlint"), "-shellcheck", str(bin_dir / "shellcheck"), str(path)],
+                          cwd=ROOT, capture_output=True, text=True)
+    assert lint.returncode == 0, lint.stdout
+    zizmor = subprocess.run([str(bin_dir / "zizmor"), "--offline", "--quiet", str(path)], capture_output=True,
+                            text=True)
+    assert zizmor.returncode == 0, zizmor.stdout
+    assert expressions_in_run(load(path)) == [] and permission_problems(load(path)) == []
