@@ -230,8 +230,13 @@ def test_each_platform_job_exports_its_artifact_id_name_digest_and_attempt(name)
 def test_the_evidence_job_records_the_artifacts_from_needs_and_builds_from_them():
     steps = {step.get("id"): step for step in load(WORKFLOW)["jobs"]["evidence"]["steps"]}
     assert steps["artifacts"]["env"]["NEEDS"] == "${{ toJSON(needs) }}"
-    assert "--platform-artifacts evidence/platform-artifacts.json" in steps["index"]["run"]
+    # One judge: the index builder, from the API on GitHub, --offline from the downloaded folders under act.
+    assert "--platform-artifacts evidence/platform-artifacts.json --download-dir" in steps["index"]["run"]
     assert steps["index"]["if"] == "${{ !cancelled() && env.ACT != 'true' }}"
+    assert "build --offline" in steps["offline"]["run"] and "--platform-artifacts" in steps["offline"]["run"]
+    assert steps["offline"]["if"] == "${{ !cancelled() && env.ACT == 'true' }}"
+    assert not any("collect_results" in step.get("run", "") for step in steps.values())
+    assert steps["judge"]["env"]["DOWNLOAD"] == "${{ steps.download.outcome }}"
 
 
 def test_signing_is_a_separate_workflow_so_callers_that_do_not_sign_grant_nothing():

@@ -170,6 +170,13 @@ def read_json(archive: zipfile.ZipFile, name: str) -> tuple[dict, str]:
     return json.loads(data), hashlib.sha256(data).hexdigest()
 
 
+def evidence_index(run: ActRun, platform: str, name: str = "platform-runtime-evidence-attempt-1") -> tuple[dict, dict]:
+    """The index the evidence job built, and its entry for one platform."""
+    index, _ = read_json(run.artifact(name), "platform-runtime-evidence.json")
+    (entry,) = [entry for entry in index["predicate"]["platforms"] if entry["platform"] == platform]
+    return index, entry
+
+
 def test_dispatch_linux_runs_the_gate_uploads_its_json_and_the_evidence_job_hashes_it(tmp_path, node_modules):
     run = run_act(tmp_path, node_modules, "workflow_dispatch", "-W", WORKFLOW, "--input", "platform=linux",
                   extra_env={"GITHUB_REPOSITORY": REPOSITORY})
@@ -187,12 +194,13 @@ def test_dispatch_linux_runs_the_gate_uploads_its_json_and_the_evidence_job_hash
     assert gate["github"]["job_id"] is None
     assert any(line.startswith(f"checkout stand-in: {REPOSITORY}@") for line in run.output_lines("linux"))
 
-    collection, _ = read_json(run.artifact("platform-runtime-evidence-attempt-1"), "platform-results.json")
-    linux = collection["platforms"]["linux"]
-    assert collection["ok"] is True and linux["ok"] is True and linux["job_result"] == "success"
-    assert linux["files"]["platform-runtime-linux.json"] == gate_sha
-    # composite action output -> job output -> evidence job's needs: the same bytes.
-    assert linux["job_output_sha256"] == gate_sha
+    # The evidence job judged once, through the index builder (--offline: act has no REST API).
+    index, linux = evidence_index(run, "linux")
+    assert index["predicate"]["verdict"]["pass"] is True and index["predicate"]["run"]["offline"] is True
+    assert [(r["name"], r["sha256"], r["ok"]) for r in linux["results"]] == [
+        ("platform-runtime-linux.json", gate_sha, True)]
+    assert {"name": "artifacts/platform-runtime-linux-attempt-1/platform-runtime-linux.json",
+            "digest": {"sha256": gate_sha}} in index["subject"]
 
     # Under act the contexts are empty: the fallback is named in every job's log and recorded in the upload.
     source = run.artifact("platform-runtime-linux-attempt-1").read("workflow-source.txt").decode()
@@ -206,6 +214,10 @@ def test_dispatch_linux_runs_the_gate_uploads_its_json_and_the_evidence_job_hash
     assert recorded["linux"]["artifact_name"] == "platform-runtime-linux-attempt-1"
     assert recorded["linux"]["attempt"] == 1 and recorded["linux"]["job_result"] == "success"
     assert recorded["linux"]["artifact_digest"] == hashlib.sha256(stored).hexdigest()
+    assert linux["artifact"]["id"] == int(recorded["linux"]["artifact_id"]) and linux["artifact"]["from_attempt"] == 1
+    assert linux["artifact"]["located_by"] == "id"
+    # The recorded source of the code that ran is bound too.
+    assert any(s["name"].endswith("/workflow-source.txt") for s in index["subject"])
     assert any(f"(id {recorded['linux']['artifact_id']})" in line and "digest" in line and line.endswith("equal\n")
                for line in run.output_lines("evidence")), run.output_lines("evidence")
 
@@ -224,10 +236,12 @@ def test_dispatch_windows_on_a_linux_host_fails_honestly_and_still_uploads_its_j
     assert any("windows" in failure for failure in gate["failures"]), gate["failures"]
     assert gate["checks"]["device_compute"]["ok"] is True  # the CPU work itself ran; only the platform claim failed
 
-    collection, _ = read_json(run.artifact("platform-runtime-evidence-attempt-1"), "platform-results.json")
-    windows = collection["platforms"]["windows"]
-    assert collection["ok"] is False and windows["ok"] is False and windows["job_result"] == "failure"
-    assert windows["files"]["platform-runtime-windows.json"] == gate_sha
+    index, windows = evidence_index(run, "windows")
+    assert index["predicate"]["verdict"]["pass"] is False
+    assert index["predicate"]["verdict"]["platforms"]["windows"]["ok"] is False
+    assert windows["artifact"]["job_result"] == "failure"
+    assert ("platform-runtime-windows.json", gate_sha, False) in [(r["name"], r["sha256"], r["ok"])
+                                                                   for r in windows["results"]]
     assert any("::error" in event.get("msg", "") and "windows" in event.get("msg", "") for event in run.events)
 
 
@@ -409,3 +423,16 @@ def test_a_server_other_than_github_com_stops_in_the_plan_job(tmp_path, node_mod
     results = run.job_results()
     assert results.get("plan") == "failure" and "linux" not in results, run.log[-4000:]
     assert any("only github.com is supported" in line for line in run.messages("plan"))
+
+
+def test_the_signing_workflow_takes_the_indexs_predicate_and_act_signs_nothing(tmp_path, node_modules, lean_tree):
+    caller = _consumer(tmp_path, "caller-sign.yml")
+    run = run_act(tmp_path, node_modules, "workflow_dispatch", "-W", ".github/workflows/caller-sign.yml",
+                  "--local-repository", f"{REPOSITORY}@v1={lean_tree}", workdir=caller,
+                  extra_env={"GITHUB_REPOSITORY": "example/consumer"})
+    results = run.job_results()
+    assert results.get("evidence") == "success" and results.get("attest") == "failure", run.log[-4000:]
+    index, _ = read_json(run.artifact("platform-runtime-evidence-attempt-1"), "platform-runtime-evidence.json")
+    attest = run.messages("attest")
+    assert any(f"predicate-type={index['predicateType']}" in line for line in attest), attest
+    assert any("attest stand-in: act has no OIDC token" in line for line in attest)

@@ -232,7 +232,7 @@ def test_the_default_prefix_is_platform_runtime():
 NEEDS = {
     "plan": {"result": "success", "outputs": {}},
     "linux": {"result": "success", "outputs": {"artifact-id": "11", "artifact-name": "p-linux-attempt-1",
-                                               "artifact-digest": "a" * 64, "attempt": "1"}},
+                                               "artifact-digest": "a" * 64, "attempt": "1", "job-id": "901"}},
     "windows": {"result": "failure", "outputs": {"artifact-id": "12", "artifact-name": "p-windows-attempt-2",
                                                  "artifact-digest": "b" * 64, "attempt": "2"}},
     "mps": {"result": "failure", "outputs": {}},
@@ -245,12 +245,13 @@ def test_each_platforms_artifact_id_name_digest_and_attempt_are_recorded(tmp_pat
                          GITHUB_RUN_ATTEMPT="2")
     assert proc.returncode == 0, proc.stderr
     recorded = json.loads((tmp_path / "evidence" / "pa.json").read_text())
-    assert recorded["linux"] == {"artifact_id": "11", "artifact_name": "p-linux-attempt-1",
-                                 "artifact_digest": "a" * 64, "attempt": 1, "job_result": "success"}
+    assert recorded["linux"] == {"artifact_id": "11", "artifact_name": "p-linux-attempt-1", "artifact_digest": "a" * 64,
+                                 "attempt": 1, "job_result": "success", "job_id": 901}
+    # Re-run failed jobs: windows re-ran in attempt 2, linux's outputs from attempt 1 persisted.
     assert recorded["windows"]["attempt"] == 2 and recorded["windows"]["job_result"] == "failure"
-    # A platform that uploaded nothing is recorded with nulls, for the builder to fail, not dropped.
-    assert recorded["mps"] == {"artifact_id": None, "artifact_name": None, "artifact_digest": None,
-                               "attempt": None, "job_result": "failure"}
+    assert recorded["windows"]["job_id"] is None  # act: job.check_run_id is empty
+    # A platform that uploaded nothing is left out; the builder's --platforms fails it as missing.
+    assert "mps" not in recorded
     outputs = parse_outputs(tmp_path / "github_output")
     assert outputs["ids"] == "11,12" and json.loads(outputs["digests"]) == {"11": "a" * 64, "12": "b" * 64}
     assert outputs["evidence-name"] == "p-evidence-attempt-2"
@@ -266,12 +267,12 @@ def test_bad_needs_or_an_existing_file_are_usage_errors(tmp_path):
     assert proc.returncode == 2 and (tmp_path / "pa.json").read_text() == "keep"
 
 
-@pytest.mark.parametrize("collect, index, ok", [
+@pytest.mark.parametrize("offline, index, ok", [
     ("success", "skipped", "true"), ("skipped", "success", "true"), ("failure", "skipped", "false"),
     ("skipped", "failure", "false"), ("skipped", "skipped", "false"), ("", "", "false"),
 ])
-def test_the_evidence_verdict_needs_the_judging_step_that_ran_to_succeed(tmp_path, collect, index, ok):
-    assert platform_artifacts.verdict(collect, index, tmp_path / "none.json") == {"ok": ok, "index": ""}
+def test_the_evidence_verdict_needs_the_index_build_that_ran_to_succeed(tmp_path, offline, index, ok):
+    assert platform_artifacts.verdict(offline, index, tmp_path / "none.json") == {"ok": ok, "index": ""}
 
 
 def test_a_failed_download_digest_check_fails_the_verdict_even_if_the_contents_judge_ok(tmp_path):

@@ -32,8 +32,8 @@ def artifact_name(platform: str, attempt: str) -> str:
     return f"platform-runtime-{platform}-attempt-{attempt}"
 
 
-def collect_platform(artifacts: Path, platform: str, attempt: str, job: dict, name: str | None = None) -> dict:
-    name = name or artifact_name(platform, attempt)
+def collect_platform(artifacts: Path, platform: str, attempt: str, job: dict) -> dict:
+    name = artifact_name(platform, attempt)
     folder = artifacts / name
     job_result = job.get("result", "missing")
     # The hash the job itself reported (composite action output -> job output -> needs).
@@ -61,7 +61,7 @@ def collect_platform(artifacts: Path, platform: str, attempt: str, job: dict, na
     return entry
 
 
-def collect(artifacts: Path, platforms: list[str], needs: dict, attempt: str, names: dict | None = None) -> dict:
+def collect(artifacts: Path, platforms: list[str], needs: dict, attempt: str) -> dict:
     report: dict = {"schema": SCHEMA, "run_attempt": attempt, "platforms": {}, "problems": []}
     plan = (needs.get("plan") or {}).get("result", "missing")
     if plan != "success":
@@ -70,8 +70,7 @@ def collect(artifacts: Path, platforms: list[str], needs: dict, attempt: str, na
         report["problems"].append("no platform was selected")
     for platform in platforms:
         job = needs.get(platform) if isinstance(needs.get(platform), dict) else {}
-        report["platforms"][platform] = collect_platform(artifacts, platform, attempt, job,
-                                                         ((names or {}).get(platform) or {}).get("artifact_name"))
+        report["platforms"][platform] = collect_platform(artifacts, platform, attempt, job)
     report["ok"] = not report["problems"] and all(entry["ok"] for entry in report["platforms"].values())
     return report
 
@@ -94,7 +93,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--needs", required=True, help="toJSON(needs)")
     parser.add_argument("--attempt", required=True)
     parser.add_argument("--output", type=Path, required=True)
-    parser.add_argument("--platform-artifacts", type=Path, help="artifact names per platform (platform_artifacts.py)")
     args = parser.parse_args(argv)
     try:
         platforms = json.loads(args.platforms or "[]")
@@ -107,8 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         return fail("--attempt must be a number")
     if args.output.exists():
         return fail(f"{args.output} already exists")
-    names = json.loads(args.platform_artifacts.read_text(encoding="utf-8")) if args.platform_artifacts else None
-    report = collect(args.artifacts_dir, platforms, needs, args.attempt, names)
+    report = collect(args.artifacts_dir, platforms, needs, args.attempt)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n", encoding="utf-8", newline="\n")
     append_summary(summary(report))

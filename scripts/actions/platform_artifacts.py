@@ -4,20 +4,22 @@
     python scripts/actions/platform_artifacts.py record --output evidence/platform-artifacts.json
         env: NEEDS (toJSON(needs)), PLATFORMS (the plan's JSON list), ARTIFACT_PREFIX, GITHUB_RUN_ATTEMPT
     python scripts/actions/platform_artifacts.py verdict --index-file evidence/platform-runtime-evidence.json
-        env: COLLECT, INDEX, DOWNLOAD (outcomes of the act-only collection, the index build, the act download)
+        env: OFFLINE, INDEX, DOWNLOAD (outcomes of the act build, the GitHub build, the act download)
 
 `record` writes {platform: {"artifact_id", "artifact_name", "artifact_digest", "attempt", "job_result"}}
-for every selected platform, from the job outputs each platform job exports. Job outputs persist when
-only other jobs are re-run, so after "Re-run failed jobs" a platform that passed in attempt 1 still
-names its attempt-1 artifact by id; `build_evidence_index.py build --platform-artifacts` downloads each
-zip by that id and compares the zip's SHA-256 with `artifact_digest`. A platform whose job uploaded
-nothing is recorded with nulls (the builder fails it). Outputs: `ids` (comma-separated, for
+(plus `job_id`, the job's check-run id, null under act) for every selected platform that uploaded an
+artifact, from the job outputs each platform job exports. Job outputs persist when only other jobs
+are re-run, so after "Re-run failed jobs" a platform that passed in attempt 1 still names its
+attempt-1 artifact by id; `build_evidence_index.py build --platform-artifacts` downloads each zip by
+that id and compares the zip's SHA-256 with `artifact_digest`. A platform whose job uploaded nothing
+is left out: the builder's `--platforms` fails it as missing. Outputs: `ids` (comma-separated, for
 download-artifact's artifact-ids), `digests` ({id: digest} as reported at upload; act's artifact
 server records none, so its download stand-in compares the zips it serves with these),
 `evidence-name` (this job's own artifact, named by result_dir's rule).
 
-`verdict`: ok only when the judging step that ran succeeded (never when both were skipped) and the
-act-only download (env DOWNLOAD, where a digest mismatch fails) did not fail; `index`
+`verdict`: ok only when the index build that ran (GitHub or act's --offline) succeeded (never when
+both were skipped) and the act-only download (env DOWNLOAD, where a digest mismatch fails) did not
+fail; `index`
 is the index path when it was written (what the attest job signs). Exit 0, or 2 on bad input.
 """
 
@@ -50,15 +52,19 @@ def _json(environ: Mapping[str, str], name: str, kind: type):
     return value
 
 
-def platform_entry(job: Mapping) -> dict:
+def platform_entry(job: Mapping) -> dict | None:
+    """The artifact a platform job exported, or None when it uploaded nothing."""
     outputs = job.get("outputs") or {}
-    attempt = outputs.get("attempt") or None
+    if not outputs.get("artifact-name"):
+        return None
+    attempt, job_id = outputs.get("attempt") or "", outputs.get("job-id") or ""
     return {
         "artifact_id": outputs.get("artifact-id") or None,
-        "artifact_name": outputs.get("artifact-name") or None,
+        "artifact_name": outputs["artifact-name"],
         "artifact_digest": outputs.get("artifact-digest") or None,
-        "attempt": int(attempt) if attempt and str(attempt).isdigit() else None,
+        "attempt": int(attempt) if attempt.isdigit() else None,
         "job_result": job.get("result") or "missing",
+        "job_id": int(job_id) if job_id.isdigit() else None,
     }
 
 
@@ -67,8 +73,9 @@ def record(environ: Mapping[str, str]) -> dict:
     platforms = _json(environ, "PLATFORMS", list)
     if not all(isinstance(name, str) for name in platforms):
         raise InputError("PLATFORMS must be a JSON list of names")
-    return {name: platform_entry(needs.get(name) if isinstance(needs.get(name), dict) else {})
-            for name in platforms}
+    entries = {name: platform_entry(needs.get(name) if isinstance(needs.get(name), dict) else {})
+               for name in platforms}
+    return {name: entry for name, entry in entries.items() if entry is not None}
 
 
 def run_record(output: Path) -> int:
@@ -89,8 +96,8 @@ def run_record(output: Path) -> int:
     return 0
 
 
-def verdict(collect: str, index: str, index_file: Path, download: str = "") -> dict[str, str]:
-    ok = "success" in (collect, index) and "failure" not in (collect, index, download)
+def verdict(offline: str, index: str, index_file: Path, download: str = "") -> dict[str, str]:
+    ok = "success" in (offline, index) and "failure" not in (offline, index, download)
     return {"ok": "true" if ok else "false", "index": index_file.as_posix() if index_file.is_file() else ""}
 
 
@@ -102,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "record":
         return run_record(args.output)
-    outcomes = [os.environ.get(name, "") for name in ("COLLECT", "INDEX")]
+    outcomes = [os.environ.get(name, "") for name in ("OFFLINE", "INDEX")]
     set_outputs(verdict(*outcomes, args.index_file, os.environ.get("DOWNLOAD", "")))
     return 0
 
