@@ -19,7 +19,6 @@ ACTIONS = ROOT / "scripts" / "actions"
 sys.path.insert(0, str(ACTIONS))
 
 import action_io  # noqa: E402
-import collect_results  # noqa: E402
 import nfs_harness  # noqa: E402
 import plan  # noqa: E402
 import prepare_python  # noqa: E402
@@ -259,51 +258,6 @@ def test_the_plan_outputs_json_for_fromjson(github_files):
     outputs = parse_outputs(github_files[0])
     assert json.loads(outputs["platforms"]) == ["linux", "cuda"]
     assert json.loads(outputs["cuda-runner"]) == ["self-hosted", "gpu"]
-
-
-# --- collect_results (the evidence job's verdict) --------------------------------------------
-
-
-def _artifacts(tmp_path: Path, gate: dict, extra: dict | None = None) -> Path:
-    folder = tmp_path / "artifacts" / "platform-runtime-linux-attempt-2"
-    write(folder / "platform-runtime-linux.json", gate)
-    for name, data in (extra or {}).items():
-        write(folder / name, data)
-    return tmp_path / "artifacts"
-
-
-def _needs(result: str = "success", sha: str | None = None) -> dict:
-    outputs = {"result-sha256": sha} if sha else {}
-    return {"plan": {"result": "success"}, "linux": {"result": result, "outputs": outputs}}
-
-
-def test_collection_passes_a_successful_job_with_its_ok_json(tmp_path):
-    artifacts = _artifacts(tmp_path, {"ok": True})
-    sha = action_io.sha256_file(artifacts / "platform-runtime-linux-attempt-2" / "platform-runtime-linux.json")
-    report = collect_results.collect(artifacts, ["linux"], _needs(sha=sha), "2")
-    assert report["ok"] and report["platforms"]["linux"]["files"] == {"platform-runtime-linux.json": sha}
-
-
-@pytest.mark.parametrize("case", ["job failed", "gate not ok", "other json not ok", "no artifact",
-                                  "hash mismatch", "plan failed", "wrong attempt"])
-def test_collection_fails_whenever_a_selected_platform_did_not_pass(tmp_path, case):
-    gate = {"ok": case != "gate not ok"}
-    extra = {"nfs-harness.json": {"ok": False, "problems": ["nfs-server is still running"]}} \
-        if case == "other json not ok" else None
-    artifacts = _artifacts(tmp_path, gate, extra) if case != "no artifact" else tmp_path / "none"
-    needs = _needs("failure" if case == "job failed" else "success", "0" * 64 if case == "hash mismatch" else None)
-    if case == "plan failed":
-        needs["plan"]["result"] = "failure"
-    report = collect_results.collect(artifacts, ["linux"], needs, "3" if case == "wrong attempt" else "2")
-    assert report["ok"] is False
-
-
-def test_collection_cli_refuses_bad_json_and_an_existing_output(tmp_path, capsys):
-    out = write(tmp_path / "exists.json", "{}")
-    base = ["--artifacts-dir", str(tmp_path), "--attempt", "1"]
-    assert collect_results.main([*base, "--platforms", "linux", "--needs", "{}", "--output", str(tmp_path / "o")]) == 2
-    assert collect_results.main([*base, "--platforms", "[]", "--needs", "{}", "--output", str(out)]) == 2
-    assert out.read_text() == "{}"
 
 
 # --- nfs_harness: what is deleted from the export, and how it is verified ---------------------

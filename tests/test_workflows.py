@@ -21,6 +21,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOW = ROOT / ".github" / "workflows" / "platform-runtime.yml"
 CI = ROOT / ".github" / "workflows" / "ci.yml"
+ATTEST = ROOT / ".github" / "workflows" / "attest-evidence.yml"
 PLATFORMS = ["linux", "windows", "mps", "cuda", "nfs"]
 ACTION_FILES = [ROOT / "action.yml", *(ROOT / "actions" / name / "action.yml" for name in PLATFORMS)]
 WORKFLOW_FILES = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
@@ -73,6 +74,10 @@ def scripts_not_via_action_path(doc: dict) -> list[str]:
             and not re.search(r"\$GITHUB_ACTION_PATH/[\w./]*scripts/", step["run"])]
 
 
+# The one job allowed to write, and only what signing needs (issue 10.8).
+SIGNING_GRANTS = {"attest": {"id-token", "attestations"}}
+
+
 def permission_problems(doc: dict) -> list[str]:
     problems = []
     if doc.get("permissions") != {}:
@@ -81,9 +86,19 @@ def permission_problems(doc: dict) -> list[str]:
         granted = job.get("permissions")
         if granted is None:
             problems.append(f"{name}: no per-job permissions")
-        elif any(value == "write" for value in (granted or {}).values()):
-            problems.append(f"{name}: write permission")
+            continue
+        writes = {scope for scope, value in (granted or {}).items() if value == "write"}
+        # A caller's job that calls the signing workflow grants it what its attest job needs.
+        allowed = SIGNING_GRANTS["attest"] if "/attest-evidence.yml" in job.get("uses", "") else set()
+        if writes - SIGNING_GRANTS.get(name, allowed):
+            problems.append(f"{name}: write permission {sorted(writes)}")
     return problems
+
+
+def artifact_names_not_from_one_output(text: str) -> list[str]:
+    """Artifact names come from the output of the step that made the folder, never a format() of their own."""
+    return [line.strip() for line in text.splitlines()
+            if re.search(r"\bformat\(.*attempt", line) or re.search(r"^\s+name: \$\{\{ inputs\.artifact-name", line)]
 
 
 # --- the rules hold on our files and fail on broken copies -----------------------------------
@@ -138,8 +153,19 @@ def test_missing_job_permissions_or_a_write_grant_is_caught():
     doc = load(WORKFLOW)
     del doc["jobs"]["linux"]["permissions"]
     doc["jobs"]["nfs"]["permissions"] = {"contents": "write"}
+    doc["jobs"]["evidence"]["permissions"]["id-token"] = "write"  # only the attest job may
     doc["permissions"] = {"contents": "read"}
-    assert len(permission_problems(doc)) == 3
+    assert len(permission_problems(doc)) == 4
+
+
+@pytest.mark.parametrize("path", ACTION_FILES + WORKFLOW_FILES, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_artifact_names_are_read_from_one_output(path):
+    assert artifact_names_not_from_one_output(path.read_text(encoding="utf-8")) == []
+
+
+def test_an_artifact_name_made_in_yaml_is_caught():
+    assert artifact_names_not_from_one_output(
+        "        name: ${{ inputs.artifact-name || format('platform-runtime-{0}-attempt-{1}', a, b) }}")
 
 
 # --- the platform-runtime workflow's contract ------------------------------------------------
@@ -176,21 +202,68 @@ def test_one_job_per_platform_named_exactly_the_platform_and_selected_by_the_pla
 
 def test_platform_jobs_run_our_actions_at_our_commit_and_record_the_job_id():
     jobs = load(WORKFLOW)["jobs"]
-    for name in [*PLATFORMS, "plan", "evidence"]:
-        checkout = jobs[name]["steps"][0]
-        assert checkout["uses"].startswith("actions/checkout@")
+    every = [*jobs.values(), load(ATTEST)["jobs"]["attest"]]
+    for job in every:
+        checkout, guard = job["steps"][:2]
+        assert checkout["uses"].startswith("actions/checkout@") and checkout["id"] == "source"
         assert checkout["with"]["repository"].startswith("${{ job.workflow_repository ||")
         assert checkout["with"]["ref"] == "${{ job.workflow_sha }}"
         assert checkout["with"]["persist-credentials"] is False
+        # Right after the checkout, before any of its code runs as the job's work: no silent fallback.
+        assert "scripts/actions/workflow_source.py" in guard["run"] and "if" not in guard
+        assert guard["env"] == {"WORKFLOW_REPOSITORY": "${{ job.workflow_repository }}",
+                                "WORKFLOW_SHA": "${{ job.workflow_sha }}",
+                                "CHECKED_OUT": "${{ steps.source.outputs.commit }}"}
     for name in PLATFORMS:
-        run = jobs[name]["steps"][1]
+        run = jobs[name]["steps"][2]
         assert run["uses"] == f"./{jobs[name]['steps'][0]['with']['path']}/actions/{name}"
         assert run["env"]["PLATFORM_RUNTIME_JOB_ID"] == "${{ job.check_run_id }}"
+        assert run["with"]["artifact-prefix"] == "${{ needs.plan.outputs.artifact-prefix }}"
 
 
-def test_nfs_never_runs_for_a_pull_request_from_a_fork():
-    condition = load(WORKFLOW)["jobs"]["nfs"]["if"]
-    assert "github.event.pull_request.head.repo.full_name == github.repository" in condition
+@pytest.mark.parametrize("name", PLATFORMS)
+def test_each_platform_job_exports_its_artifact_id_name_digest_and_attempt(name):
+    outputs = load(WORKFLOW)["jobs"][name]["outputs"]
+    for key in ("artifact-id", "artifact-name", "artifact-digest"):
+        assert outputs[key] == f"${{{{ steps.run.outputs.{key} }}}}"
+    assert outputs["attempt"] == "${{ github.run_attempt }}" and outputs["job-id"] == "${{ job.check_run_id }}"
+
+
+def test_the_plan_job_can_probe_the_grant_the_evidence_job_needs():
+    plan_job = load(WORKFLOW)["jobs"]["plan"]
+    assert plan_job["permissions"] == {"contents": "read", "actions": "read"}
+    step = next(step for step in plan_job["steps"] if step.get("id") == "plan")
+    assert step["env"]["GITHUB_TOKEN"] == "${{ github.token }}" and "--artifact-prefix" in step["run"]
+
+
+def test_the_evidence_job_records_the_artifacts_from_needs_and_builds_from_them():
+    steps = {step.get("id"): step for step in load(WORKFLOW)["jobs"]["evidence"]["steps"]}
+    assert steps["artifacts"]["env"]["NEEDS"] == "${{ toJSON(needs) }}"
+    # One judge: the index builder, from the API on GitHub, --offline from the downloaded folders under act.
+    assert "--platform-artifacts evidence/platform-artifacts.json --download-dir" in steps["index"]["run"]
+    assert steps["index"]["if"] == "${{ !cancelled() && env.ACT != 'true' }}"
+    assert "build --offline" in steps["offline"]["run"] and "--platform-artifacts" in steps["offline"]["run"]
+    assert steps["offline"]["if"] == "${{ !cancelled() && env.ACT == 'true' }}"
+    assert not any("collect_results" in step.get("run", "") for step in steps.values())
+    assert steps["judge"]["env"]["DOWNLOAD"] == "${{ steps.download.outcome }}"
+
+
+def test_signing_is_a_separate_workflow_so_callers_that_do_not_sign_grant_nothing():
+    """GitHub checks a called workflow's job permissions even for skipped jobs (actionlint too)."""
+    doc = load(ATTEST)
+    assert doc["on"]["workflow_call"]["inputs"]["evidence-artifact"]["required"] is True
+    assert list(doc["jobs"]) == ["attest"]
+    job = doc["jobs"]["attest"]
+    assert job["permissions"] == {"contents": "read", "id-token": "write", "attestations": "write"}
+    sign = next(step for step in job["steps"] if step.get("uses", "").startswith("actions/attest@"))
+    assert sign["with"] == {"subject-path": "evidence/platform-runtime-evidence.json",
+                            "predicate-type": "${{ steps.predicate.outputs.predicate-type }}",
+                            "predicate-path": "evidence-predicate.json"}
+    main = load(WORKFLOW)
+    assert [name for name, other in main["jobs"].items()
+            if {"id-token", "attestations"} & set(other.get("permissions") or {})] == []
+    assert main["on"]["workflow_call"]["outputs"]["evidence-artifact"]["value"] == \
+        "${{ jobs.evidence.outputs.artifact-name }}"
 
 
 @pytest.mark.parametrize("name", PLATFORMS)
@@ -198,7 +271,9 @@ def test_each_platform_uploads_one_artifact_per_attempt_on_success_and_failure(n
     steps = load(ROOT / "actions" / name / "action.yml")["runs"]["steps"]
     upload = next(step for step in steps if step.get("uses", "").startswith("actions/upload-artifact@"))
     assert upload["if"].startswith("always()")
-    assert f"format('platform-runtime-{name}-attempt-{{0}}', github.run_attempt)" in upload["with"]["name"]
+    assert upload["with"]["name"] == "${{ steps.paths.outputs.artifact-name }}"
+    paths = next(step for step in steps if step.get("id") == "paths")
+    assert f"--artifact-part {name}" in paths["run"] and "result_dir.py" in paths["run"]
     gate = next(step for step in steps if step.get("id") == "gate")
     assert f"platform-runtime-{name}.json" in gate["env"]["RESULT"]
 
@@ -280,3 +355,74 @@ def test_actionlint_checks_the_inputs_given_to_our_composite_actions(tmp_path):
     workflow.write_text(good.replace("torch: torch", "torhc: torch"))
     result = subprocess.run(actionlint, cwd=tmp_path, capture_output=True, text=True)
     assert result.returncode != 0 and "torhc" in result.stdout
+
+
+# --- the README's caller examples, linted as the files a caller would commit (issue 13.5) ----
+
+
+def readme_workflow_examples() -> list[str]:
+    """Every ```yaml block of the README's GitHub Action section."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## GitHub Action and reusable workflow"):text.index("## Evidence index")]
+    return re.findall(r"```yaml\n(.*?)```", section, flags=re.S)
+
+
+def _as_local(example: str) -> str:
+    """Point the caller's remote references at the copies beside it, so actionlint checks our real inputs."""
+    return (example.replace("kernodeck/platform-runtime/.github/workflows/platform-runtime.yml@v1",
+                            "./.github/workflows/platform-runtime.yml")
+            .replace("kernodeck/platform-runtime/.github/workflows/attest-evidence.yml@v1",
+                     "./.github/workflows/attest-evidence.yml")
+            .replace("kernodeck/platform-runtime/actions/", "./actions/")
+            .replace("kernodeck/platform-runtime@v1", "./"))
+
+
+def _actionlint_examples(tmp_path: Path, examples: list[str]) -> subprocess.CompletedProcess:
+    for name in ["action.yml", ".github/actionlint.yaml", ".github/workflows/platform-runtime.yml",
+                 ".github/workflows/attest-evidence.yml",
+                 *(f"actions/{platform}/action.yml" for platform in PLATFORMS)]:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(ROOT / name, tmp_path / name)
+    for index, example in enumerate(examples):
+        (tmp_path / ".github" / "workflows" / f"readme-{index}.yml").write_text(_as_local(example))
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    bin_dir = Path(sys.executable).parent
+    return subprocess.run([str(bin_dir / "actionlint"), "-shellcheck", str(bin_dir / "shellcheck")],
+                          cwd=tmp_path, capture_output=True, text=True)
+
+
+def test_the_readme_examples_are_whole_workflows_that_actionlint_accepts(tmp_path):
+    examples = readme_workflow_examples()
+    assert len(examples) >= 2
+    for example in examples:
+        doc = yaml.safe_load(example)
+        assert {"name", True, "permissions", "jobs"} <= set(doc), "each example is a file a caller can commit"
+    result = _actionlint_examples(tmp_path, examples)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("old, new, finding", [
+    ("platforms: linux", "platform: linux", 'input "platform" is not defined'),
+    ("outputs.artifact-name", "outputs.artifact-nam", 'property "artifact-nam" is not defined'),
+    ("      actions: read", "      actions: none", 'requires "actions: read"'),
+    ("      id-token: write", "      id-token: none", 'requires "id-token: write"'),
+])
+def test_a_readme_example_with_a_wrong_input_output_or_grant_is_caught(tmp_path, old, new, finding):
+    examples = readme_workflow_examples()
+    broken = [example.replace(old, new) for example in examples]
+    assert broken != examples
+    result = _actionlint_examples(tmp_path, broken)
+    assert result.returncode != 0 and finding in result.stdout, result.stdout
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "tests" / "act").glob("*.yml")), ids=lambda p: p.name)
+def test_every_act_fixture_is_lint_clean_like_a_callers_workflow(path):
+    """tests/run_all.py lints two fixtures by name; this covers every one, the newer ones included."""
+    bin_dir = Path(sys.executable).parent
+    lint = subprocess.run([str(bin_dir / "actionlint"), "-shellcheck", str(bin_dir / "shellcheck"), str(path)],
+                          cwd=ROOT, capture_output=True, text=True)
+    assert lint.returncode == 0, lint.stdout
+    zizmor = subprocess.run([str(bin_dir / "zizmor"), "--offline", "--quiet", str(path)], capture_output=True,
+                            text=True)
+    assert zizmor.returncode == 0, zizmor.stdout
+    assert expressions_in_run(load(path)) == [] and permission_problems(load(path)) == []
