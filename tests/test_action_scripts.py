@@ -6,8 +6,10 @@ gate).
 
 from __future__ import annotations
 
+import copy
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -54,6 +56,37 @@ def write(path: Path, data) -> Path:
     return path
 
 
+# Real result documents committed under evidence/: the one judge (core.contract) passes only documents of a
+# kind it knows, so a bare {"ok": true} proves nothing here. Failing cases are copies with one property broken.
+EVIDENCE = ROOT / "evidence"
+REAL_GATE = EVIDENCE / "local" / "run-local" / "platform-runtime-cpu.json"
+REAL_DIAGNOSTIC = EVIDENCE / "diagnostic" / "kernodeck-diagnostic-cpu.json"
+REAL_DIAGNOSTIC_NO_GPU = EVIDENCE / "diagnostic" / "kernodeck-diagnostic-default-gpu-on-cpu-build.json"
+REAL_TRAINING_RUN_CHECK = EVIDENCE / "local" / "training-run" / "training-run-check.json"
+
+
+def real(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def gate_with(change) -> dict:
+    """A copy of the real gate result with `change(document)` applied."""
+    document = copy.deepcopy(real(REAL_GATE))
+    change(document)
+    return document
+
+
+def _gate_failing_windows(document: dict) -> None:
+    """What the gate writes when --require windows ran on Linux: the requirement fails, ok and exit follow."""
+    document["requirements"].append({"name": "windows", "ok": False, "reason": "platform.system() is Linux"})
+    document.update(ok=False, exit_code=1, failures=["requirement windows not met: platform.system() is Linux"])
+
+
+def _gate_failing_check(document: dict) -> None:
+    document["checks"]["jsonl_append"].update(ok=False, duration_s=2.2, reason="3 records missing")
+    document.update(ok=False, exit_code=1, failures=["jsonl_append: 3 records missing"])
+
+
 # --- action_io -------------------------------------------------------------------------------
 
 
@@ -77,21 +110,35 @@ def test_requirement_lists_split_on_lines_spaces_and_commas():
 # --- result_report: judging a result ---------------------------------------------------------
 
 
-def test_a_passing_result_with_exit_0_passes(tmp_path):
-    verdict = result_report.judge(write(tmp_path / "r.json", {"ok": True, "failures": []}), "t", 0)
-    assert verdict.ok and len(verdict.sha256) == 64
+@pytest.mark.parametrize("source", [REAL_GATE, REAL_DIAGNOSTIC, REAL_TRAINING_RUN_CHECK],
+                         ids=["gate", "diagnostic", "training-run-check"])
+def test_a_passing_result_with_exit_0_passes(tmp_path, source):
+    path = tmp_path / source.name
+    shutil.copyfile(source, path)
+    verdict = result_report.judge(path, "t", 0)
+    assert verdict.ok and verdict.problems == [], verdict.problems
+    assert verdict.sha256 == action_io.sha256_file(source) and len(verdict.sha256) == 64
 
 
 @pytest.mark.parametrize("content, code, problem", [
     (None, 1, "no result file"),
     ("{not json", 1, "not readable JSON"),
     ([1, 2], 0, "not a JSON object"),
-    ({"ok": False, "failures": ["requirement windows not met"]}, 1, "requirement windows not met"),
-    ({"ok": True}, 3, "says ok but the process exited 3"),
-    ({"ok": False, "failures": ["x"]}, 0, "says failed but the process exited 0"),
-    ({"ok": "true"}, 0, "does not say ok"),
-    ({"status": "failed", "message": "no GPU"}, 1, "no GPU"),
-])
+    (gate_with(_gate_failing_windows), 1, "requirement 'windows' did not hold"),
+    (real(REAL_GATE), 3, "says ok but the process exited 3"),
+    (gate_with(_gate_failing_check), 0, "says failed but the process exited 0"),
+    (gate_with(lambda d: d.update(ok="true")), 0, "ok is 'true'"),
+    (gate_with(lambda d: d["checks"]["failing_writer"].update(ok=False)), 0, "checks.failing_writer.ok is False"),
+    (gate_with(lambda d: d["checks"].pop("workspace_cleanup")), 0, "checks.workspace_cleanup is missing"),
+    (real(REAL_DIAGNOSTIC_NO_GPU), 5, "status is 'failed'"),
+    (dict(real(REAL_DIAGNOSTIC), status="failed", exit_code=1), 1, "status is 'failed'"),
+    (dict(real(REAL_TRAINING_RUN_CHECK), checks=dict(real(REAL_TRAINING_RUN_CHECK)["checks"], config={"ok": False})),
+     1, "checks.config did not pass"),
+    ({"ok": True}, 0, "an unknown document never passes"),
+    ({"status": "passed"}, 0, "an unknown document never passes"),
+], ids=["no-file", "not-json", "not-object", "requirement-failed", "ok-but-exit-3", "failed-but-exit-0",
+        "ok-is-a-string", "check-failed-ok-kept", "check-missing", "diagnostic-no-gpu", "diagnostic-failed",
+        "training-run-check-failed", "bare-ok", "bare-status-passed"])
 def test_every_way_a_result_can_fail_is_a_failure(tmp_path, content, code, problem):
     path = tmp_path / "r.json"
     if content is not None:
@@ -102,15 +149,15 @@ def test_every_way_a_result_can_fail_is_a_failure(tmp_path, content, code, probl
 
 
 def test_the_diagnostic_passes_on_status_passed(tmp_path):
-    assert result_report.judge(write(tmp_path / "d.json", {"status": "passed"}), "d", 0).ok
+    assert real(REAL_DIAGNOSTIC)["status"] == "passed"
+    assert result_report.judge(write(tmp_path / "d.json", real(REAL_DIAGNOSTIC)), "d", 0).ok
+    # the same real report with only its status changed does not pass
+    failed = dict(real(REAL_DIAGNOSTIC), status="failed")
+    assert not result_report.judge(write(tmp_path / "f.json", failed), "d", 0).ok
 
 
 def test_publish_writes_outputs_a_summary_table_and_error_annotations(tmp_path, github_files, capsys):
-    data = {"ok": False, "failures": ["requirement windows not met: platform.system() is Linux"],
-            "checks": {"device_compute": {"ok": True, "duration_s": 5.9}, "jsonl_append": {"ok": False,
-                       "duration_s": 2.2, "reason": "3 records missing"}},
-            "requirements": [{"name": "windows", "ok": False, "reason": "platform.system() is Linux"}],
-            "device": {"resolved": "cpu"}, "filesystem": {"type": "ext4"}}
+    data = gate_with(lambda d: (_gate_failing_windows(d), _gate_failing_check(d)))
     path = write(tmp_path / "platform-runtime-windows.json", data)
     verdict = result_report.judge(path, "windows gate", 1)
     result_report.publish(verdict)
@@ -120,8 +167,10 @@ def test_publish_writes_outputs_a_summary_table_and_error_annotations(tmp_path, 
     summary = github_files[1].read_text()
     assert "### FAIL: windows gate" in summary and "| `jsonl_append` | **FAIL** | 2.2 | 3 records missing |" in summary
     assert "| require `windows` | **FAIL** |" in summary
-    expected = "::error title=windows gate::requirement windows not met: platform.system() is Linux"
-    assert expected in capsys.readouterr().out
+    assert "| `device_compute` | pass |" in summary and "device `cpu`" in summary and "file system `ext4`" in summary
+    out = capsys.readouterr().out
+    assert "::error title=windows gate::requirement 'windows' did not hold" in out
+    assert "::error title=windows gate::checks.jsonl_append.ok is False: 3 records missing" in out
 
 
 # --- run_gate / run_step ---------------------------------------------------------------------
@@ -158,23 +207,33 @@ def _env(**extra: str) -> dict[str, str]:
     return {**env, **extra}
 
 
-def _run_step(tmp_path, code: str) -> tuple[int, dict]:
+def _run_step(tmp_path, code: str, *args: str) -> tuple[int, dict]:
+    """run_step.py around `python -c code RESULT ARGS...`; the command writes RESULT (or not)."""
     result = tmp_path / "out" / "r.json"
     outputs = tmp_path / "gh-output"
     outputs.touch()
     proc = subprocess.run([sys.executable, str(ACTIONS / "run_step.py"), "--title", "t", "--result", str(result),
-                           "--", "python", "-c", code, str(result)],
+                           "--", "python", "-c", code, str(result), *args],
                           env=_env(GITHUB_OUTPUT=str(outputs)), capture_output=True, text=True)
     return proc.returncode, parse_outputs(outputs)
 
 
+COPY_RESULT = "import shutil, sys; shutil.copyfile(sys.argv[2], sys.argv[1])"
+
+
 def test_run_step_passes_a_command_whose_json_says_ok(tmp_path):
-    code, outputs = _run_step(tmp_path, "import json,sys; json.dump({'ok': True}, open(sys.argv[1], 'w'))")
+    code, outputs = _run_step(tmp_path, COPY_RESULT, str(REAL_GATE))
     assert code == 0 and outputs["ok"] == "true"
+    assert outputs["result-sha256"] == action_io.sha256_file(REAL_GATE)
 
 
 def test_run_step_fails_a_command_that_says_ok_but_exits_non_zero(tmp_path):
-    code, outputs = _run_step(tmp_path, "import json,sys; json.dump({'ok': True}, open(sys.argv[1], 'w')); sys.exit(4)")
+    code, outputs = _run_step(tmp_path, COPY_RESULT + "; sys.exit(4)", str(REAL_GATE))
+    assert code == 1 and outputs["ok"] == "false"
+
+
+def test_run_step_fails_a_command_whose_json_is_a_bare_ok(tmp_path):
+    code, outputs = _run_step(tmp_path, "import json,sys; json.dump({'ok': True}, open(sys.argv[1], 'w'))")
     assert code == 1 and outputs["ok"] == "false"
 
 
@@ -258,6 +317,39 @@ def test_the_plan_outputs_json_for_fromjson(github_files):
     outputs = parse_outputs(github_files[0])
     assert json.loads(outputs["platforms"]) == ["linux", "cuda"]
     assert json.loads(outputs["cuda-runner"]) == ["self-hosted", "gpu"]
+
+
+# --- the evidence job's verdict (collect_results.py is gone) ---------------------------------
+# The workflow's evidence job now judges once, with scripts/build_evidence_index.py; collect_results' promises
+# are proven by the builder's tests in tests/test_evidence_index_build.py:
+#   a successful job with its passing result passes:
+#     test_a_clean_run_passes_and_every_digest_equals_the_served_bytes
+#   the job failed: test_a_failed_or_cancelled_job_fails_and_a_skipped_one_is_not_selected
+#   the gate result is not ok: test_a_gate_result_that_is_not_a_proof_for_this_job_fails[not-ok]
+#   another result in the artifact is not ok: test_an_extra_result_that_is_not_ok_fails_its_platform
+#   a selected platform has no artifact or no job: test_a_platform_the_plan_selected_that_did_not_run_fails,
+#     test_offline_a_failed_job_or_a_platform_without_outputs_fails
+#   the artifact's hash differs from the one its job exported:
+#     test_an_artifact_whose_zip_differs_from_the_digest_its_job_exported_fails
+#   the plan failed (so no platform job ran): test_a_run_where_no_platform_ran_proves_nothing
+#   another attempt's artifact: test_attempt_selects_that_attempts_jobs_and_artifact_names
+#   bad JSON input is a usage error and writes nothing:
+#     test_a_platform_artifacts_file_that_is_not_usable_is_a_usage_error
+# One promise had no builder test: bad input leaves an existing output untouched. It is ported here.
+
+
+@pytest.mark.parametrize("content", ["{not json", "[]"], ids=["not-json", "not-an-object"])
+def test_the_evidence_builder_refuses_bad_input_and_leaves_an_existing_index_untouched(tmp_path, content):
+    index, summary = write(tmp_path / "index.json", '{"earlier": "index"}\n'), tmp_path / "summary.md"
+    artifacts = write(tmp_path / "platform-artifacts.json", content)
+    # nothing listens on port 9: a usage error must come before any request
+    env = {**_env(GITHUB_API_URL="http://127.0.0.1:9"), "GITHUB_TOKEN": ""}
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "build_evidence_index.py"), "build",
+                           "--repository", "kernodeck/platform-runtime", "--run-id", "1",
+                           "--platform-artifacts", str(artifacts), "--output", str(index), "--summary", str(summary)],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "--platform-artifacts" in proc.stderr and "Traceback" not in proc.stderr
+    assert index.read_text() == '{"earlier": "index"}\n' and not summary.exists()
 
 
 # --- nfs_harness: what is deleted from the export, and how it is verified ---------------------
