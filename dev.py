@@ -72,7 +72,7 @@ def main(argv: list[str]) -> int:
         return 2
     python = ensure_venv()
     job, rest = argv[0], argv[1:]
-    script = "scripts/run_local.py" if job == "check" else "tests/run_all.py"
+    script = "scripts/run_local.py" if job == "check" else "tools/run_tests.py"
     return subprocess.run([str(python), "-B", str(ROOT / script), *rest], cwd=ROOT).returncode
 
 

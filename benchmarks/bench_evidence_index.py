@@ -25,13 +25,13 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
 PLATFORMS = ("linux", "windows", "mps", "cuda", "nfs")
 
 
 def make_inputs(folder: Path, total_mb: int, artifact_share: float) -> tuple[dict, int]:
     """Logs shaped like runner logs and artifact zips (a gate result plus a stored checkpoint-like blob)."""
-    from support.fake_github import gate_result, runner_log, source_hashes
+    from tests.evidence_index.fake_github import gate_result, runner_log, source_hashes
 
     sources = source_hashes(ROOT, ["scripts/build_evidence_index.py"])
     per_platform = total_mb * 1024 * 1024 // len(PLATFORMS)
@@ -67,8 +67,8 @@ def make_inputs(folder: Path, total_mb: int, artifact_share: float) -> tuple[dic
 
 def serve(spec: dict, pipe) -> None:
     """The GitHub-shaped server, in its own process so its work is not counted as the indexer's."""
-    sys.path.insert(0, str(ROOT / "tests"))
-    from support.fake_github import FakeArtifact, FakeGitHub, FakeJob
+    sys.path.insert(0, str(ROOT))
+    from tests.evidence_index.fake_github import FakeArtifact, FakeGitHub, FakeJob
 
     fake = FakeGitHub(run_id=spec["run_id"]).start()
     fake.jobs = [FakeJob(id=j["id"], name=j["name"], log=Path(j["log"])) for j in spec["jobs"]]

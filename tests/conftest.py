@@ -17,7 +17,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = ROOT / "scripts"
 SCHEMAS = ROOT / "schemas"
-FAULTS = Path(__file__).resolve().parent / "support" / "faults"
+FAULTS = Path(__file__).resolve().parent / "gate" / "faults"
 sys.path.insert(0, str(SCRIPTS))
 
 
@@ -45,7 +45,7 @@ _FAULT_VENV: list[Path] = []
 
 
 def fault_python() -> Path:
-    """The python of a throw-away venv whose site-packages loads tests/support/faults/sitecustomize.py.
+    """The python of a throw-away venv whose site-packages loads tests/gate/faults/sitecustomize.py.
 
     The gate's workers run isolated (python -I), so PYTHONPATH no longer reaches them; an interpreter's own
     site-packages does. This venv's .pth adds the faults folder and this venv's torch, so the faults enter
@@ -69,7 +69,7 @@ def run_gate(tmp_path: Path, *args: str, fault: str | None = None, cwd: Path | N
              timeout: float = 300, env: dict[str, str] | None = None) -> GateRun:
     """Run scripts/platform_runtime_check.py as a user would; validate whatever result it writes.
 
-    fault: the name of a fault (tests/support/faults/sitecustomize.py) to inject into the gate's processes;
+    fault: the name of a fault (tests/gate/faults/sitecustomize.py) to inject into the gate's processes;
     "" runs the fault venv with no fault (for the audit records). env: extra environment variables.
     """
     output = tmp_path / f"result-{len(list(tmp_path.glob('result-*.json')))}.json"

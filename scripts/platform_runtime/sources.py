@@ -8,7 +8,7 @@ from core.files import sha256_file
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 
-# Every file the gate runs or whose contract it writes. tests/test_file_primitives.py fails when a module of the
+# Every file the gate runs or whose contract it writes. tests/gate/test_file_primitives.py fails when a module of the
 # package is missing here, so nothing the gate executes escapes the hash.
 GATE_SOURCES: tuple[str, ...] = (
     "scripts/platform_runtime_check.py",

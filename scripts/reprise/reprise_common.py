@@ -64,7 +64,7 @@ class CheckpointError(RepriseError):
 
 def sha256_file(path: Path) -> str:
     """Streamed in 1 MiB blocks. A copy of scripts/core/files.py's on purpose: this folder runs alone
-    (tests/test_reprise_copies.py holds the two to the same behaviour)."""
+    (tests/reprise/test_reprise_copies.py holds the two to the same behaviour)."""
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""The evidence job's wiring: which artifact holds each platform's evidence, and the job's verdict.
+
+    python scripts/steps/platform_artifacts.py record --output evidence/platform-artifacts.json
+        env: NEEDS (toJSON(needs)), PLATFORMS (the plan's JSON list), ARTIFACT_PREFIX, GITHUB_RUN_ATTEMPT
+    python scripts/steps/platform_artifacts.py verdict --index-file evidence/platform-runtime-evidence.json
+        env: OFFLINE, INDEX, DOWNLOAD (outcomes of the act build, the GitHub build, the act download)
+
+`record` writes {platform: {"artifact_id", "artifact_name", "artifact_digest", "attempt", "job_result"}}
+(plus `job_id`, the job's check-run id, null under act) for every selected platform that uploaded an
+artifact, from the job outputs each platform job exports. Job outputs persist when only other jobs
+are re-run, so after "Re-run failed jobs" a platform that passed in attempt 1 still names its
+attempt-1 artifact by id; `build_evidence_index.py build --platform-artifacts` downloads each zip by
+that id and compares the zip's SHA-256 with `artifact_digest`. A platform whose job uploaded nothing
+is left out: the builder's `--platforms` fails it as missing. Outputs: `ids` (comma-separated, for
+download-artifact's artifact-ids), `digests` ({id: digest} as reported at upload; act's artifact
+server records none, so its download stand-in compares the zips it serves with these),
+`evidence-name` (this job's own artifact, named by result_dir's rule).
+
+`verdict`: ok only when the index build that ran (GitHub or act's --offline) succeeded (never when
+both were skipped) and the act-only download (env DOWNLOAD, where a digest mismatch fails) did not
+fail; `index`
+is the index path when it was written (what the attest job signs). Exit 0, or 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from action_io import fail, set_outputs  # noqa: E402
+from result_dir import ArtifactNameError, artifact_name  # noqa: E402
+
+
+class InputError(ValueError):
+    pass
+
+
+def _json(environ: Mapping[str, str], name: str, kind: type):
+    try:
+        value = json.loads(environ.get(name) or "null")
+    except ValueError as error:
+        raise InputError(f"{name} is not JSON: {error}") from None
+    if not isinstance(value, kind):
+        raise InputError(f"{name} must be a JSON {kind.__name__}")
+    return value
+
+
+def platform_entry(job: Mapping) -> dict | None:
+    """The artifact a platform job exported, or None when it uploaded nothing."""
+    outputs = job.get("outputs") or {}
+    if not outputs.get("artifact-name"):
+        return None
+    attempt, job_id = outputs.get("attempt") or "", outputs.get("job-id") or ""
+    return {
+        "artifact_id": outputs.get("artifact-id") or None,
+        "artifact_name": outputs["artifact-name"],
+        "artifact_digest": outputs.get("artifact-digest") or None,
+        "attempt": int(attempt) if attempt.isdigit() else None,
+        "job_result": job.get("result") or "missing",
+        "job_id": int(job_id) if job_id.isdigit() else None,
+    }
+
+
+def record(environ: Mapping[str, str]) -> dict:
+    needs = _json(environ, "NEEDS", dict)
+    platforms = _json(environ, "PLATFORMS", list)
+    if not all(isinstance(name, str) for name in platforms):
+        raise InputError("PLATFORMS must be a JSON list of names")
+    entries = {name: platform_entry(needs.get(name) if isinstance(needs.get(name), dict) else {})
+               for name in platforms}
+    return {name: entry for name, entry in entries.items() if entry is not None}
+
+
+def run_record(output: Path) -> int:
+    try:
+        document = record(os.environ)
+        evidence_name = artifact_name("", os.environ.get("ARTIFACT_PREFIX") or "platform-runtime", ["evidence"],
+                                      os.environ)
+    except (InputError, ArtifactNameError) as error:
+        return fail(str(error))
+    if output.exists():
+        return fail(f"{output} already exists")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n", encoding="utf-8", newline="\n")
+    uploaded = [entry for entry in document.values() if entry["artifact_id"]]
+    set_outputs({"ids": ",".join(str(entry["artifact_id"]) for entry in uploaded),
+                 "digests": json.dumps({str(entry["artifact_id"]): entry["artifact_digest"] for entry in uploaded}),
+                 "evidence-name": evidence_name})
+    return 0
+
+
+def verdict(offline: str, index: str, index_file: Path, download: str = "") -> dict[str, str]:
+    ok = "success" in (offline, index) and "failure" not in (offline, index, download)
+    return {"ok": "true" if ok else "false", "index": index_file.as_posix() if index_file.is_file() else ""}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("record").add_argument("--output", type=Path, required=True)
+    commands.add_parser("verdict").add_argument("--index-file", type=Path, required=True)
+    args = parser.parse_args(argv)
+    if args.command == "record":
+        return run_record(args.output)
+    outcomes = [os.environ.get(name, "") for name in ("OFFLINE", "INDEX")]
+    set_outputs(verdict(*outcomes, args.index_file, os.environ.get("DOWNLOAD", "")))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

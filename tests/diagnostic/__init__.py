@@ -1,0 +1,1 @@
+"""The single-file diagnostic (scripts/kernodeck_diagnostic.py); fakes/ holds the stand-in torch."""

