@@ -176,7 +176,8 @@ def setup(export: Path, mount: Path, grace: int) -> dict:
         mount_share(mount, state)
         state["ok"] = True
     except HarnessError as error:
-        state["error"] = str(error)
+        # The record becomes evidence: name the folders by role, not by their temporary paths.
+        state["error"] = str(error).replace(str(export), "<export>").replace(str(mount), "<mount>")
         raise
     finally:
         state_path.write_text(json.dumps(state, indent=2, sort_keys=True) + "\n", encoding="utf-8")

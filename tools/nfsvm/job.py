@@ -32,14 +32,15 @@ def shared_paths(repo: Path, python: Path) -> list[Path]:
 
 
 def make_job(repo: Path, phases: list[str], gate_timeout: float) -> tuple[dict, list[dict]]:
+    """The job the guest runs. Timeouts are generous: under TCG the gate imports torch in ~20 s idle."""
     python = repo / ".venv" / "bin" / "python"
     shares = [{"tag": f"share{i}", "path": str(path)} for i, path in enumerate(shared_paths(repo, python))]
     job = {"repo": str(repo), "python": str(python), "phases": phases, "shares": shares,
-           "gate_timeout": gate_timeout}
+           "gate_timeout": gate_timeout, "fault_gate_timeout": gate_timeout, "restart_delay": 8}
     return job, shares
 
 
-def run(image: Path, cache: Path, phases: list[str], limit_s: float, gate_timeout: float = 300.0,
+def run(image: Path, cache: Path, phases: list[str], limit_s: float, gate_timeout: float = 420.0,
         repo: Path = ROOT) -> tuple[dict, Path]:
     """Boot one VM for the phases; returns the boot facts and the folder holding what the guest wrote."""
     runs = cache / "runs"
