@@ -24,7 +24,7 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from nfsvm import image, job, recipe, verdict  # noqa: E402
+from nfsvm import evidence, image, job, recipe, verdict  # noqa: E402
 
 ROOT = job.ROOT
 INSTALL = "apt-get install --no-install-recommends qemu-system-x86 debootstrap busybox-static"
@@ -62,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output-dir", type=Path, default=ROOT / "outputs" / "nfs")
     parser.add_argument("--phases", default=",".join(job.PHASES))
     parser.add_argument("--limit", type=float, default=2400.0, help="wall-clock limit of the VM (seconds)")
+    parser.add_argument("--evidence-dir", type=Path, help="also record the run there (e.g. evidence/nfs), indexed")
     args = parser.parse_args(argv)
     phases = [p for p in args.phases.split(",") if p]
     if not phases or any(p not in job.PHASES for p in phases):
@@ -94,8 +95,13 @@ def main(argv: list[str] | None = None) -> int:
            "git": git_facts(), "image_seconds": image_seconds}
     run["evidence_index"] = build_index(out, phases)
     run["wall_seconds"] = round(time.monotonic() - started, 1)
+    run["date"] = time.strftime("%Y-%m-%d", time.gmtime())
     (out / "nfs-vm-run.json").write_text(json.dumps(run, indent=2, sort_keys=True) + "\n")
     print(summary(checks, run))
+    if args.evidence_dir:
+        recorded = evidence.record(out, args.evidence_dir.resolve(), ROOT, run)
+        print(f"nfs: recorded {len(recorded['copied'])} files in {args.evidence_dir}; index exit "
+              f"{recorded['index_exit_code']} {recorded['index_message']}")
     return 0 if run["ok"] else 1
 
 
