@@ -73,6 +73,16 @@ def test_a_failed_unmount_is_recorded_fails_and_leaves_the_export_untouched(tmp_
 
 
 @needs_root
+def test_an_umount_that_exits_0_but_leaves_the_mount_is_not_believed(tmp_path, share):
+    export, mount, gate = share
+    bin_dir = tmp_path / "bin"
+    fake_bin(bin_dir, "umount", "exit 0")
+    code, record = teardown(tmp_path, export, mount, gate, bin_dir)
+    assert code == 1 and record["unmounted"] is False and record["unmount"]["still_mounted_as"][0] == "tmpfs"
+    assert (export / NAME / "sub" / "records.jsonl").exists()
+
+
+@needs_root
 def test_after_a_real_unmount_the_workspace_is_deleted_from_the_export_and_verified(tmp_path, share):
     export, mount, gate = share
     bin_dir = tmp_path / "bin"
