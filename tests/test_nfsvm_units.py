@@ -92,3 +92,21 @@ def test_a_run_without_results_fails_every_phase_check(tmp_path):
     (tmp_path / "guest-error.txt").write_text("Traceback")
     assert verdict.judge(tmp_path, {"qemu_exit_code": 0, "timed_out": False}, [])[0]["ok"] is False
     assert json.dumps(checks)
+
+
+def appends(writers: int, records: int, drop: int = 0) -> bytes:
+    from platform_runtime.jsonl import record_line
+
+    lines = [record_line(w, q) for q in range(records) for w in range(writers)]
+    return b"".join(lines[drop:])
+
+
+def test_the_unlocked_control_passes_only_when_damage_happened_and_the_gate_checker_caught_it():
+    job_ = {"repo": str(ROOT)}
+    run = {"writers_per_client": 2, "count_per_writer": 5, "clients": [{"tasks": [{"exit_code": 0}]}] * 2}
+    damaged = phases.judge_appends(job_, run, appends(4, 5, drop=3), locked=False)
+    assert damaged["damage_observed"] and damaged["caught_by_checker"] and damaged["pass"]
+    intact = phases.judge_appends(job_, run, appends(4, 5), locked=False)
+    assert intact["damage_observed"] is False and intact["pass"] is False  # nothing shown, nothing proven
+    assert phases.judge_appends(job_, run, appends(4, 5), locked=True)["pass"] is True
+    assert phases.judge_appends(job_, run, appends(4, 5, drop=1), locked=True)["pass"] is False

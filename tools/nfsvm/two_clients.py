@@ -2,7 +2,7 @@
 
     python3 two_clients.py client --tasks FILE --sync DIR --name NAME --peers N --start-at EPOCH
         [--mount SOURCE TARGET] [--hostname NAME] [--user runner]
-    python3 two_clients.py unlocked-append TARGET WRITER RECORDS
+    python3 two_clients.py unlocked-append TARGET WRITER RECORDS [--start-at EPOCH]
 
 `client` runs as root (to mount inside its own network namespace), starts every task of FILE as the
 unprivileged user at the same wall-clock instant as the other client, waits for its writers, marks
@@ -85,17 +85,19 @@ def client(args: argparse.Namespace) -> dict:
     return {"client": args.name, "hostname": socket.gethostname(), "peers_done": peers_done, "tasks": results}
 
 
-def unlocked_append(target: Path, writer: int, records: int) -> dict:
+def unlocked_append(target: Path, writer: int, records: int, start_at: float) -> dict:
     sys.path.insert(0, str(SCRIPTS))
     from platform_runtime.jsonl import record_line
 
     fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    late = round(time.time() - start_at, 2)
+    time.sleep(max(0.0, start_at - time.time()))
     try:
         for seq in range(records):
             os.write(fd, record_line(writer, seq))
     finally:
         os.close(fd)
-    return {"appended": records, "method": "O_APPEND without a lock"}
+    return {"appended": records, "method": "O_APPEND without a lock", "late_at_start_seconds": late}
 
 
 def main(argv: list[str]) -> int:
@@ -113,8 +115,10 @@ def main(argv: list[str]) -> int:
     u.add_argument("target", type=Path)
     u.add_argument("writer", type=int)
     u.add_argument("records", type=int)
+    u.add_argument("--start-at", type=float, default=0.0, help="epoch of the first write")
     args = parser.parse_args(argv)
-    result = client(args) if args.mode == "client" else unlocked_append(args.target, args.writer, args.records)
+    result = client(args) if args.mode == "client" else unlocked_append(args.target, args.writer, args.records,
+                                                                                   args.start_at)
     print(json.dumps(result, sort_keys=True), flush=True)
     return 0
 
