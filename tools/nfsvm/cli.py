@@ -45,7 +45,8 @@ def build_index(out: Path, phases: list[str]) -> dict:
                str(out), *[part for name in names for part in ("--result", name)],
                "--output", str(out / "evidence-index.json")]
     done = subprocess.run(command, capture_output=True, text=True)
-    return {"exit_code": done.returncode, "message": (done.stderr.strip().splitlines() or [""])[-1][:300]}
+    lines = [line.strip() for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+    return {"exit_code": done.returncode, "message": " ".join(lines[-3:])[:300].replace(str(out), "<output-dir>")}
 
 
 def summary(checks: list[dict], run: dict) -> str:
@@ -55,6 +56,24 @@ def summary(checks: list[dict], run: dict) -> str:
     lines.append(f"  wall time {run['wall_seconds']} s (image {run['image_seconds']} s, "
                  f"VM {run['vm']['wall_seconds']} s)")
     return "\n".join(lines)
+
+
+def judge_run(out: Path, boot: dict, phases: list[str], manifest: dict, image_seconds: float) -> dict:
+    """nfs-vm-run.json: every check (the phases' results, then the evidence index's verdict)."""
+    checks = verdict.judge(out, boot, phases)
+    versions = verdict.load(out, "versions.json") or {}
+    run = {"schema": "kernodeck.nfsvm-run/v1", "checks": checks, "vm": boot, "phases": phases,
+           "kernel_release": versions.get("kernel_release"),
+           "nfs_kernel_server": (versions.get("packages") or {}).get("nfs-kernel-server"),
+           "image": {key: manifest[key] for key in ("recipe_sha256", "kernel_package", "kernel_package_version",
+                                                    "kernel_deb_sha256", "packages_sha256", "vmlinuz_sha256")},
+           "git": git_facts(), "image_seconds": image_seconds, "date": time.strftime("%Y-%m-%d", time.gmtime())}
+    run["evidence_index"] = build_index(out, phases)
+    # The index's own verdict over the gate result and the harness record, by SHA-256: one more check.
+    checks.append({"name": "evidence_index", "ok": run["evidence_index"]["exit_code"] == 0,
+                   "detail": run["evidence_index"]["message"]})
+    run["ok"] = all(c["ok"] for c in checks)
+    return run
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -85,19 +104,10 @@ def main(argv: list[str] | None = None) -> int:
     out = args.output_dir.resolve()
     job.collect(job_dir, out)
     shutil.copy2(built / "manifest.json", out / "nfsvm-image.json")
-    checks = verdict.judge(out, boot, phases)
-    versions = verdict.load(out, "versions.json") or {}
-    run = {"schema": "kernodeck.nfsvm-run/v1", "ok": all(c["ok"] for c in checks), "checks": checks, "vm": boot,
-           "phases": phases, "kernel_release": versions.get("kernel_release"),
-           "nfs_kernel_server": (versions.get("packages") or {}).get("nfs-kernel-server"),
-           "image": {key: manifest[key] for key in ("recipe_sha256", "kernel_package", "kernel_package_version",
-                                                    "kernel_deb_sha256", "packages_sha256", "vmlinuz_sha256")},
-           "git": git_facts(), "image_seconds": image_seconds}
-    run["evidence_index"] = build_index(out, phases)
+    run = judge_run(out, boot, phases, manifest, image_seconds)
     run["wall_seconds"] = round(time.monotonic() - started, 1)
-    run["date"] = time.strftime("%Y-%m-%d", time.gmtime())
     (out / "nfs-vm-run.json").write_text(json.dumps(run, indent=2, sort_keys=True) + "\n")
-    print(summary(checks, run))
+    print(summary(run["checks"], run))
     if args.evidence_dir:
         recorded = evidence.record(out, args.evidence_dir.resolve(), ROOT, run)
         print(f"nfs: recorded {len(recorded['copied'])} files in {args.evidence_dir}; index exit "

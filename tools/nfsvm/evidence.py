@@ -78,4 +78,5 @@ def record(out: Path, destination: Path, repo: Path, run: dict) -> dict:
                "--output", str(destination / "evidence-index.json")]
     done = subprocess.run(command, capture_output=True, text=True, cwd=repo)
     return {"copied": copied, "index_exit_code": done.returncode,
-            "index_message": scrub((done.stderr.strip().splitlines() or [""])[-1][:300], repo)}
+            "index_message": scrub(" ".join((done.stdout + done.stderr).split())[-300:], repo)
+            .replace(str(destination), "<evidence-dir>")}
