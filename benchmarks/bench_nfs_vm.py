@@ -29,6 +29,9 @@ def one_round(folder: Path) -> tuple[float | None, float, bool]:
                     "--output-dir", str(out)], capture_output=True, text=True)
     run = json.loads((out / "nfs-vm-run.json").read_text())
     steps = json.loads((out / "action" / "steps.json").read_text()) if (out / "action" / "steps.json").exists() else {}
+    warm = json.loads((out / "warm-up.json").read_text()) if (out / "warm-up.json").exists() else {}
+    parts = {name: step.get("seconds") for name, step in (steps.get("steps") or {}).items()}
+    print(f"  import torch once (page cache) {warm.get('seconds')} s; action steps {parts}")
     return steps.get("kernel_uptime_at_gate_verdict_seconds"), run["vm"]["wall_seconds"], run["ok"]
 
 
