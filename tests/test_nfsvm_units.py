@@ -110,3 +110,18 @@ def test_the_unlocked_control_passes_only_when_damage_happened_and_the_gate_chec
     assert intact["damage_observed"] is False and intact["pass"] is False  # nothing shown, nothing proven
     assert phases.judge_appends(job_, run, appends(4, 5), locked=True)["pass"] is True
     assert phases.judge_appends(job_, run, appends(4, 5, drop=1), locked=True)["pass"] is False
+
+
+def test_the_committed_nfs_evidence_matches_its_index_and_passed():
+    evidence = ROOT / "evidence" / "nfs"
+    done = subprocess.run([sys.executable, "-B", str(ROOT / "scripts" / "build_evidence_index.py"), "verify",
+                           str(evidence / "evidence-index.json"), "--artifacts", str(evidence)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0 and "recorded verdict: PASS" in done.stdout, done.stdout + done.stderr
+    from conftest import validate
+
+    validate(json.loads((evidence / "nfs-harness.json").read_text()), "nfs-harness.schema.json")
+    run = json.loads((evidence / "nfs-vm-run.json").read_text())
+    assert run["ok"] is True and all(check["ok"] for check in run["checks"]) and run["git"]["dirty"] is False
+    text = "".join(p.read_text() for p in evidence.iterdir())
+    assert "/tmp/" not in text and "/root" not in text and str(ROOT) not in text
