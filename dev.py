@@ -3,6 +3,7 @@
 
     python3 dev.py check   # every local check on this machine -> outputs/, one-screen summary
     python3 dev.py test    # lint + the whole test suite (what .ci/run runs)
+    python3 dev.py nfs     # the NFS job on a real Linux 6.1 kernel in a qemu VM -> outputs/nfs/ (root, Linux)
 
 Standard library only, so it runs on a machine that has nothing but Python 3.10+.
 The venv lives in .venv/ and is reinstalled only when requirements/*.txt change.
@@ -21,6 +22,7 @@ ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 REQUIREMENTS = ROOT / "requirements" / "dev.txt"
 STAMP = VENV / ".requirements.sha256"
+SCRIPTS = {"check": "scripts/run_local.py", "test": "tools/run_tests.py", "nfs": "tools/nfsvm/cli.py"}
 
 
 def venv_python() -> Path:
@@ -67,13 +69,12 @@ def ensure_venv() -> Path:
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in {"check", "test"}:
+    if not argv or argv[0] not in SCRIPTS:
         print(__doc__.strip())
         return 2
     python = ensure_venv()
     job, rest = argv[0], argv[1:]
-    script = "scripts/run_local.py" if job == "check" else "tools/run_tests.py"
-    return subprocess.run([str(python), "-B", str(ROOT / script), *rest], cwd=ROOT).returncode
+    return subprocess.run([str(python), "-B", str(ROOT / SCRIPTS[job]), *rest], cwd=ROOT).returncode
 
 
 if __name__ == "__main__":

@@ -4,14 +4,18 @@
     python scripts/steps/nfs_harness.py setup --export DIR --mount DIR [--grace-seconds 10]
     python scripts/steps/nfs_harness.py teardown --export DIR --mount DIR --gate-result FILE --record FILE
 
-Runs on a GitHub ubuntu runner as the runner user, with `sudo -n` for the privileged commands.
-setup: installs nfs-kernel-server, stops the server the package started, lowers the NFSv4 grace
-and lease time BEFORE nfsd starts again (otherwise opens block for 90 s), exports DIR to 127.0.0.1
-only and mounts it with `-t nfs4 -o vers=4.2`.
-teardown (run it even when the gate failed): unmounts, stops the server, then deletes the gate's
-retained workspace (`--keep-workspace`) from the EXPORT side -- the client side may hang in the
-grace/reclaim window -- and verifies it is gone. The record (JSON) says what was verified;
-`retained` in the gate result is never counted as cleaned by itself.
+Runs as an unprivileged user with `sudo -n` for the privileged commands (a GitHub ubuntu runner; the
+VM of `dev.py nfs` runs the same steps). setup: installs nfs-kernel-server unless it is installed
+already (the record says which), stops the server the package started (systemd), sets the NFSv4 grace
+and lease time BEFORE nfsd starts (otherwise opens block for 90 s), exports DIR as the NFSv4 root
+(fsid=0) to 127.0.0.1 only, starts rpc.mountd and `rpc.nfsd -N 3` itself and mounts `127.0.0.1:/` with
+`-t nfs4 -o vers=4.2` under a time limit. What it did goes to `<DIR>/../nfs-harness-setup.json`.
+teardown (run it even when the gate failed): unmounts; ONLY when the share is unmounted does it stop
+the server and delete the gate's retained workspace (`--keep-workspace`) from the EXPORT side -- the
+client side may hang in the grace/reclaim window -- and verify it is gone. When the unmount fails it
+records that, leaves the export untouched and fails (run it again once the mount is free).
+The record (JSON, schemas/nfs-harness.schema.json) says what was verified; `retained` in the gate
+result is never counted as cleaned by itself.
 Exit 0 done and verified; 1 a step or the verification failed; 2 bad arguments.
 """
 
@@ -32,9 +36,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from action_io import annotate, append_summary, fail  # noqa: E402
 
 SCHEMA = "kernodeck.nfs-harness/v1"
+PACKAGE = "nfs-kernel-server"
 CONF = Path("/etc/nfs.conf.d/kernodeck-platform-runtime.conf")
 EXPORTS = Path("/etc/exports.d/kernodeck-platform-runtime.exports")
-GRACE_FILE = Path("/proc/fs/nfsd/nfsv4gracetime")
+NFSD = Path("/proc/fs/nfsd")
+STATE_NAME = "nfs-harness-setup.json"
+MOUNT_TIMEOUT_S = 60
+UMOUNT_TIMEOUT_S = 30
+NFSD_THREADS = "4"
 # The gate names its workspace platform-runtime-<hex>; anything else is not ours to delete.
 WORKSPACE_NAME = re.compile(r"^platform-runtime-[A-Za-z0-9_-]{4,64}$")
 
@@ -43,36 +52,136 @@ class HarnessError(RuntimeError):
     pass
 
 
-def privileged(command: list[str], check: bool = True, input_text: str | None = None) -> int:
+def privileged(command: list[str], check: bool = True, input_text: str | None = None,
+               capture: bool = False) -> subprocess.CompletedProcess:
     full = command if os.geteuid() == 0 else ["sudo", "-n", *command]
     print("+", " ".join(full), flush=True)
-    code = subprocess.run(full, input=input_text, text=True).returncode
-    if check and code != 0:
-        raise HarnessError(f"{' '.join(command)} exited {code}")
-    return code
+    result = subprocess.run(full, input=input_text, text=True, capture_output=capture)
+    if check and result.returncode != 0:
+        detail = f": {result.stderr.strip()[-300:]}" if capture and result.stderr else ""
+        raise HarnessError(f"{' '.join(command)} exited {result.returncode}{detail}")
+    return result
 
 
 def write_root_file(path: Path, text: str) -> None:
     privileged(["mkdir", "-p", str(path.parent)])
-    privileged(["tee", str(path)], input_text=text)
+    privileged(["tee", str(path)], input_text=text, capture=True)
 
 
-def setup(export: Path, mount: Path, grace: int) -> None:
-    privileged(["apt-get", "-qq", "update"])
-    privileged(["env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "-qq", "install", "-y", "nfs-kernel-server"])
-    privileged(["systemctl", "stop", "nfs-server"], check=False)
+def read_root_file(path: Path) -> str | None:
+    """The /proc/fs/nfsd files are root-only: read them through sudo, never as the runner user."""
+    result = privileged(["cat", str(path)], check=False, capture=True)
+    return result.stdout.strip() if result.returncode == 0 else None
+
+
+def mounted_source(path: Path, mountinfo: Path = Path("/proc/self/mountinfo")) -> tuple[str, str] | None:
+    """(fstype, source) of the mount AT path, from mountinfo -- no stat on a possibly hung NFS mount."""
+    wanted = str(path)
+    found = None
+    for line in mountinfo.read_text().splitlines():
+        fields = line.split(" ")
+        if len(fields) < 10 or " - " not in line:
+            continue
+        point = fields[4].replace("\\040", " ").replace("\\011", "\t").replace("\\134", "\\")
+        if point == wanted:
+            after = line.split(" - ", 1)[1].split(" ")
+            found = (after[0], after[1])  # the last (topmost) mount at that point wins
+    return found
+
+
+def package_version(name: str) -> str | None:
+    result = subprocess.run(["dpkg-query", "-W", "-f", "${Status}\t${Version}", name], capture_output=True, text=True)
+    status, _, version = result.stdout.partition("\t")
+    return version if result.returncode == 0 and status.endswith(" installed") else None
+
+
+def install_package(state: dict) -> None:
+    """apt-get install, unless the package is installed already (a prepared image): the record says which."""
+    version = package_version(PACKAGE)
+    if version is None:
+        privileged(["apt-get", "-qq", "update"])
+        privileged(["env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "-qq", "install", "-y", PACKAGE])
+        version = package_version(PACKAGE)
+        state["package"] = {"name": PACKAGE, "install": "installed by apt-get", "version": version}
+    else:
+        state["package"] = {"name": PACKAGE, "install": "skipped: already installed", "version": version}
+    if version is None:
+        raise HarnessError(f"{PACKAGE} is not installed after apt-get install")
+
+
+def stop_packaged_server(state: dict) -> None:
+    """The package's systemd unit starts nfsd with the default 90 s grace: stop it, we start our own."""
+    if Path("/run/systemd/system").is_dir():
+        privileged(["systemctl", "stop", "nfs-server"], check=False)
+        state["packaged_server"] = "systemd unit nfs-server stopped"
+    else:
+        state["packaged_server"] = "no systemd: nothing started by the package"
+    if mounted_source(NFSD) is None:
+        privileged(["modprobe", "nfsd"])
+        privileged(["mount", "-t", "nfsd", "nfsd", str(NFSD)])
+    threads = read_root_file(NFSD / "threads")
+    if threads not in ("0", "", None):
+        privileged(["rpc.nfsd", "0"])
+
+
+def set_nfsd_times(grace: int, state: dict) -> None:
+    """Grace and lease time are writable only while nfsd is stopped; read back through sudo to be sure."""
     write_root_file(CONF, f"[nfsd]\ngrace-time={grace}\nlease-time={grace}\nvers4.2=y\n")
-    if GRACE_FILE.exists():  # writable only while nfsd is stopped
-        privileged(["tee", str(GRACE_FILE)], input_text=f"{grace}\n", check=False)
+    for name in ("nfsv4gracetime", "nfsv4leasetime"):
+        privileged(["tee", str(NFSD / name)], input_text=f"{grace}\n", capture=True)
+        value = read_root_file(NFSD / name)
+        if value != str(grace):
+            raise HarnessError(f"{NFSD / name} reads {value!r} after writing {grace}")
+    state["grace_seconds"] = grace
+
+
+def start_server(export: Path, state: dict) -> None:
+    """Export DIR as the NFSv4 root (fsid=0: no pseudo-root built from the host's root file system),
+    then rpc.mountd (NFSv4 still needs its export upcalls) and rpc.nfsd without NFSv3 (no rpcbind).
+    NFSv2 is not named at all: kernels without it make `-N 2` fail and then nothing listens."""
+    write_root_file(EXPORTS, f"{export} 127.0.0.1(rw,sync,no_subtree_check,insecure,fsid=0)\n")
+    privileged(["exportfs", "-ra"])
+    full = ["rpc.mountd", "-F"] if os.geteuid() == 0 else ["sudo", "-n", "rpc.mountd", "-F"]
+    log = (export.parent / "rpc.mountd.log").open("ab")
+    mountd = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+    time.sleep(0.5)
+    if mountd.poll() is not None:
+        raise HarnessError(f"rpc.mountd exited {mountd.returncode}")
+    state["mountd_pid"] = mountd.pid
+    privileged(["rpc.nfsd", "-N", "3", NFSD_THREADS])
+    state["nfsd_threads"] = read_root_file(NFSD / "threads")
+    state["nfsd_versions"] = read_root_file(NFSD / "versions")
+
+
+def mount_share(mount: Path, state: dict) -> None:
+    # mount.nfs4 retries for about two minutes when nothing answers: bound it.
+    privileged(["timeout", str(MOUNT_TIMEOUT_S), "mount", "-t", "nfs4", "-o", "vers=4.2,hard",
+                "127.0.0.1:/", str(mount)])
+    found = mounted_source(mount)
+    if found is None or found[0] != "nfs4":
+        raise HarnessError(f"{mount} is not an nfs4 mount after mount: {found}")
+    state["mount"] = {"fstype": found[0], "source": found[1]}
+
+
+def setup(export: Path, mount: Path, grace: int) -> dict:
+    state: dict = {"schema": SCHEMA + "#setup", "ok": False}
+    state_path = export.parent / STATE_NAME
     export.mkdir(parents=True, exist_ok=True)
     mount.mkdir(parents=True, exist_ok=True)
-    write_root_file(EXPORTS, f"{export} 127.0.0.1(rw,sync,no_subtree_check,insecure)\n")
-    privileged(["systemctl", "start", "nfs-server"])
-    privileged(["exportfs", "-ra"])
-    if GRACE_FILE.exists():
-        print(f"nfsv4 grace time now {GRACE_FILE.read_text().strip()} s", flush=True)
-    privileged(["mount", "-t", "nfs4", "-o", "vers=4.2,hard", f"127.0.0.1:{export}", str(mount)])
-    subprocess.run(["findmnt", "-T", str(mount)], check=False)
+    try:
+        install_package(state)
+        stop_packaged_server(state)
+        set_nfsd_times(grace, state)
+        start_server(export, state)
+        mount_share(mount, state)
+        state["ok"] = True
+    except HarnessError as error:
+        # The record becomes evidence: name the folders by role, not by their temporary paths.
+        state["error"] = str(error).replace(str(export), "<export>").replace(str(mount), "<mount>")
+        raise
+    finally:
+        state_path.write_text(json.dumps(state, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return state
 
 
 def retained_workspace(gate_result: Path) -> tuple[str | None, str | None]:
@@ -103,35 +212,78 @@ def remove_from_export(export: Path, name: str) -> dict:
             "absent_after": gone, "nfs_leftovers": leftovers, "verified": gone and not leftovers}
 
 
-def unmount(mount: Path, attempts: int = 5) -> bool:
+def unmount(mount: Path, attempts: int = 4) -> dict:
+    """Bounded unmount attempts; success is read from mountinfo, never from umount's exit code alone."""
+    codes = []
     for attempt in range(attempts):
-        if not os.path.ismount(mount):
-            return True
-        privileged(["umount", str(mount)], check=False)
-        time.sleep(min(2 ** attempt, 8))
-    return not os.path.ismount(mount)
+        if mounted_source(mount) is None:
+            break
+        codes.append(privileged(["timeout", str(UMOUNT_TIMEOUT_S), "umount", str(mount)], check=False).returncode)
+        if mounted_source(mount) is not None:
+            time.sleep(min(0.5 * 2 ** attempt, 4))
+    still = mounted_source(mount)
+    return {"unmounted": still is None, "umount_exit_codes": codes, "still_mounted_as": list(still) if still else None}
+
+
+def process_alive(pid: int) -> bool:
+    """A zombie has exited (its parent, the setup step, is gone and init reaps it later): not alive."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def stop_server(setup_state: dict) -> dict:
+    """rpc.nfsd 0, unexport everything, end the rpc.mountd the setup started; verified from /proc."""
+    nfsd = privileged(["rpc.nfsd", "0"], check=False).returncode
+    privileged(["exportfs", "-ua"], check=False)
+    pid = setup_state.get("mountd_pid")
+    if isinstance(pid, int):
+        privileged(["kill", str(pid)], check=False)
+        for _ in range(50):
+            if not process_alive(pid):
+                break
+            time.sleep(0.1)
+    threads = read_root_file(NFSD / "threads")
+    mountd_gone = not (isinstance(pid, int) and process_alive(pid))
+    return {"rpc_nfsd_0_exit": nfsd, "nfsd_threads_after": threads, "mountd_stopped": mountd_gone,
+            "stopped": nfsd == 0 and threads == "0" and mountd_gone}
+
+
+def read_setup_state(export: Path) -> dict:
+    try:
+        state = json.loads((export.parent / STATE_NAME).read_text(encoding="utf-8"))
+        return state if isinstance(state, dict) else {}
+    except (OSError, ValueError):
+        return {}
 
 
 def teardown(export: Path, mount: Path, gate_result: Path) -> dict:
-    record: dict = {"schema": SCHEMA, "nfs_version": "4.2", "export_side_delete": None, "problems": []}
-    record["unmounted"] = unmount(mount)
-    stopped = privileged(["systemctl", "stop", "nfs-server"], check=False) == 0
-    active = subprocess.run(["systemctl", "is-active", "--quiet", "nfs-server"]).returncode == 0
-    record["server_stopped"] = stopped and not active
+    setup_state = read_setup_state(export)
+    record: dict = {"schema": SCHEMA, "nfs_version": "4.2", "setup": setup_state, "export_side_delete": None,
+                    "server": None, "problems": []}
+    record["unmount"] = unmount(mount)
+    record["unmounted"] = record["unmount"]["unmounted"]
     try:
         status, name = retained_workspace(gate_result)
     except (OSError, ValueError, HarnessError) as error:
         status, name = None, None
         record["problems"].append(f"gate result unusable: {error}")
     record["gate_workspace_status"] = status
-    if status == "retained" and name:
-        record["export_side_delete"] = remove_from_export(export, name)
-    elif status is not None:
-        record["problems"].append(f"the gate reported workspace {status!r}, expected 'retained' (--keep-workspace)")
     if not record["unmounted"]:
-        record["problems"].append("the NFS mount is still mounted")
-    if not record["server_stopped"]:
-        record["problems"].append("nfs-server is still running")
+        # The spec deletes only after the client unmounted: a busy or hung mount leaves the export alone.
+        record["problems"].append("the NFS mount could not be unmounted; the server was left running and the "
+                                  "export untouched (run teardown again once the mount is free)")
+    else:
+        record["server"] = stop_server(setup_state)
+        if not record["server"]["stopped"]:
+            record["problems"].append(f"the NFS server did not stop: {record['server']}")
+        if status == "retained" and name:
+            record["export_side_delete"] = remove_from_export(export, name)
+        elif status is not None:
+            record["problems"].append(f"the gate reported workspace {status!r}, expected 'retained' (--keep-workspace)")
+    record["server_stopped"] = bool(record["server"] and record["server"]["stopped"])
     delete = record["export_side_delete"]
     if delete is not None and not delete["verified"]:
         record["problems"].append(f"retained workspace not verified gone from the export: {delete}")
@@ -159,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
             return fail("--grace-seconds must be between 5 and 90")
         try:
             setup(args.export.resolve(), args.mount.resolve(), args.grace_seconds)
-        except HarnessError as error:
+        except (HarnessError, OSError) as error:
             annotate("error", str(error), title="nfs harness setup")
             return 1
         return 0

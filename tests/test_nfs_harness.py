@@ -1,0 +1,144 @@
+"""The NFS harness as the nfs action runs it: delete only after unmount (issue 14.7), the install step's
+record, mountinfo reading, the record's schema, and the action calling exactly the harness and the gate.
+
+The teardown tests mount a real tmpfs (root only, as on this machine and in CI) and put fake `umount`,
+`rpc.nfsd` and `exportfs` binaries on PATH: the harness's own code decides, from /proc/self/mountinfo.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import ROOT, SCRIPTS, validate
+
+sys.path.insert(0, str(SCRIPTS / "actions"))
+import nfs_harness  # noqa: E402
+
+HARNESS = SCRIPTS / "actions" / "nfs_harness.py"
+NAME = "platform-runtime-0a1b2c3d4e5f"
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs for the share needs root")
+
+
+def fake_bin(folder: Path, name: str, script: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text("#!/bin/sh\n" + script + "\n")
+    path.chmod(0o755)
+
+
+@pytest.fixture
+def share(tmp_path):
+    """export/<workspace>/… with a file, a tmpfs really mounted at mount/, a gate result naming the workspace."""
+    export, mount = tmp_path / "nfs" / "export", tmp_path / "nfs" / "mount"
+    (export / NAME / "sub").mkdir(parents=True)
+    (export / NAME / "sub" / "records.jsonl").write_text("{}\n")
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "tmpfs", str(mount)], check=True)
+    gate = tmp_path / "gate.json"
+    gate.write_text(json.dumps({"workspace_cleanup": {"status": "retained", "workspace": NAME}}))
+    yield export, mount, gate
+    subprocess.run(["umount", str(mount)], capture_output=True)
+
+
+def teardown(tmp_path: Path, export: Path, mount: Path, gate: Path, bin_dir: Path) -> tuple[int, dict]:
+    record = tmp_path / f"record-{len(list(tmp_path.glob('record-*')))}.json"
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    env.pop("GITHUB_STEP_SUMMARY", None)
+    done = subprocess.run([sys.executable, "-B", str(HARNESS), "teardown", "--export", str(export), "--mount",
+                           str(mount), "--gate-result", str(gate), "--record", str(record)],
+                          capture_output=True, text=True, env=env, timeout=120)
+    return done.returncode, json.loads(record.read_text())
+
+
+@needs_root
+def test_a_failed_unmount_is_recorded_fails_and_leaves_the_export_untouched(tmp_path, share):
+    export, mount, gate = share
+    bin_dir = tmp_path / "bin"
+    fake_bin(bin_dir, "umount", "echo 'umount: target is busy.' >&2; exit 32")
+    fake_bin(bin_dir, "rpc.nfsd", "echo called >> \"$(dirname \"$0\")/rpc.nfsd.calls\"")
+    code, record = teardown(tmp_path, export, mount, gate, bin_dir)
+    assert code == 1 and record["ok"] is False
+    assert record["unmounted"] is False and record["unmount"]["umount_exit_codes"] == [32] * 4
+    assert record["export_side_delete"] is None and record["server"] is None
+    assert any("could not be unmounted" in problem for problem in record["problems"])
+    assert (export / NAME / "sub" / "records.jsonl").read_text() == "{}\n"  # nothing deleted
+    assert not (bin_dir / "rpc.nfsd.calls").exists()  # the server was not stopped under a busy mount
+    validate(record, "nfs-harness.schema.json")
+
+
+@needs_root
+def test_an_umount_that_exits_0_but_leaves_the_mount_is_not_believed(tmp_path, share):
+    export, mount, gate = share
+    bin_dir = tmp_path / "bin"
+    fake_bin(bin_dir, "umount", "exit 0")
+    code, record = teardown(tmp_path, export, mount, gate, bin_dir)
+    assert code == 1 and record["unmounted"] is False and record["unmount"]["still_mounted_as"][0] == "tmpfs"
+    assert (export / NAME / "sub" / "records.jsonl").exists()
+
+
+@needs_root
+def test_after_a_real_unmount_the_workspace_is_deleted_from_the_export_and_verified(tmp_path, share):
+    export, mount, gate = share
+    bin_dir = tmp_path / "bin"
+    for name in ("rpc.nfsd", "exportfs"):
+        fake_bin(bin_dir, name, "exit 0")
+    code, record = teardown(tmp_path, export, mount, gate, bin_dir)
+    assert record["unmounted"] is True and nfs_harness.mounted_source(mount) is None
+    assert record["export_side_delete"]["verified"] is True and not (export / NAME).exists()
+    # This machine has no nfsd: the stop cannot be verified from /proc/fs/nfsd, so the record must fail.
+    assert code == 1 and record["ok"] is False and record["server_stopped"] is False
+    validate(record, "nfs-harness.schema.json")
+
+
+def test_the_schema_refuses_ok_without_an_unmount():
+    record = {"schema": "kernodeck.nfs-harness/v1", "ok": True, "nfs_version": "4.2", "setup": {},
+              "unmount": {"unmounted": False, "umount_exit_codes": [32], "still_mounted_as": ["nfs4", "127.0.0.1:/"]},
+              "unmounted": False, "server": None, "server_stopped": False, "gate_workspace_status": "retained",
+              "export_side_delete": None, "cleanup_verified": False, "problems": []}
+    import jsonschema
+
+    with pytest.raises(jsonschema.ValidationError):
+        validate(record, "nfs-harness.schema.json")
+
+
+def test_the_install_is_skipped_only_when_dpkg_says_the_package_is_installed(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    fake_bin(bin_dir, "dpkg-query", "printf 'install ok installed\\t1:2.6.2-4+deb12u1'")
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    state: dict = {}
+    nfs_harness.install_package(state)
+    assert state["package"] == {"name": "nfs-kernel-server", "install": "skipped: already installed",
+                                "version": "1:2.6.2-4+deb12u1"}
+    # Not installed: apt-get runs, and a package still missing afterwards is an error, not a skip.
+    fake_bin(bin_dir, "dpkg-query", "printf 'unknown ok not-installed\\t'; exit 1")
+    fake_bin(bin_dir, "apt-get", "echo \"$@\" >> \"$(dirname \"$0\")/apt.calls\"")
+    fake_bin(bin_dir, "sudo", "shift; exec \"$@\"")
+    with pytest.raises(nfs_harness.HarnessError, match="not installed after apt-get install"):
+        nfs_harness.install_package({})
+    assert "install -y nfs-kernel-server" in (bin_dir / "apt.calls").read_text()
+
+
+def test_mountinfo_names_the_mount_at_a_path_with_escaped_spaces(tmp_path):
+    info = tmp_path / "mountinfo"
+    info.write_text("22 1 0:21 / / rw - ext4 /dev/vda rw\n"
+                    "40 22 0:52 / /tmp/nfs\\040x/mount rw,relatime - nfs4 127.0.0.1:/ rw,vers=4.2,hard\n")
+    assert nfs_harness.mounted_source(Path("/tmp/nfs x/mount"), info) == ("nfs4", "127.0.0.1:/")
+    assert nfs_harness.mounted_source(Path("/tmp/nfs x"), info) is None
+
+
+def test_the_nfs_action_runs_the_harness_setup_the_gate_on_the_mount_and_the_teardown():
+    steps = yaml.safe_load((ROOT / "actions" / "nfs" / "action.yml").read_text())["runs"]["steps"]
+    runs = [step.get("run", "") for step in steps]
+    setup = next(i for i, text in enumerate(runs) if "nfs_harness.py\" setup" in text)
+    gate = next(i for i, text in enumerate(runs) if "run_gate.py" in text)
+    down = next(i for i, text in enumerate(runs) if "nfs_harness.py\" teardown" in text)
+    assert setup < gate < down
+    assert "--require-list nfs" in runs[gate] and "--keep-workspace true" in runs[gate]
+    assert '--work-dir "$NFS_DIR/mount"' in runs[gate] and '--mount "$NFS_DIR/mount"' in runs[setup]
+    assert steps[down]["if"].startswith("always()")

@@ -1,0 +1,127 @@
+"""The NFS VM's host-side parts that need no VM: module order, shared paths, verdicts that can fail,
+the fault verdict (no false pass, no hang), step outputs, and the CLI's refusals."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "tools"))
+from nfsvm import initramfs, job, phases, recipe, verdict  # noqa: E402
+
+CLI = ROOT / "tools" / "nfsvm" / "cli.py"
+CHECKS = {name: {"ok": True} for name in verdict.GATE_CHECKS}
+GOOD_GATE = {"ok": True, "exit_code": 0, "checks": CHECKS, "failures": [],
+             "filesystem": {"type": "nfs4", "nfs_version": "4.2"}, "requirements": [{"name": "nfs", "ok": True}]}
+
+
+def test_modules_load_after_what_they_need(tmp_path):
+    (tmp_path / "modules.dep").write_text(
+        "kernel/virtio_pci.ko: kernel/virtio.ko kernel/virtio_ring.ko\n"
+        "kernel/virtio.ko: kernel/virtio_ring.ko\nkernel/virtio_ring.ko:\n"
+        "kernel/9p.ko: kernel/9pnet.ko kernel/netfs.ko\nkernel/9pnet.ko:\nkernel/netfs.ko:\n"
+        "kernel/9pnet_virtio.ko: kernel/9pnet.ko kernel/virtio_ring.ko\nkernel/overlay.ko:\n")
+    order = [Path(p).name for p in initramfs.load_order(tmp_path)]
+    assert order.index("virtio_ring.ko") < order.index("virtio.ko") < order.index("virtio_pci.ko")
+    assert order.index("9pnet.ko") < order.index("9p.ko") and len(order) == len(set(order)) == 8
+    with pytest.raises(RuntimeError, match="neither in modules.dep nor built in"):
+        initramfs.load_order(tmp_path, ("virtio_pci", "nfsd"))
+
+
+def test_the_recipe_hash_names_the_kernel_package():
+    assert recipe.recipe_digest("linux-image-6.1.0-57-amd64") != recipe.recipe_digest("linux-image-6.1.0-58-amd64")
+
+
+def test_shared_paths_are_the_repo_its_venv_and_base_python_without_nesting(tmp_path):
+    paths = job.shared_paths(ROOT, ROOT / ".venv" / "bin" / "python")
+    assert ROOT in paths and all(not (a != b and a in b.parents) for a in paths for b in paths)
+    assert Path(os.path.realpath(sys.base_prefix)) in paths or any(p in Path(sys.base_prefix).parents for p in paths)
+
+
+@pytest.mark.parametrize("change", [
+    {"ok": False}, {"exit_code": 1}, {"checks": {**CHECKS, "jsonl_append": {"ok": False}}},
+    {"checks": {k: v for k, v in CHECKS.items() if k != "workspace_cleanup"}},
+    {"filesystem": {"type": "tmpfs", "nfs_version": None}}, {"requirements": [{"name": "nfs", "ok": False}]},
+])
+def test_the_gate_verdict_fails_on_any_missing_or_failed_proof(change):
+    assert verdict.gate_check(GOOD_GATE)[0] is True
+    assert verdict.gate_check({**GOOD_GATE, **change})[0] is False
+
+
+def test_a_restart_verdict_refuses_a_false_pass_a_hang_and_an_overrun():
+    assert phases.judge_fault(GOOD_GATE, 0, 100.0, 300.0)["pass"] is True
+    failed = {**GOOD_GATE, "ok": False, "exit_code": 1, "failures": ["jsonl_append: 3 record(s) lost"]}
+    assert phases.judge_fault(failed, 1, 100.0, 300.0)["pass"] is True  # a named failure is honest
+    lying = {**GOOD_GATE, "checks": {**CHECKS, "jsonl_append": {"ok": False}}}
+    assert phases.judge_fault(lying, 0, 100.0, 300.0)["false_pass"] is True
+    assert phases.judge_fault(lying, 0, 100.0, 300.0)["pass"] is False
+    assert phases.judge_fault(GOOD_GATE, None, 400.0, 300.0)["pass"] is False  # killed: a hang
+    assert phases.judge_fault(GOOD_GATE, 0, 330.0, 300.0)["pass"] is False  # past --timeout
+    assert phases.judge_fault(None, 1, 10.0, 300.0)["pass"] is False
+    assert phases.judge_fault({**failed, "failures": []}, 1, 10.0, 300.0)["pass"] is False  # unnamed
+
+
+def test_step_outputs_are_read_in_the_heredoc_form(tmp_path):
+    path = tmp_path / "out"
+    path.write_text("dir<<EOF_1\n/tmp/a b\nEOF_1\nnfs<<EOF_2\n/tmp/nfs-x\nEOF_2\n")
+    assert phases.read_outputs(path) == {"dir": "/tmp/a b", "nfs": "/tmp/nfs-x"}
+
+
+def test_the_cli_says_what_to_install_when_qemu_is_missing(tmp_path):
+    done = subprocess.run([sys.executable, "-B", str(CLI), "--output-dir", str(tmp_path / "o")],
+                          capture_output=True, text=True, env={**os.environ, "PATH": str(tmp_path)})
+    assert done.returncode == 2 and "apt-get install --no-install-recommends qemu-system-x86" in done.stderr
+    assert "Traceback" not in done.stderr and not (tmp_path / "o").exists()
+
+
+def test_the_cli_refuses_unknown_phases(tmp_path):
+    done = subprocess.run([sys.executable, "-B", str(CLI), "--phases", "action,nope"], capture_output=True, text=True)
+    assert done.returncode == 2 and "subset of" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_run_without_results_fails_every_phase_check(tmp_path):
+    checks = verdict.judge(tmp_path, {"qemu_exit_code": 0, "timed_out": False}, list(job.PHASES))
+    assert [c["name"] for c in checks if not c["ok"]] == ["gate", "harness", "two_clients", "server_restart",
+                                                          "busy_unmount"]
+    (tmp_path / "guest-error.txt").write_text("Traceback")
+    assert verdict.judge(tmp_path, {"qemu_exit_code": 0, "timed_out": False}, [])[0]["ok"] is False
+    assert json.dumps(checks)
+
+
+def appends(writers: int, records: int, drop: int = 0) -> bytes:
+    from platform_runtime.jsonl import record_line
+
+    lines = [record_line(w, q) for q in range(records) for w in range(writers)]
+    return b"".join(lines[drop:])
+
+
+def test_the_unlocked_control_passes_only_when_damage_happened_and_the_gate_checker_caught_it():
+    job_ = {"repo": str(ROOT)}
+    run = {"writers_per_client": 2, "count_per_writer": 5, "clients": [{"tasks": [{"exit_code": 0}]}] * 2}
+    damaged = phases.judge_appends(job_, run, appends(4, 5, drop=3), locked=False)
+    assert damaged["damage_observed"] and damaged["caught_by_checker"] and damaged["pass"]
+    intact = phases.judge_appends(job_, run, appends(4, 5), locked=False)
+    assert intact["damage_observed"] is False and intact["pass"] is False  # nothing shown, nothing proven
+    assert phases.judge_appends(job_, run, appends(4, 5), locked=True)["pass"] is True
+    assert phases.judge_appends(job_, run, appends(4, 5, drop=1), locked=True)["pass"] is False
+
+
+def test_the_committed_nfs_evidence_matches_its_index_and_passed():
+    evidence = ROOT / "evidence" / "nfs"
+    done = subprocess.run([sys.executable, "-B", str(ROOT / "scripts" / "build_evidence_index.py"), "verify",
+                           str(evidence / "evidence-index.json"), "--artifacts", str(evidence)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0 and "recorded verdict: PASS" in done.stdout, done.stdout + done.stderr
+    from conftest import validate
+
+    validate(json.loads((evidence / "nfs-harness.json").read_text()), "nfs-harness.schema.json")
+    run = json.loads((evidence / "nfs-vm-run.json").read_text())
+    assert run["ok"] is True and all(check["ok"] for check in run["checks"]) and run["git"]["dirty"] is False
+    text = "".join(p.read_text() for p in evidence.iterdir())
+    assert "/tmp/" not in text and "/root" not in text and str(ROOT) not in text

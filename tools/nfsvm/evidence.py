@@ -1,0 +1,86 @@
+"""Record a VM run as committed evidence: the results that matter, flat, scrubbed, with their index.
+
+    python3 dev.py nfs --evidence-dir evidence/nfs
+
+Copies from the run's output folder, replaces the host's and the guest's absolute paths by
+placeholders (evidence is bytes: no temp paths, host or user names), then builds the evidence index
+over the copies with scripts/build_evidence_index.py local.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+# source (relative to the run's output folder) -> name in the evidence folder
+FILES = {
+    "action/platform-runtime-nfs.json": "platform-runtime-nfs.json",
+    "action/nfs-harness.json": "nfs-harness.json",
+    "action/nfs-harness-setup.json": "nfs-harness-setup.json",
+    "action/steps.json": "action-steps.json",
+    "two_clients/two-clients.json": "two-clients.json",
+    "server_restart/server-restart.json": "server-restart.json",
+    "server_restart/platform-runtime-nfs.json": "server-restart-gate.json",
+    "server_restart/nfs-harness.json": "server-restart-nfs-harness.json",
+    "busy_unmount/busy-unmount.json": "busy-unmount.json",
+    "versions.json": "versions.json",
+    "nfsvm-image.json": "nfsvm-image.json",
+    "nfs-vm-run.json": "nfs-vm-run.json",
+}
+# Bound by the index and judged by its verdict (the restart's own gate result may honestly say ok=false:
+# server-restart.json judges it).
+INDEXED = ("platform-runtime-nfs.json", "nfs-harness.json", "two-clients.json", "server-restart.json",
+           "busy-unmount.json")
+GUEST_TEMP = re.compile(r"/tmp/(runner-temp|two-clients|restart|busy)[^\s\"']*")
+
+
+def scrub(text: str, repo: Path) -> str:
+    text = text.replace(str(repo), "<repo>")
+    text = GUEST_TEMP.sub(lambda m: f"<guest-tmp:{m.group(1)}>", text)
+    return re.sub(r"/root/[^\s\"']*", "<host-path>", text)
+
+
+README = """# Native NFS evidence: kernel NFSv4.2 in a Linux {kernel} VM on this machine
+
+Made by `python3 dev.py nfs --evidence-dir evidence/nfs` on {date} at commit {head}{dirty}.
+Kernel NFSv4.2 server and client of Debian's Linux {kernel} (nfs-kernel-server {nfs}) over loopback
+(and a veth pair for the second client) inside a qemu TCG VM on this machine; the nfs action's own
+steps ran as an unprivileged user with sudo. Verdict: {verdict}.
+
+It is not an NFS appliance on another machine, not network latency, and not GitHub's Ubuntu kernel;
+the nfs job's apt install and systemd units on a GitHub runner have not run yet.
+`evidence-index.json` binds the gate result, the harness record and the two-client, server-restart
+and busy-unmount results by SHA-256;
+`nfs-vm-run.json` lists every check of the run; `nfsvm-image.json` is the image's manifest.
+"""
+
+
+def readme(run: dict) -> str:
+    git = run.get("git") or {}
+    return README.format(kernel=run.get("kernel_release"), nfs=run.get("nfs_kernel_server"), date=run.get("date"),
+                         head=git.get("head"), dirty=" (working tree with uncommitted changes)" if git.get("dirty")
+                         else "", verdict="every check passed" if run.get("ok") else
+                         "FAILED: " + ", ".join(c["name"] for c in run.get("checks", []) if not c["ok"]))
+
+
+def record(out: Path, destination: Path, repo: Path, run: dict) -> dict:
+    if destination.exists():
+        shutil.rmtree(destination)
+    destination.mkdir(parents=True)
+    copied = []
+    for source, name in FILES.items():
+        if (out / source).is_file():
+            (destination / name).write_text(scrub((out / source).read_text(encoding="utf-8"), repo), encoding="utf-8")
+            copied.append(name)
+    (destination / "README.md").write_text(readme(run), encoding="utf-8")
+    names = [name for name in INDEXED if name in copied]
+    command = [sys.executable, "-B", str(repo / "scripts" / "build_evidence_index.py"), "local", "--results",
+               str(destination), *[p for name in names for p in ("--result", name)],
+               "--output", str(destination / "evidence-index.json")]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=repo)
+    return {"copied": copied, "index_exit_code": done.returncode,
+            "index_message": scrub(" ".join((done.stdout + done.stderr).split())[-300:], repo)
+            .replace(str(destination), "<evidence-dir>")}

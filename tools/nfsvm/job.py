@@ -1,0 +1,65 @@
+"""Host side of one VM run: which paths to share, the job description, booting, collecting out/."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+if __package__ in (None, ""):
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from nfsvm import vm  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+PHASES = ("action", "two_clients", "server_restart", "busy_unmount")
+
+
+def shared_paths(repo: Path, python: Path) -> list[Path]:
+    """The repository, the venv it points at and that venv's base Python, each shared at its own path."""
+    base = subprocess.run([str(python), "-I", "-c", "import sys; print(sys.base_prefix); print(sys.prefix)"],
+                          capture_output=True, text=True, check=True).stdout.split()
+    candidates = [repo, Path(os.path.realpath(repo / ".venv")), *(Path(os.path.realpath(p)) for p in base)]
+    chosen: list[Path] = []
+    for path in sorted(set(candidates), key=lambda p: len(p.parts)):
+        if not any(path == c or c in path.parents for c in chosen):
+            chosen.append(path)
+    return chosen
+
+
+def make_job(repo: Path, phases: list[str], gate_timeout: float) -> tuple[dict, list[dict]]:
+    """The job the guest runs. Timeouts are generous: under TCG the gate imports torch in ~20 s idle."""
+    python = repo / ".venv" / "bin" / "python"
+    shares = [{"tag": f"share{i}", "path": str(path)} for i, path in enumerate(shared_paths(repo, python))]
+    job = {"repo": str(repo), "python": str(python), "phases": phases, "shares": shares,
+           "gate_timeout": gate_timeout, "fault_gate_timeout": gate_timeout, "restart_delay": 8}
+    return job, shares
+
+
+def run(image: Path, cache: Path, phases: list[str], limit_s: float, gate_timeout: float = 420.0,
+        repo: Path = ROOT) -> tuple[dict, Path]:
+    """Boot one VM for the phases; returns the boot facts and the folder holding what the guest wrote."""
+    runs = cache / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    job_dir = Path(tempfile.mkdtemp(prefix="run-", dir=runs)) / "job"
+    job, shares = make_job(repo, phases, gate_timeout)
+    vm.prepare_job(job_dir, job)
+    facts = vm.boot(image, job_dir, shares, limit_s)
+    return facts, job_dir
+
+
+def collect(job_dir: Path, destination: Path) -> None:
+    """Move the guest's out/ (and the console log) to destination, replacing an earlier run's files."""
+    if destination.exists():
+        shutil.rmtree(destination)
+    source = job_dir / "out"
+    if source.exists():
+        shutil.copytree(source, destination)
+    else:
+        destination.mkdir(parents=True)
+    shutil.copy2(job_dir / "console.log", destination / "vm-console.log")
+    shutil.rmtree(job_dir.parent, ignore_errors=True)

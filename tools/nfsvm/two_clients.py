@@ -1,0 +1,127 @@
+"""One NFS client's side of the two-client test: mount (optionally), start tasks together, report.
+
+    python3 two_clients.py client --tasks FILE --sync DIR --name NAME --peers N --start-at EPOCH
+        [--mount SOURCE TARGET] [--hostname NAME] [--user runner]
+    python3 two_clients.py unlocked-append TARGET WRITER RECORDS [--start-at EPOCH]
+
+`client` runs as root (to mount inside its own network namespace), starts every task of FILE as the
+unprivileged user at the same wall-clock instant as the other client, waits for its writers, marks
+itself done in the local SYNC folder, waits for the peers' marks, then stops its readers (the gate's
+replace readers stop when SYNC/stop exists). It prints one JSON line: every task's exit code, seconds
+and last JSON line. `unlocked-append` is the negative control: O_APPEND writes with no lock at all,
+of the gate's own self-checking records.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pwd
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+SCRIPTS = Path(__file__).resolve().parent.parent.parent / "scripts"
+
+
+def last_json(text: str) -> dict | None:
+    lines = [line for line in text.splitlines() if line.strip()]
+    try:
+        value = json.loads(lines[-1]) if lines else None
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def wait_for(paths: list[Path], limit_s: float) -> bool:
+    give_up = time.monotonic() + limit_s
+    while not all(path.exists() for path in paths):
+        if time.monotonic() > give_up:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def start_tasks(tasks: list[dict], user: str) -> list[tuple[dict, subprocess.Popen, float]]:
+    account = pwd.getpwnam(user)
+    env = {"HOME": account.pw_dir, "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+    return [(task, subprocess.Popen(task["argv"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                    user=account.pw_uid, group=account.pw_gid, cwd="/tmp"), time.monotonic())
+            for task in tasks]
+
+
+def finish(task: dict, process: subprocess.Popen, started: float, limit_s: float) -> dict:
+    try:
+        stdout, stderr = process.communicate(timeout=max(1.0, limit_s))
+    except subprocess.TimeoutExpired:
+        process.kill()
+        stdout, stderr = process.communicate()
+        return {"name": task["name"], "exit_code": None, "reason": "killed at the time limit"}
+    return {"name": task["name"], "role": task["role"], "exit_code": process.returncode,
+            "seconds": round(time.monotonic() - started, 2), "result": last_json(stdout.decode("utf-8", "replace")),
+            "stderr_tail": stderr.decode("utf-8", "replace")[-500:]}
+
+
+def client(args: argparse.Namespace) -> dict:
+    if args.hostname:
+        socket.sethostname(args.hostname)  # its own UTS namespace: the NFSv4 client id names the host
+    if args.mount:
+        subprocess.run(["timeout", "60", "mount", "-t", "nfs4", "-o", "vers=4.2,hard", *args.mount], check=True)
+    tasks = json.loads(Path(args.tasks).read_text())
+    time.sleep(max(0.0, args.start_at - time.time()))
+    running = start_tasks(tasks, args.user)
+    deadline = time.monotonic() + args.limit
+    results = [finish(t, p, s, deadline - time.monotonic()) for t, p, s in running if t["role"] != "reader"]
+    sync = Path(args.sync)
+    (sync / f"done-{args.name}").touch()
+    peers_done = wait_for([sync / f"done-{name}" for name in args.peers.split(",")], deadline - time.monotonic())
+    (sync / "stop").touch()
+    results += [finish(t, p, s, deadline - time.monotonic()) for t, p, s in running if t["role"] == "reader"]
+    if args.mount:
+        subprocess.run(["timeout", "60", "umount", args.mount[1]], check=False)
+    return {"client": args.name, "hostname": socket.gethostname(), "peers_done": peers_done, "tasks": results}
+
+
+def unlocked_append(target: Path, writer: int, records: int, start_at: float) -> dict:
+    sys.path.insert(0, str(SCRIPTS))
+    from platform_runtime.jsonl import record_line
+
+    fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    late = round(time.time() - start_at, 2)
+    time.sleep(max(0.0, start_at - time.time()))
+    try:
+        for seq in range(records):
+            os.write(fd, record_line(writer, seq))
+    finally:
+        os.close(fd)
+    return {"appended": records, "method": "O_APPEND without a lock", "late_at_start_seconds": late}
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="mode", required=True)
+    c = sub.add_parser("client")
+    for name in ("--tasks", "--sync", "--name", "--peers"):
+        c.add_argument(name, required=True)
+    c.add_argument("--start-at", type=float, required=True)
+    c.add_argument("--limit", type=float, default=240.0)
+    c.add_argument("--mount", nargs=2, metavar=("SOURCE", "TARGET"))
+    c.add_argument("--hostname")
+    c.add_argument("--user", default="runner")
+    u = sub.add_parser("unlocked-append")
+    u.add_argument("target", type=Path)
+    u.add_argument("writer", type=int)
+    u.add_argument("records", type=int)
+    u.add_argument("--start-at", type=float, default=0.0, help="epoch of the first write")
+    args = parser.parse_args(argv)
+    result = client(args) if args.mode == "client" else unlocked_append(args.target, args.writer, args.records,
+                                                                                   args.start_at)
+    print(json.dumps(result, sort_keys=True), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

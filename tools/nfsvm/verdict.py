@@ -1,0 +1,104 @@
+"""Judge what one VM run wrote: every promise of the NFS job as a named check that can fail."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+GATE_CHECKS = ("device_compute", "failing_writer", "concurrent_replace", "jsonl_append", "workspace_cleanup")
+
+
+def load(folder: Path, name: str) -> dict | None:
+    try:
+        value = json.loads((folder / name).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def gate_check(gate: dict | None) -> tuple[bool, str]:
+    if gate is None:
+        return False, "no gate result"
+    checks = gate.get("checks") or {}
+    failed = [name for name in GATE_CHECKS if (checks.get(name) or {}).get("ok") is not True]
+    fs_type = (gate.get("filesystem") or {}).get("type")
+    nfs_met = any(r.get("name") == "nfs" and r.get("ok") is True for r in gate.get("requirements") or []
+                  if isinstance(r, dict))
+    ok = gate.get("ok") is True and gate.get("exit_code") == 0 and not failed and fs_type in ("nfs", "nfs4") and nfs_met
+    detail = (f"ok={gate.get('ok')} exit {gate.get('exit_code')}, fs {fs_type} "
+              f"v{(gate.get('filesystem') or {}).get('nfs_version')}, require nfs met={nfs_met}"
+              + (f", failed: {', '.join(failed)}: {gate.get('failures')}" if failed or not gate.get("ok") else ""))
+    return ok, detail
+
+
+def harness_check(record: dict | None, setup: dict | None) -> tuple[bool, str]:
+    if record is None:
+        return False, "no harness record"
+    package = (setup or {}).get("package") or {}
+    ok = (record.get("schema") == "kernodeck.nfs-harness/v1" and record.get("ok") is True
+          and package.get("install") == "skipped: already installed")
+    return ok, (f"ok={record.get('ok')}, unmounted {record.get('unmounted')}, server stopped "
+                f"{record.get('server_stopped')}, export-side delete verified {record.get('cleanup_verified')}; "
+                f"package {package.get('install')} ({package.get('version')}); problems {record.get('problems')}")
+
+
+def phase_check(document: dict | None, describe) -> tuple[bool, str]:
+    if document is None:
+        return False, "the phase wrote no result"
+    return document.get("ok") is True, describe(document)
+
+
+def describe_two_clients(doc: dict) -> str:
+    parts = []
+    for kind, run in (doc.get("variants") or {}).items():
+        v = run.get("verdict", {})
+        if not v.get("pass"):
+            parts.append(f"{kind} FAILED")
+        if kind == "replace":
+            parts.append(f"replace: {v.get('reads')} reads, {v.get('partial_reads')} torn, "
+                         f"{v.get('missing_reads')} missing, {v.get('distinct_versions_seen')} versions, final "
+                         f"{v.get('final_version')}, tasks exited 0 {v.get('tasks_exited_0')}")
+        else:
+            parts.append(f"{kind}: {v.get('valid_records')}/{v.get('expected_records')} records, "
+                         f"{v.get('missing')} lost, {v.get('duplicated')} dup, {v.get('corrupt_lines')} torn"
+                         + (f", caught={v.get('caught_by_checker')}" if kind == "unlocked" else "")
+                         + f" in {run.get('seconds')} s")
+    return "; ".join(parts) or str(doc.get("reason"))
+
+
+def describe_restart(doc: dict) -> str:
+    gate = doc.get("gate") or {}
+    return (f"gate {gate.get('outcome')} (exit {gate.get('exit_code')}) in {gate.get('elapsed_seconds')} s "
+            f"of {gate.get('gate_timeout')} s, restart at "
+            f"+{(doc.get('restart') or {}).get('seconds_after_gate_start')} s;"
+            f" teardown exit {(doc.get('teardown') or {}).get('exit_code')}")
+
+
+def describe_busy(doc: dict) -> str:
+    busy, free = doc.get("busy") or {}, doc.get("free") or {}
+    return (f"busy: exit {busy.get('exit_code')}, unmounted {busy.get('unmounted')}, export kept "
+            f"{busy.get('export_kept')}; free: exit {free.get('exit_code')}, "
+            f"workspace gone {free.get('workspace_absent')}")
+
+
+def judge(out: Path, boot: dict, phases: list[str]) -> list[dict]:
+    checks = [{"name": "vm", "ok": boot.get("qemu_exit_code") == 0 and not boot.get("timed_out")
+               and not (out / "guest-error.txt").exists() and not list(out.glob("*-error.txt")),
+               "detail": f"qemu exit {boot.get('qemu_exit_code')}, timed out {boot.get('timed_out')}, "
+                         f"{boot.get('wall_seconds')} s"}]
+    table = {
+        "action": [("gate", lambda: gate_check(load(out / "action", "platform-runtime-nfs.json"))),
+                   ("harness", lambda: harness_check(load(out / "action", "nfs-harness.json"),
+                                                     load(out / "action", "nfs-harness-setup.json")))],
+        "two_clients": [("two_clients", lambda: phase_check(load(out / "two_clients", "two-clients.json"),
+                                                            describe_two_clients))],
+        "server_restart": [("server_restart", lambda: phase_check(load(out / "server_restart", "server-restart.json"),
+                                                                  describe_restart))],
+        "busy_unmount": [("busy_unmount", lambda: phase_check(load(out / "busy_unmount", "busy-unmount.json"),
+                                                              describe_busy))],
+    }
+    for phase in phases:
+        for name, run in table[phase]:
+            ok, detail = run()
+            checks.append({"name": name, "ok": ok, "detail": detail})
+    return checks
