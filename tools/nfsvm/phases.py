@@ -90,7 +90,7 @@ def gate_command(job: dict, mount: Path, output: Path, timeout: float) -> list[s
 
 
 def harness(job: dict, *args: str, timeout: float = 300) -> dict:
-    return as_runner([job["python"], "-B", f"{job['repo']}/scripts/actions/nfs_harness.py", *args], timeout=timeout)
+    return as_runner([job["python"], "-B", f"{job['repo']}/scripts/steps/nfs_harness.py", *args], timeout=timeout)
 
 
 def action_phase(job: dict, out: Path, boot_seconds: float) -> dict:
@@ -99,7 +99,7 @@ def action_phase(job: dict, out: Path, boot_seconds: float) -> dict:
     temp = runner_dir("/tmp/runner-temp")
     outputs_file = temp / "github-output"
     steps = {}
-    steps["result_dir"] = as_runner([job["python"], "-B", f"{job['repo']}/scripts/actions/result_dir.py",
+    steps["result_dir"] = as_runner([job["python"], "-B", f"{job['repo']}/scripts/steps/result_dir.py",
                                      "dir=platform-runtime-nfs-", "nfs=nfs-"],
                                     env={"RUNNER_TEMP": str(temp), "GITHUB_OUTPUT": str(outputs_file)})
     paths = read_outputs(outputs_file)

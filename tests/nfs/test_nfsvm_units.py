@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+
+from tests.conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "tools"))
 from nfsvm import initramfs, job, phases, recipe, verdict  # noqa: E402
@@ -118,7 +119,7 @@ def test_the_committed_nfs_evidence_matches_its_index_and_passed():
                            str(evidence / "evidence-index.json"), "--artifacts", str(evidence)],
                           capture_output=True, text=True)
     assert done.returncode == 0 and "recorded verdict: PASS" in done.stdout, done.stdout + done.stderr
-    from conftest import validate
+    from tests.conftest import validate
 
     validate(json.loads((evidence / "nfs-harness.json").read_text()), "nfs-harness.schema.json")
     run = json.loads((evidence / "nfs-vm-run.json").read_text())

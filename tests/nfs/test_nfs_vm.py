@@ -14,7 +14,8 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT, validate
+
+from tests.conftest import ROOT, validate
 
 sys.path.insert(0, str(ROOT / "tools"))
 from nfsvm import image  # noqa: E402

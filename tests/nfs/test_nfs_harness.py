@@ -15,12 +15,13 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT, SCRIPTS, validate
 
-sys.path.insert(0, str(SCRIPTS / "actions"))
+from tests.conftest import ROOT, SCRIPTS, validate
+
+sys.path.insert(0, str(SCRIPTS / "steps"))
 import nfs_harness  # noqa: E402
 
-HARNESS = SCRIPTS / "actions" / "nfs_harness.py"
+HARNESS = SCRIPTS / "steps" / "nfs_harness.py"
 NAME = "platform-runtime-0a1b2c3d4e5f"
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs for the share needs root")
 

@@ -1,0 +1,1 @@
+"""The NFS harness and its VM tooling."""
