@@ -155,7 +155,7 @@ class Gate:
         device_args = [self.device_to_resolve(), str(workspace / "device")]
         if self.torch_site is not None:
             device_args.append(str(self.torch_site))
-        device = self._launch("device_compute", children.worker_command("device_worker", *device_args),
+        device = self._launch("device_compute", children.device_worker_command(*device_args),
                               self.options.device_timeout_s)
         refused = self._probe(result, failures, device, workspace_name)
         if refused is not None:
