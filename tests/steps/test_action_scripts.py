@@ -276,6 +276,12 @@ def test_a_missing_package_is_reported_missing_and_a_range_is_refused(tmp_path, 
     assert "unsupported requirement" in capsys.readouterr().err
 
 
+def test_the_cpu_index_is_printed_from_its_one_place_and_venv_is_required(capsys):
+    assert prepare_python.main(["--print-cpu-index"]) == 0
+    assert capsys.readouterr().out == prepare_python.CPU_INDEX + "\n"
+    assert prepare_python.main([]) == 2 and "--venv" in capsys.readouterr().err
+
+
 def test_a_linux_cpu_job_takes_the_cpu_wheel_index():
     expected = prepare_python.CPU_INDEX if sys.platform.startswith("linux") else ""
     assert prepare_python.choose_index("", "cpu") == expected
