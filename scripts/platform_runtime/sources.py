@@ -14,6 +14,7 @@ GATE_SOURCES: tuple[str, ...] = (
     "scripts/platform_runtime_check.py",
     "scripts/platform_runtime_worker.py",
     "scripts/core/__init__.py",
+    "scripts/core/contract.py",
     "scripts/core/files.py",
     "scripts/core/provenance.py",
     "scripts/platform_runtime/__init__.py",
