@@ -110,6 +110,14 @@ def run_sha256sum(files: list[Path]) -> tuple[float, dict[str, str]]:
     return elapsed, {Path(line.split("  ", 1)[1]).name: line.split("  ", 1)[0] for line in done.stdout.splitlines()}
 
 
+def mismatched_subjects(spec: dict, index: dict, digests: dict[str, str]) -> list[str]:
+    """Subjects of the index whose digest differs from sha256sum's digest of the served file."""
+    subjects = {s["name"]: s["digest"]["sha256"] for s in index["subject"]}
+    expected = {f"logs/{job['id']}-{job['name']}.log": Path(job["log"]).name for job in spec["jobs"]}
+    expected.update({f"artifacts/{a['name']}.zip": Path(a["content"]).name for a in spec["artifacts"]})
+    return [name for name, served in expected.items() if subjects.get(name) != digests[served]]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--total-mb", type=int, default=1100, help="logs + zips, MiB (at least 1000 for the claim)")
@@ -145,16 +153,7 @@ def main() -> int:
             print(f"run {attempt + 1}: sha256sum {best_sum:.2f} s, indexer {seconds:.2f} s, indexer peak {rss:.1f} MB")
         parent.send("stop")
         server.join(10)
-        subjects = {s["name"]: s["digest"]["sha256"] for s in index["subject"]}
-        wrong = []
-        for job in spec["jobs"]:
-            name = f"logs/{job['id']}-{job['name']}.log"
-            if subjects.get(name) != digests[Path(job["log"]).name]:
-                wrong.append(name)
-        for artifact in spec["artifacts"]:
-            name = f"artifacts/{artifact['name']}.zip"
-            if subjects.get(name) != digests[Path(artifact["content"]).name]:
-                wrong.append(name)
+        wrong = mismatched_subjects(spec, index, digests)
         ratio = best_index / best_sum
         print(f"bytes: {total / 1e9:.3f} GB; sha256sum {best_sum:.2f} s ({total / best_sum / 1e6:.0f} MB/s); "
               f"indexer {best_index:.2f} s ({total / best_index / 1e6:.0f} MB/s)")

@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from core.files import encode_json  # noqa: E402
 from evidence_index import PLATFORMS  # noqa: E402
 from evidence_index.build import BuildOptions, build_run_index  # noqa: E402
-from evidence_index.common import FetchError, InputError, atomic_write_bytes, scrub  # noqa: E402
+from evidence_index.common import FetchError, InputError, atomic_write_bytes, redact_secrets  # noqa: E402
 from evidence_index.github import GitHubClient  # noqa: E402
 from evidence_index.local import build_local_index  # noqa: E402
 from evidence_index.outputs import load as load_platform_artifacts  # noqa: E402
@@ -263,11 +263,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return {"build": run_build, "local": run_local, "verify": run_verify}[args.command](args)
     except InputError as error:
-        print(f"{PROG}: error: {scrub(str(error), [token])}", file=sys.stderr)
+        print(f"{PROG}: error: {redact_secrets(str(error), [token])}", file=sys.stderr)
         return 2
     except FetchError as error:
         # Listing the run failed for good: nothing to index, and nothing was written.
-        print(f"{PROG}: error: could not read the run: {scrub(str(error), [token])}", file=sys.stderr)
+        print(f"{PROG}: error: could not read the run: {redact_secrets(str(error), [token])}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
@@ -275,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as error:  # a server's odd answer must not end in a traceback that could carry secrets
         if os.environ.get("EVIDENCE_INDEX_DEBUG"):
             raise
-        print(f"{PROG}: error: unexpected {type(error).__name__}: {scrub(str(error), [token])[:500]} "
+        print(f"{PROG}: error: unexpected {type(error).__name__}: {redact_secrets(str(error), [token])[:500]} "
               "(set EVIDENCE_INDEX_DEBUG=1 for the traceback)", file=sys.stderr)
         return 2
 

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from core.files import encode_json  # noqa: E402
 from platform_runtime import gate  # noqa: E402
-from platform_runtime.claims import DEVICE_TYPES, PLATFORMS, Requirements  # noqa: E402
+from platform_runtime.claims import DEVICE_TYPES, REQUIRABLE, Requirements  # noqa: E402
 from platform_runtime.result import EXIT_USAGE, write  # noqa: E402
 
 DEVICE_PATTERN = re.compile(r"^(auto|cpu|mps|cuda(:\d{1,2})?)$")
@@ -59,7 +59,7 @@ def build_parser() -> Parser:
                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", type=device_name, default="auto",
                         help="auto (CUDA, then MPS, then CPU), cpu, cuda, cuda:N or mps (default auto)")
-    parser.add_argument("--require", action="append", choices=PLATFORMS, default=[],
+    parser.add_argument("--require", action="append", choices=REQUIRABLE, default=[],
                         help="a platform that must really be used; repeatable")
     parser.add_argument("--require-device", choices=DEVICE_TYPES, help="the device type the work must run on")
     parser.add_argument("--require-filesystem", metavar="NAME",

@@ -4,7 +4,8 @@ Usage (normally through `python3 dev.py check`):
     python scripts/run_local.py [--output-dir outputs/local]
 
 Each step is a real process running one of the product's scripts, exactly as a user would; a step
-that fails does not stop the others. Exit 0 only when every step passed.
+that fails does not stop the others. A step passes when it exits 0 and core.contract's judge passes its
+result. Exit 0 only when every step passed.
 """
 
 from __future__ import annotations
@@ -17,6 +18,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from core.contract import judge  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = ROOT / "scripts"
@@ -122,8 +127,12 @@ def run_step(step: Step, out: Path) -> tuple[bool, str, float]:
         result = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False, f"exit {code}, no readable result (see {log.name})", elapsed
-    ok = code == 0 and result.get("ok", result.get("status") == "passed") is True
-    return ok, f"exit {code}; " + step.describe(result), elapsed
+    # The one rule (core.contract.judge) the evidence index and the actions' summaries apply too.
+    verdict = judge(result)
+    text = f"exit {code}; " + step.describe(result)
+    if not verdict.ok:
+        text += "; " + "; ".join(verdict.reasons[:2])
+    return code == 0 and verdict.ok, text, elapsed
 
 
 def main(argv: list[str] | None = None) -> int:

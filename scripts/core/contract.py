@@ -8,7 +8,7 @@ document, or a bare `{"ok": true}`, never passes.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,9 +47,14 @@ NFS_TYPES = ("nfs", "nfs4")
 WINDOWS_FS_METHOD = "win32-GetVolumeInformationW"
 
 
-def artifact_name(platform: str, attempt: int | str) -> str:
-    """The name each platform job uploads its results under (the workflow takes it from one step output)."""
-    return f"platform-runtime-{platform}-attempt-{attempt}"
+ARTIFACT_PREFIX = "platform-runtime"
+
+
+def artifact_name(parts: str | Sequence[str], attempt: int | str, prefix: str = ARTIFACT_PREFIX) -> str:
+    """The ONE naming rule for uploaded results, `<prefix>-<part>...-attempt-<n>` (a platform job's parts are
+    its platform name). scripts/steps/result_dir.py applies it and every YAML expression reads its output."""
+    words = [parts] if isinstance(parts, str) else list(parts)
+    return "-".join([prefix, *words, "attempt", str(attempt)])
 
 
 def platform_of(job_name: str) -> str | None:

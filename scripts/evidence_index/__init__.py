@@ -1,7 +1,7 @@
 """Evidence index: bind every claim of a platform-runtime run to the SHA-256 of the bytes behind it.
 
 Modules, one job each:
-    common     hashing, atomic writes, secret scrubbing, the error types
+    common     hashing, atomic writes, secret redaction, the error types
     github     REST client: timeouts, retries/backoff, manual redirects, streamed hashed downloads
     logparse   runner job logs: image name/version, OS, ##[error] lines, non-zero exits (streamed)
     zipsafe    artifact zip extraction with caps; refuses escapes, absolute paths and links

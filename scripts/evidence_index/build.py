@@ -205,7 +205,7 @@ def _fetch_log(state: _Build, job: dict[str, Any], platform: str) -> dict[str, A
                                             patience=options.log_patience_s)
     except FetchError as error:
         status = {404: "missing", 410: "missing", 413: "too-large"}.get(error.status or 0, "error")
-        return {"status": status, "error": client.scrub(str(error)), "subject": None}
+        return {"status": status, "error": client.redact_token(str(error)), "subject": None}
     subject = f"logs/{name}"
     state.subjects[subject] = download.sha256
     state.observed.logs[subject] = scanner.result()  # type: ignore[union-attr]
@@ -288,7 +288,7 @@ def _download_zip(state: _Build, record: dict[str, Any]) -> Path | None:
                                       options.max_zip_bytes)
     except FetchError as error:
         record["status"] = {410: "expired", 404: "missing", 413: "too-large"}.get(error.status or 0, "error")
-        record["error"] = client.scrub(str(error))
+        record["error"] = client.redact_token(str(error))
         return None
     record.update(zip_sha256=download.sha256, size=download.size, subject=f"artifacts/{record['name']}.zip")
     state.subjects[record["subject"]] = download.sha256  # compared with the digests by the judge

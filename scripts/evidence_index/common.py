@@ -1,4 +1,4 @@
-"""Small shared pieces: hashing files in constant memory, atomic writes, scrubbing secrets, error types."""
+"""Small shared pieces: hashing files in constant memory, atomic writes, redacting secrets, error types."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ class FetchError(Exception):
         self.status = status
 
 
-def scrub(text: str, secrets: Iterable[str | None]) -> str:
+def redact_secrets(text: str, secrets: Iterable[str | None]) -> str:
     """Remove every secret from a text that may be printed or written (messages of exceptions included)."""
     for secret in secrets:
         if secret and len(secret) >= 4:

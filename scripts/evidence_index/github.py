@@ -28,7 +28,7 @@ from urllib.parse import urljoin, urlsplit
 
 import requests
 
-from .common import CHUNK, FetchError, InputError, scrub
+from .common import CHUNK, FetchError, InputError, redact_secrets
 
 DEFAULT_API_URL = "https://api.github.com"
 REDIRECTS = {301, 302, 303, 307, 308}
@@ -111,8 +111,8 @@ class GitHubClient:
 
     # -- helpers ---------------------------------------------------------------------------------
 
-    def scrub(self, text: str) -> str:
-        return scrub(text, [self._token])
+    def redact_token(self, text: str) -> str:
+        return redact_secrets(text, [self._token])
 
     def _url(self, path_or_url: str) -> str:
         if path_or_url.startswith(("http://", "https://")):
@@ -215,7 +215,8 @@ class GitHubClient:
             if attempt == self.max_attempts:
                 break
             self._wait(wait, last_error)
-        raise FetchError(self.scrub(f"gave up after {self.max_attempts} attempts: {last_error}"), status=last_status)
+        raise FetchError(self.redact_token(f"gave up after {self.max_attempts} attempts: {last_error}"),
+                         status=last_status)
 
     # -- public API ------------------------------------------------------------------------------
 
@@ -227,7 +228,7 @@ class GitHubClient:
                 message = str(response.json().get("message", ""))[:200]
             except ValueError:
                 pass
-            raise FetchError(self.scrub(f"{self._describe(url)}: HTTP {response.status_code} {message}".strip()),
+            raise FetchError(self.redact_token(f"{self._describe(url)}: HTTP {response.status_code} {message}".strip()),
                              status=response.status_code)
         try:
             return response.json(), response.headers
@@ -289,7 +290,7 @@ class GitHubClient:
                 raise
             return Download(digest, size, dest), sink
         _unlink(dest)
-        raise FetchError(self.scrub(f"gave up after {self.max_attempts} attempts: {last_error}"))
+        raise FetchError(self.redact_token(f"gave up after {self.max_attempts} attempts: {last_error}"))
 
     def _request_patiently(self, path: str, patience: float) -> tuple[requests.Response, str]:
         """_request, asking a 404 again (1 s apart) until `patience` seconds have been waited."""

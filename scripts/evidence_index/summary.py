@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from core.markdown import markdown_cell
+
 from .sources import digest_of_files
 
 
 def _short(digest: str | None) -> str:
     return f"`{digest[:12]}`" if digest else "-"
-
-
-def _cell(text: Any) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ") if text not in (None, "") else "-"
 
 
 def _verdict_lines(verdict: dict[str, Any], title: str, meaning: str) -> list[str]:
@@ -21,7 +19,7 @@ def _verdict_lines(verdict: dict[str, Any], title: str, meaning: str) -> list[st
         lines.append(f"**Verdict: pass.** {meaning}")
     else:
         lines.append("**Verdict: fail.** Reasons:")
-        lines += [f"- {_cell(reason)}" for reason in verdict.get("reasons", [])[:30]]
+        lines += [f"- {markdown_cell(reason)}" for reason in verdict.get("reasons", [])[:30]]
     lines.append("")
     return lines
 
@@ -59,7 +57,8 @@ def render(statement: dict[str, Any]) -> str:
         ok = per_platform.get(name, {}).get("ok")
         duration = entry["job"].get("duration_s")
         lines.append(
-            f"| {name} | {'yes' if ok else 'NO'} | {_cell(image)} | {_cell(os_name)} / {_cell(arch)} | "
+            f"| {name} | {'yes' if ok else 'NO'} | {markdown_cell(image)} | "
+            f"{markdown_cell(os_name)} / {markdown_cell(arch)} | "
             f"{f'{duration:.0f} s' if duration is not None else '-'} | {_short(log.get('sha256'))} | "
             f"{_short(gate.get('sha256'))} | {_short(digest_of_files(gate.get('source_files')))} |"
         )
@@ -87,6 +86,7 @@ def _render_local(statement: dict[str, Any]) -> str:
         claims = result.get("claims") or {}
         ran_on = " / ".join(str(x) for x in ((claims.get("device") or {}).get("resolved"),
                                              (claims.get("filesystem") or {}).get("type")) if x)
-        lines.append(f"| {_cell(result['name'])} | {result.get('kind')} | {ok} | {valid} | {_cell(ran_on)} | "
+        lines.append(f"| {markdown_cell(result['name'])} | {result.get('kind')} | {ok} | {valid} | "
+                     f"{markdown_cell(ran_on)} | "
                      f"{_short(result.get('sha256'))} | {_short(digest_of_files(result.get('source_files')))} |")
     return "\n".join(lines) + "\n"

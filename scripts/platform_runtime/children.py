@@ -21,6 +21,7 @@ from platform_runtime.isolation import WORKER_FLAGS
 
 KILL_GRACE_S = 3.0
 PACKAGE_DIR = Path(__file__).resolve().parent
+WORKER_ENTRY = PACKAGE_DIR.parent / "platform_runtime_worker.py"
 
 
 class Deadline:
@@ -79,8 +80,14 @@ def describe_returncode(code: int | None) -> str:
 
 
 def worker_command(module: str, *args: str) -> list[str]:
-    """Run one of this package's worker modules as a script, in a fresh isolated interpreter (never a fork)."""
-    return [sys.executable, *WORKER_FLAGS, str(PACKAGE_DIR / f"{module}.py"), *args]
+    """Run one of this package's worker modules in a fresh isolated interpreter (never a fork), through the
+    entry script that puts scripts/ on sys.path (`python -I` leaves it off)."""
+    return [sys.executable, *WORKER_FLAGS, str(WORKER_ENTRY), module, *args]
+
+
+def device_worker_command(*args: str) -> list[str]:
+    """The device worker imports nothing of ours, so it runs as its own file, isolated like the others."""
+    return [sys.executable, *WORKER_FLAGS, str(PACKAGE_DIR / "device_worker.py"), *args]
 
 
 def start(command: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:

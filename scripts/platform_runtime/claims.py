@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-PLATFORMS = ("cuda", "rocm", "mps", "windows", "nfs")
+from core.contract import NFS_TYPES
+
+# What `--require` accepts: properties of the runner, not the workflow's platform jobs (core.contract.PLATFORMS).
+REQUIRABLE = ("cuda", "rocm", "mps", "windows", "nfs")
 DEVICE_TYPES = ("cpu", "cuda", "rocm", "mps")
 GPU_KINDS = ("cuda", "rocm", "mps")
 # Phases whose own work must allocate on the device (saving copies device tensors to the host, so it is
@@ -16,7 +19,6 @@ GPU_KINDS = ("cuda", "rocm", "mps")
 ALLOCATING_PHASES = ("matmul", "training", "checkpoint_load")
 PHASES = ("matmul", "training", "checkpoint_save", "checkpoint_load")
 MPS_FALLBACK = "PYTORCH_ENABLE_MPS_FALLBACK"
-NFS_TYPES = ("nfs", "nfs4")
 
 
 @dataclass(frozen=True)

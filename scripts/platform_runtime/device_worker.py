@@ -60,7 +60,7 @@ def load_safety(version: str) -> dict:
             "posture": "exposed" if any(a["applies"] for a in advisories) else "no-known-advisory"}
 
 
-def scrub(text: str, workspace: Path) -> str:
+def first_line_without_paths(text: str, workspace: Path) -> str:
     """Exception text without the workspace's absolute path or the home directory."""
     text = text.replace(str(workspace), "<workspace>").replace(str(Path.home()), "~")
     return text.splitlines()[0][:300] if text else text
@@ -467,7 +467,7 @@ def run(requested: str, workspace: Path, site_dir: str | None = None) -> dict:
         report.update(resolved=resolved, type=kind)
         compute(torch, device, workspace, report, stage)
     except Exception as exc:  # noqa: BLE001 - every failure on the device is a reported result
-        message = scrub(str(exc), workspace)
+        message = first_line_without_paths(str(exc), workspace)
         out_of_memory = "out of memory" in message.lower()
         report.update(stage=stage.name, reason=f"{'out of memory' if out_of_memory else type(exc).__name__} "
                                                f"at stage {stage.name}: {message}")

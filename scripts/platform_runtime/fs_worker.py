@@ -1,10 +1,11 @@
-"""File-system work of the gate, run in child processes that never import torch.
+"""File-system work of the gate, run in child processes that never import torch. The gate starts each one
+through the entry script (`python -I -B scripts/platform_runtime_worker.py fs_worker MODE ...`):
 
-    fs_worker.py probe WORK_DIR WORKSPACE_NAME
-    fs_worker.py failing-writer WORKSPACE   (the writer failing before data, mid-write, at fsync, at the replace)
-    fs_worker.py replace WORKSPACE [--writers 4] [--replaces 50] [--readers 2] [--min-versions 10] [--tolerate-missing]
-    fs_worker.py append WORKSPACE [--writers 8] [--records 200]   (a lock-exclusion probe first)
-    fs_worker.py cleanup WORKSPACE
+    probe WORK_DIR WORKSPACE_NAME
+    failing-writer WORKSPACE   (the writer failing before data, mid-write, at fsync, at the replace)
+    replace WORKSPACE [--writers 4] [--replaces 50] [--readers 2] [--min-versions 10] [--tolerate-missing]
+    append WORKSPACE [--writers 8] [--records 200]   (a lock-exclusion probe first)
+    cleanup WORKSPACE
 (and the roles the coordinators start: replace-writer, replace-reader, append-writer, lock-attempt)
 
 Each prints one JSON object on its last stdout line. The gate gives each a deadline.
@@ -25,10 +26,7 @@ import threading
 import time
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as a script by the gate: make the package importable
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from core.files import (  # noqa: E402
+from core.files import (
     TEMP_SUFFIX,
     RetryCounter,
     atomic_write_bytes,
@@ -37,9 +35,9 @@ from core.files import (  # noqa: E402
     retry_sharing,
 )
 
-from platform_runtime import filesystem  # noqa: E402
-from platform_runtime.isolation import WORKER_FLAGS  # noqa: E402
-from platform_runtime.jsonl import METHOD, LockedAppender, record_line, verify_records  # noqa: E402
+from platform_runtime import filesystem
+from platform_runtime.children import worker_command
+from platform_runtime.jsonl import METHOD, LockedAppender, record_line, verify_records
 
 ROLE_TIMEOUT_S = 90.0
 
@@ -50,8 +48,7 @@ def emit(payload: dict) -> None:
 
 
 def spawn_role(*args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, *WORKER_FLAGS, str(Path(__file__).resolve()), *args],
-                            stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    return subprocess.Popen(worker_command("fs_worker", *args), stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
 
 
 class RoleFailure:

@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from core.contract import GATE_SCHEMA_ID
 from core.provenance import git_state, github_facts, platform_facts
 
 from platform_runtime import children, isolation, torch_build
@@ -23,9 +24,8 @@ from platform_runtime.result import (
     EXIT_OK,
     EXIT_TIMEOUT,
     EXIT_USAGE,
-    SCHEMA_ID,
     private_paths,
-    scrub,
+    redact_local_paths,
 )
 from platform_runtime.sources import REPO_ROOT, hash_sources
 
@@ -62,7 +62,7 @@ def arguments_of(options: Options) -> dict:
 def skeleton(options: Options, requested_device: str) -> dict:
     """The result before anything ran: every required field, ok false."""
     return {
-        "schema": SCHEMA_ID, "ok": False, "exit_code": EXIT_FAILED, "failures": [],
+        "schema": GATE_SCHEMA_ID, "ok": False, "exit_code": EXIT_FAILED, "failures": [],
         "started_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "duration_s": 0.0,
         "arguments": arguments_of(options), "requirements": [], "platform": platform_facts(),
         "device": {"requested": requested_device, "resolved": None, "type": None},
@@ -116,7 +116,7 @@ class Gate:
             failure += f" (last error line: {last})"
         if failure is None:
             failure = outcome.payload.get("reason") or "failed"
-        return scrub(failure, self.private)
+        return redact_local_paths(failure, self.private)
 
     # --- the run ----------------------------------------------------------------------------------------
 
@@ -155,7 +155,7 @@ class Gate:
         device_args = [self.device_to_resolve(), str(workspace / "device")]
         if self.torch_site is not None:
             device_args.append(str(self.torch_site))
-        device = self._launch("device_compute", children.worker_command("device_worker", *device_args),
+        device = self._launch("device_compute", children.device_worker_command(*device_args),
                               self.options.device_timeout_s)
         refused = self._probe(result, failures, device, workspace_name)
         if refused is not None:
@@ -180,8 +180,8 @@ class Gate:
             return None
         self.kill_all()
         self._collect(device)
-        failures.append(self._reason(probe) if probe.failure() else scrub(payload.get("reason") or "probe failed",
-                                                                          self.private))
+        reason = payload.get("reason") or "probe failed"
+        failures.append(self._reason(probe) if probe.failure() else redact_local_paths(reason, self.private))
         if probe.timed_out:  # it may have made the workspace before it hung: try to remove it, or name it
             result["workspace_cleanup"]["workspace"] = workspace_name
             self._cleanup(result, self.options.work_dir / workspace_name, failures, probe.global_deadline)

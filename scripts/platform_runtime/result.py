@@ -1,5 +1,5 @@
 """The gate's result document: its one format (schemas/platform-runtime-result.schema.json), how reasons are
-scrubbed of local paths, and how it is written (atomically, for a pass and a failure alike)."""
+redacted of local paths, and how it is written (atomically, for a pass and a failure alike)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,10 @@ from pathlib import Path
 
 from core.files import atomic_write_json
 
-SCHEMA_ID = "kernodeck.platform-runtime.result/v1"
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_TIMEOUT, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
-def scrub(text: str, private_paths: list[Path]) -> str:
+def redact_local_paths(text: str, private_paths: list[Path]) -> str:
     """Replace absolute local paths (work dir, home, temp dir) with neutral placeholders."""
     placeholders = [(str(p), f"<{label}>") for p, label in zip(private_paths, ("work-dir", "home", "tmp"))]
     placeholders.sort(key=lambda pair: len(pair[0]), reverse=True)

@@ -7,27 +7,17 @@ Files are written as UTF-8 with "\n" line ends on every OS (the runner parses th
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
 import secrets
 import sys
 from collections.abc import Mapping
-from pathlib import Path
 
 
 def split_list(text: str | None) -> list[str]:
     """Split an action input given one item per line, or separated by spaces or commas."""
     return [item for item in re.split(r"[\s,]+", text or "") if item]
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _append(variable: str, text: str) -> bool:
@@ -77,11 +67,6 @@ def annotation(level: str, message: str, title: str | None = None) -> str:
 
 def annotate(level: str, message: str, title: str | None = None) -> None:
     print(annotation(level, message, title), flush=True)
-
-
-def md_cell(value: object) -> str:
-    """A value made safe for one Markdown table cell."""
-    return str(value).replace("|", "\\|").replace("\n", " ")
 
 
 def fail(message: str, code: int = 2) -> int:

@@ -32,11 +32,11 @@ import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
 
 from action_io import annotate, append_summary, fail, set_outputs, split_list  # noqa: E402
+from core.contract import ARTIFACT_PREFIX, PLATFORMS  # noqa: E402
 
-PLATFORMS = ("linux", "windows", "mps", "cuda", "nfs")
 PUSH_DEFAULT = ("windows", "mps")
 PRIVILEGED = ("nfs", "cuda")
 PULL_REQUEST_EVENTS = ("pull_request", "pull_request_target")
@@ -98,7 +98,7 @@ def check_server(environ: Mapping[str, str]) -> None:
 
 
 def check_prefix(prefix: str) -> str:
-    prefix = prefix.strip() or "platform-runtime"
+    prefix = prefix.strip() or ARTIFACT_PREFIX
     if not _PREFIX.match(prefix):
         raise PlanError(f"artifact-prefix {prefix!r}: use 1-80 letters, digits, '.', '_' or '-'")
     return prefix

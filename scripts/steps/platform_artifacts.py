@@ -32,9 +32,10 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
 
 from action_io import fail, set_outputs  # noqa: E402
+from core.contract import ARTIFACT_PREFIX  # noqa: E402
 from result_dir import ArtifactNameError, artifact_name  # noqa: E402
 
 
@@ -81,7 +82,7 @@ def record(environ: Mapping[str, str]) -> dict:
 def run_record(output: Path) -> int:
     try:
         document = record(os.environ)
-        evidence_name = artifact_name("", os.environ.get("ARTIFACT_PREFIX") or "platform-runtime", ["evidence"],
+        evidence_name = artifact_name("", os.environ.get("ARTIFACT_PREFIX") or ARTIFACT_PREFIX, ["evidence"],
                                       os.environ)
     except (InputError, ArtifactNameError) as error:
         return fail(str(error))

@@ -2,6 +2,7 @@
 """Find or make the Python the actions run: one that has the pinned torch and runtime packages.
 
     python scripts/steps/prepare_python.py --venv DIR [--torch SPEC] [--index-url URL] [--device cpu]
+    python scripts/steps/prepare_python.py --print-cpu-index   (the one place the CPU wheel index is named)
 
 If the interpreter running this already has every package of requirements/runtime.txt at its
 pinned version (with `--torch` replacing the torch pin), nothing is installed and that interpreter
@@ -31,7 +32,7 @@ from action_io import fail, set_outputs  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNTIME = ROOT / "requirements" / "runtime.txt"
-CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"  # the actions and ci.yml take it from here
 _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:==\s*([A-Za-z0-9.+!_-]+))?$")
 
 
@@ -107,12 +108,18 @@ def choose_index(index_url: str, device: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--venv", type=Path, required=True, help="where to make a venv if one is needed")
-    parser.add_argument("--torch", default="", help="torch requirement, e.g. torch==2.13.0 (default: the pin)")
+    parser.add_argument("--venv", type=Path, help="where to make a venv if one is needed (required)")
+    parser.add_argument("--print-cpu-index", action="store_true", help="print PyTorch's CPU wheel index and exit")
+    parser.add_argument("--torch", default="", help="torch requirement, e.g. torch==X.Y.Z (default: the pin)")
     parser.add_argument("--index-url", default="", help="index for torch (default: CPU index for Linux cpu)")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--runtime", type=Path, default=RUNTIME, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.print_cpu_index:
+        print(CPU_INDEX)
+        return 0
+    if args.venv is None:
+        return fail("--venv DIR is required")
     try:
         pins = requirements(args.runtime, args.torch)
         for pin in pins:

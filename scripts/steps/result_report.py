@@ -3,8 +3,10 @@
 A result passes only when the file parses, core.contract's judge passes it (the one rule the
 evidence index applies too: a known result kind, every check present and ok) AND the process that
 wrote it exited 0. Anything else -- no file, bad JSON, an unknown document, a pass with a non-zero
-exit, a failure with exit 0 -- is a failure with its own annotation. (Import path: the entry
-point puts scripts/ on sys.path for `core`.)
+exit, a failure with exit 0 -- is a failure with its own annotation. The summary shows both why the
+judge failed it and what the result itself says went wrong (the gate's `failures`, the diagnostic's
+`message`, ...), so a reader sees the cause, not only the rule. (Import path: the entry point puts
+scripts/ on sys.path for `core`.)
 """
 
 from __future__ import annotations
@@ -13,8 +15,11 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from action_io import annotate, append_summary, md_cell, set_outputs, sha256_file
+from action_io import annotate, append_summary, set_outputs
 from core.contract import judge as judge_document
+from core.contract import kind_of
+from core.files import sha256_file
+from core.markdown import markdown_cell
 
 
 @dataclass
@@ -24,7 +29,8 @@ class Verdict:
     exit_code: int | None
     ok: bool = False
     sha256: str = ""
-    problems: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # why the judge (or the exit code) failed it
+    reported: list[str] = field(default_factory=list)  # what the result itself says went wrong
     data: dict | None = None
 
 
@@ -43,6 +49,7 @@ def judge(path: Path, title: str, exit_code: int | None) -> Verdict:
         verdict.problems.append("the result is not a JSON object")
         return verdict
     verdict.data = data
+    verdict.reported = reported_failures(data)
     judgement = judge_document(data)
     claimed = judgement.ok
     verdict.problems.extend(judgement.reasons)
@@ -54,6 +61,34 @@ def judge(path: Path, title: str, exit_code: int | None) -> Verdict:
     return verdict
 
 
+def _texts(value: object) -> list[str]:
+    """Strings of a list, or of a list of {code, message} objects (training-run-check and nfs problems)."""
+    if not isinstance(value, list):
+        return []
+    texts = []
+    for item in value:
+        if isinstance(item, dict):
+            item = ": ".join(str(item[key]) for key in ("code", "message") if item.get(key))
+        if item:
+            texts.append(str(item))
+    return texts
+
+
+def reported_failures(data: dict) -> list[str]:
+    """The failure texts a result carries in its own fields, by kind; empty for a result that passed."""
+    kind = kind_of(data)
+    if kind == "gate":
+        return _texts(data.get("failures"))
+    if kind == "diagnostic":
+        message = data.get("message")
+        return [f"{data.get('code')}: {message}"] if data.get("status") != "passed" and message else []
+    if kind == "reprise-verification":
+        return _texts(data.get("errors"))
+    if kind in ("training-run-check", "nfs-harness"):
+        return _texts(data.get("problems"))
+    return []
+
+
 def _gate_rows(data: dict) -> list[str]:
     rows = ["| check | result | seconds | detail |", "| --- | --- | --- | --- |"]
     for name, check in (data.get("checks") or {}).items():
@@ -61,12 +96,12 @@ def _gate_rows(data: dict) -> list[str]:
             continue
         mark = "pass" if check.get("ok") is True else "**FAIL**"
         detail = check.get("reason") or check.get("status") or ""
-        rows.append(f"| `{name}` | {mark} | {md_cell(check.get('duration_s', ''))} | {md_cell(detail)} |")
+        rows.append(f"| `{name}` | {mark} | {markdown_cell(check.get('duration_s', ''))} | {markdown_cell(detail)} |")
     for requirement in data.get("requirements") or []:
         if isinstance(requirement, dict):
             mark = "pass" if requirement.get("ok") is True else "**FAIL**"
-            rows.append(f"| require `{md_cell(requirement.get('name'))}` | {mark} | | "
-                        f"{md_cell(requirement.get('reason', ''))} |")
+            rows.append(f"| require `{markdown_cell(requirement.get('name'))}` | {mark} | | "
+                        f"{markdown_cell(requirement.get('reason', ''))} |")
     return rows if len(rows) > 2 else []
 
 
@@ -95,7 +130,7 @@ def publish(verdict: Verdict, output_prefix: str = "") -> None:
         f"{output_prefix}result-sha256": verdict.sha256,
     })
     head = "PASS" if verdict.ok else "FAIL"
-    lines = [f"### {head}: {md_cell(verdict.title)}", ""]
+    lines = [f"### {head}: {markdown_cell(verdict.title)}", ""]
     facts = _facts(verdict.data) if verdict.data else ""
     if facts:
         lines += [facts, ""]
@@ -104,8 +139,13 @@ def publish(verdict: Verdict, output_prefix: str = "") -> None:
     if rows:
         lines += rows + [""]
     if verdict.problems:
-        lines += [f"- {md_cell(problem)}" for problem in verdict.problems] + [""]
+        lines += ["Why it did not pass:", ""] + [f"- {markdown_cell(problem)}" for problem in verdict.problems] + [""]
+    if verdict.reported:
+        lines += ["What the result says went wrong:", ""]
+        lines += [f"- {markdown_cell(text)}" for text in verdict.reported] + [""]
     append_summary("\n".join(lines))
     for problem in verdict.problems:
         annotate("error", problem, title=verdict.title)
+    for text in verdict.reported:
+        annotate("error", text, title=f"{verdict.title} (the result)")
     print(f"{verdict.title}: {head} ({verdict.path.name}, sha256 {verdict.sha256 or 'none'})", flush=True)

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from core.contract import DIAGNOSTIC_SCHEMA_ID
 
 from tests.diagnostic.fakes.harness import ROOT, SCRIPT, VALIDATOR, validate
 
@@ -225,7 +226,7 @@ def test_schema_vocabularies_are_the_scripts() -> None:
     properties = SCHEMA["properties"]
     assert properties["stage"]["enum"] == list(diag.STAGES)
     assert set(properties["code"]["enum"]) == set(diag.CODES)
-    assert properties["schema"]["const"] == diag.SCHEMA
+    assert properties["schema"]["const"] == diag.SCHEMA == DIAGNOSTIC_SCHEMA_ID  # its own copy, the core's value
     warnings = properties["pytorch"]["oneOf"][1]["properties"]["availability_warnings"]["oneOf"][1]["items"]["enum"]
     assert warnings == list(diag.WARNING_VOCABULARY)
     assert properties["runtime"]["properties"]["injection_vectors"]["items"]["enum"] == list(diag.INJECTION_VECTORS)

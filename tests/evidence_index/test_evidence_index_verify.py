@@ -298,6 +298,21 @@ def test_the_local_summary_is_appended_with_the_verdict_first(results, tmp_path)
     assert "| platform-runtime-cpu.json | gate | yes | valid | cpu / ext4 |" in text
 
 
+def test_a_local_step_passes_by_the_one_judge_not_by_a_bare_ok(tmp_path):
+    import run_local
+
+    def step(document: dict) -> run_local.Step:
+        def command(out: Path) -> list[str]:  # a real process writes the document, as a step's script would
+            return [sys.executable, "-c", f"open({str(out / 'r.json')!r}, 'w').write({json.dumps(document)!r})"]
+        return run_local.Step("t", command, "r.json", lambda result: "described")
+
+    gate = json.loads((ROOT / "evidence" / "local" / "run-local" / "platform-runtime-cpu.json").read_text())
+    assert run_local.run_step(step(gate), tmp_path)[0] is True
+    ok, text, _ = run_local.run_step(step({"ok": True}), tmp_path)
+    assert ok is False and "an unknown document never passes" in text
+    assert run_local.run_step(step({"status": "passed"}), tmp_path)[0] is False
+
+
 def test_the_local_job_ends_with_the_index_of_every_earlier_steps_result(tmp_path):
     import run_local
 

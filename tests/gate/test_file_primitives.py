@@ -73,14 +73,22 @@ def test_jsonl_verifier_catches_a_partial_last_line():
 
 def test_replace_check_that_saw_too_few_versions_fails(tmp_path):
     # One writer, two versions: nothing to race against, so the check must refuse to call it proven.
-    completed = subprocess.run([sys.executable, "-B", str(SCRIPTS / "platform_runtime" / "fs_worker.py"), "replace",
-                                str(tmp_path), "--writers", "1", "--replaces", "2", "--min-versions", "10"],
+    completed = subprocess.run([sys.executable, "-I", "-B", str(SCRIPTS / "platform_runtime_worker.py"), "fs_worker",
+                                "replace", str(tmp_path), "--writers", "1", "--replaces", "2", "--min-versions", "10"],
                                capture_output=True, text=True, timeout=120)
     result = json.loads(completed.stdout.strip().splitlines()[-1])
     assert result["ok"] is False and "proved nothing" in result["reason"]
 
 
+@pytest.mark.parametrize("module", [[], ["device_worker"], ["os"]], ids=["none", "not-a-fs-worker", "foreign"])
+def test_the_worker_entry_point_runs_only_the_file_system_worker(module):
+    completed = subprocess.run([sys.executable, "-I", "-B", str(SCRIPTS / "platform_runtime_worker.py"), *module],
+                               capture_output=True, text=True, timeout=60)
+    assert completed.returncode == 2 and completed.stdout == ""
+    assert "usage: platform_runtime_worker.py {fs_worker}" in completed.stderr
+
+
 def test_every_module_of_the_gate_is_in_the_hashed_source_list():
     package = {f"scripts/platform_runtime/{p.name}" for p in (SCRIPTS / "platform_runtime").glob("*.py")}
-    assert package <= set(GATE_SOURCES)
+    assert package | {"scripts/platform_runtime_worker.py"} <= set(GATE_SOURCES)  # the workers' entry point too
     assert all((REPO_ROOT / path).is_file() for path in GATE_SOURCES)

@@ -19,8 +19,8 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="the faults patc
 def fs_worker(tmp_path, fault: str, *args: str) -> dict:
     workspace = tmp_path / f"ws-{len(list(tmp_path.iterdir()))}"
     workspace.mkdir()
-    completed = subprocess.run([str(fault_python()), "-I", "-B", str(SCRIPTS / "platform_runtime" / "fs_worker.py"),
-                                *args[:1], str(workspace), *args[1:]],
+    completed = subprocess.run([str(fault_python()), "-I", "-B", str(SCRIPTS / "platform_runtime_worker.py"),
+                                "fs_worker", *args[:1], str(workspace), *args[1:]],
                                env=dict(os.environ, PLATFORM_RUNTIME_FAULT=fault), capture_output=True, text=True,
                                timeout=120)
     return json.loads(completed.stdout.strip().splitlines()[-1])

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from core.files import sha256_file
 
 ROOT = Path(__file__).resolve().parents[2]
 ACTIONS = ROOT / "scripts" / "steps"
@@ -117,7 +118,7 @@ def test_a_passing_result_with_exit_0_passes(tmp_path, source):
     shutil.copyfile(source, path)
     verdict = result_report.judge(path, "t", 0)
     assert verdict.ok and verdict.problems == [], verdict.problems
-    assert verdict.sha256 == action_io.sha256_file(source) and len(verdict.sha256) == 64
+    assert verdict.sha256 == sha256_file(source) and len(verdict.sha256) == 64
 
 
 @pytest.mark.parametrize("content, code, problem", [
@@ -163,7 +164,7 @@ def test_publish_writes_outputs_a_summary_table_and_error_annotations(tmp_path, 
     result_report.publish(verdict)
     outputs = parse_outputs(github_files[0])
     assert outputs["ok"] == "false" and outputs["result-path"] == str(path)
-    assert outputs["result-sha256"] == action_io.sha256_file(path)
+    assert outputs["result-sha256"] == sha256_file(path)
     summary = github_files[1].read_text()
     assert "### FAIL: windows gate" in summary and "| `jsonl_append` | **FAIL** | 2.2 | 3 records missing |" in summary
     assert "| require `windows` | **FAIL** |" in summary
@@ -171,6 +172,35 @@ def test_publish_writes_outputs_a_summary_table_and_error_annotations(tmp_path, 
     out = capsys.readouterr().out
     assert "::error title=windows gate::requirement 'windows' did not hold" in out
     assert "::error title=windows gate::checks.jsonl_append.ok is False: 3 records missing" in out
+
+
+def test_the_summary_shows_the_judges_reasons_and_the_gates_own_failures(tmp_path, github_files):
+    path = write(tmp_path / "platform-runtime-linux.json", gate_with(_gate_failing_windows))
+    result_report.publish(result_report.judge(path, "linux gate", 1))
+    summary = github_files[1].read_text()
+    why, said = summary.index("Why it did not pass:"), summary.index("What the result says went wrong:")
+    assert "- requirement 'windows' did not hold" in summary[why:said]
+    assert "- requirement windows not met: platform.system() is Linux" in summary[said:]
+
+
+def test_the_summary_shows_the_diagnostics_own_message(tmp_path, github_files, capsys):
+    path = tmp_path / "diagnostic.json"
+    shutil.copyfile(REAL_DIAGNOSTIC_NO_GPU, path)
+    result_report.publish(result_report.judge(path, "diagnostic", 5))
+    summary = github_files[1].read_text()
+    message = real(REAL_DIAGNOSTIC_NO_GPU)["message"]
+    assert "- status is 'failed', a pass needs 'passed'" in summary
+    assert f"- GPU_BACKEND_ABSENT: {message}" in summary.split("What the result says went wrong:")[1]
+    assert f"::error title=diagnostic (the result)::GPU_BACKEND_ABSENT: {message}" in capsys.readouterr().out
+
+
+def test_a_passing_result_reports_no_failure_texts(tmp_path, github_files):
+    path = tmp_path / REAL_GATE.name
+    shutil.copyfile(REAL_GATE, path)
+    verdict = result_report.judge(path, "gate", 0)
+    result_report.publish(verdict)
+    assert verdict.ok and verdict.reported == []
+    assert "What the result says went wrong" not in github_files[1].read_text()
 
 
 # --- run_gate / run_step ---------------------------------------------------------------------
@@ -224,7 +254,7 @@ COPY_RESULT = "import shutil, sys; shutil.copyfile(sys.argv[2], sys.argv[1])"
 def test_run_step_passes_a_command_whose_json_says_ok(tmp_path):
     code, outputs = _run_step(tmp_path, COPY_RESULT, str(REAL_GATE))
     assert code == 0 and outputs["ok"] == "true"
-    assert outputs["result-sha256"] == action_io.sha256_file(REAL_GATE)
+    assert outputs["result-sha256"] == sha256_file(REAL_GATE)
 
 
 def test_run_step_fails_a_command_that_says_ok_but_exits_non_zero(tmp_path):
@@ -274,6 +304,12 @@ def test_a_missing_package_is_reported_missing_and_a_range_is_refused(tmp_path, 
     runtime = write(tmp_path / "runtime.txt", "torch>=2\n")
     assert prepare_python.main(["--venv", str(tmp_path / "v"), "--runtime", str(runtime)]) == 2
     assert "unsupported requirement" in capsys.readouterr().err
+
+
+def test_the_cpu_index_is_printed_from_its_one_place_and_venv_is_required(capsys):
+    assert prepare_python.main(["--print-cpu-index"]) == 0
+    assert capsys.readouterr().out == prepare_python.CPU_INDEX + "\n"
+    assert prepare_python.main([]) == 2 and "--venv" in capsys.readouterr().err
 
 
 def test_a_linux_cpu_job_takes_the_cpu_wheel_index():

@@ -16,6 +16,8 @@ import threading
 from pathlib import Path
 
 import pytest
+from core.contract import ARTIFACT_PREFIX, PLATFORMS
+from core.contract import artifact_name as contract_artifact_name
 
 ROOT = Path(__file__).resolve().parents[2]
 ACTIONS = ROOT / "scripts" / "steps"
@@ -100,6 +102,13 @@ def test_the_artifact_name_is_prefix_parts_and_attempt():
     assert result_dir.artifact_name("", "platform-runtime", ["linux"], env) == "platform-runtime-linux-attempt-2"
     assert result_dir.artifact_name("", "call-b", ["linux"], env) == "call-b-linux-attempt-2"
     assert result_dir.artifact_name("mine", "x", ["y"], env) == "mine"
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_the_step_names_a_platform_job_artifact_as_the_index_expects(platform):
+    # One rule (core.contract.artifact_name): what a platform job uploads is what the evidence index looks for.
+    env = {"GITHUB_RUN_ATTEMPT": "3"}
+    assert result_dir.artifact_name("", ARTIFACT_PREFIX, [platform], env) == contract_artifact_name(platform, 3)
 
 
 def test_matrix_jobs_of_the_same_job_and_os_get_different_names():

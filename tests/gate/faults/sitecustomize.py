@@ -12,8 +12,11 @@ import sys
 
 FAULT = os.environ.get("PLATFORM_RUNTIME_FAULT", "")
 SCRIPT = os.path.basename(sys.argv[0]) if sys.argv else ""
-ROLE = sys.argv[1] if SCRIPT == "fs_worker.py" and len(sys.argv) > 1 else ("device" if SCRIPT == "device_worker.py"
-                                                                           else "")
+# The gate starts file-system roles as `platform_runtime_worker.py fs_worker ROLE ...`, the device worker as its file.
+if SCRIPT == "platform_runtime_worker.py" and sys.argv[1:2] == ["fs_worker"] and len(sys.argv) > 2:
+    ROLE, ROLE_ARGS = sys.argv[2], sys.argv[3:]
+else:
+    ROLE, ROLE_ARGS = ("device" if SCRIPT == "device_worker.py" else ""), []
 
 
 def _torch_faults():
@@ -137,7 +140,7 @@ elif ROLE == "replace-writer" and FAULT == "replace-unlinks-first":
         os.rename(src, dst)
 
     os.replace = replace
-elif ROLE == "append-writer" and FAULT == "appender-crashes" and sys.argv[3] == "5":
+elif ROLE == "append-writer" and FAULT == "appender-crashes" and ROLE_ARGS[1:2] == ["5"]:  # writer 5
     os._exit(3)
 elif ROLE == "cleanup" and FAULT in ("cleanup-hangs", "cleanup-does-nothing"):
     import shutil

@@ -1,0 +1,22 @@
+#!/usr/bin/env python3
+"""Entry point of the gate's file-system workers: `python -I -B platform_runtime_worker.py fs_worker ROLE ...`.
+
+Workers run isolated (`python -I`), which leaves every script's own folder off sys.path, so this entry point
+puts `scripts/` there (the one place the gate's workers edit sys.path) and runs the named worker module of the
+package as `__main__`. The device worker imports nothing of ours and is started as its own file.
+"""
+
+from __future__ import annotations
+
+import runpy
+import sys
+from pathlib import Path
+
+WORKERS = ("fs_worker",)
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2 or sys.argv[1] not in WORKERS:
+        sys.stderr.write(f"usage: platform_runtime_worker.py {{{','.join(WORKERS)}}} ARGS...\n")
+        sys.exit(2)
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    runpy.run_module(f"platform_runtime.{sys.argv.pop(1)}", run_name="__main__", alter_sys=True)
