@@ -432,11 +432,10 @@ def test_every_act_fixture_is_lint_clean_like_a_callers_workflow(path):
 
 
 def test_the_cpu_wheel_index_is_named_only_by_prepare_python():
-    # actions/nfs/action.yml is on another branch's list to change; it is the one known exception left.
     index = "download.pytorch.org/whl/cpu"
     named = [path.relative_to(ROOT).as_posix() for path in [*ACTION_FILES, *WORKFLOW_FILES]
              if index in path.read_text(encoding="utf-8")]
-    assert named in ([], ["actions/nfs/action.yml"])
+    assert named == []
     assert index in (ROOT / "scripts" / "steps" / "prepare_python.py").read_text(encoding="utf-8")
 
 
