@@ -72,7 +72,31 @@ def fake_torch(site: Path, version_py: str, libraries: tuple[str, ...] = (), mar
     return site
 
 
-SHIM_VERSION = "__version__ = '9.9.9+shim'\ncuda = '12.8'\nhip = None\n"
+def reexporting_shim(folder: Path, marker: Path, keep_own_module: bool = False) -> Path:
+    """The reviewer's forgery: a torch package that leaves `marker`, loads the real torch and re-exports it
+    under the version its own version.py names (so a build read from its folder agrees with the worker).
+    keep_own_module: stay in sys.modules as itself (a module whose file is not the real torch's)."""
+    import torch
+
+    real = str(Path(torch.__file__).resolve().parent.parent)
+    package = folder / "torch"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(textwrap.dedent(f"""
+        import importlib.machinery, importlib.util, sys
+        open({str(marker)!r}, "w").write("the caller's torch ran")
+        _self = sys.modules[__name__]
+        _spec = importlib.machinery.PathFinder.find_spec("torch", [{real!r}])
+        _real = importlib.util.module_from_spec(_spec)
+        sys.modules["torch"] = _real
+        _spec.loader.exec_module(_real)
+        globals().update({{k: v for k, v in _real.__dict__.items()
+                          if k not in ("__name__", "__spec__", "__loader__", "__path__", "__file__")}})
+        __version__ = _real.__version__ = "9.9.9+shim"
+        if {keep_own_module!r}:
+            sys.modules["torch"] = _self
+    """), encoding="utf-8")
+    (package / "version.py").write_text("__version__ = '9.9.9+shim'\ncuda = None\nhip = None\n", encoding="utf-8")
+    return folder
 
 
 def bare_venv(folder: Path) -> tuple[Path, Path]:
@@ -118,7 +142,7 @@ def test_a_torch_without_a_cuda_build_cannot_claim_cuda_whatever_the_worker_says
 
 def test_a_torch_on_pythonpath_is_ignored_and_the_interpreters_own_torch_runs(tmp_path):
     marker = tmp_path / "shim-ran"
-    shim = fake_torch(tmp_path / "shim", SHIM_VERSION, ("libtorch_cuda.so",), marker)
+    shim = reexporting_shim(tmp_path / "shim", marker)
     run = run_gate(tmp_path, "--device", "cpu", env={"PYTHONPATH": str(shim)})
     assert run.returncode == 0 and run.result["ok"] is True, run.result["failures"]
     import torch
@@ -142,7 +166,7 @@ def copy_of_scripts(tmp_path: Path) -> Path:
 def test_a_torch_package_in_the_gates_own_folder_is_ignored_and_named(tmp_path):
     marker = tmp_path / "shim-ran"
     copy = copy_of_scripts(tmp_path)
-    fake_torch(copy / "scripts", SHIM_VERSION, ("libtorch_cuda.so",), marker)  # scripts/torch/, no variable
+    reexporting_shim(copy / "scripts", marker)  # scripts/torch/, beside the gate: no variable at all
     run = run_gate_with(tmp_path, Path(sys.executable), copy / "scripts" / "platform_runtime_check.py",
                         "--device", "cpu", env={})
     assert run.returncode == 0 and run.result["ok"] is True, run.result["failures"]
@@ -153,7 +177,8 @@ def test_a_torch_package_in_the_gates_own_folder_is_ignored_and_named(tmp_path):
 
 def test_a_torch_found_only_outside_site_packages_fails_naming_where(tmp_path):
     marker = tmp_path / "shim-ran"
-    shim = fake_torch(tmp_path / "shim", SHIM_VERSION, ("libtorch_cuda.so",), marker)
+    shim = fake_torch(tmp_path / "shim", "__version__ = '9.9.9+shim'\ncuda = '12.8'\nhip = None\n",
+                      ("libtorch_cuda.so",), marker)
     python, _ = bare_venv(tmp_path / "venv")  # no torch of its own
     run = run_gate_with(tmp_path, python, ROOT / "scripts" / "platform_runtime_check.py", "--device", "cpu",
                         env={"PYTHONPATH": str(shim)})
@@ -163,6 +188,25 @@ def test_a_torch_found_only_outside_site_packages_fails_naming_where(tmp_path):
     build = run.result["device"]["torch_build"]
     assert build["found_in"] is None and build["ignored_copies"] == ["PYTHONPATH"] and build["version"] is None
     assert str(shim) not in run.output.read_text(encoding="utf-8")
+
+
+def test_a_torch_planted_at_start_up_is_refused_by_the_worker(tmp_path):
+    # The interpreter's own site-packages: one .pth path line names the real torch's folder (found there,
+    # as an installed package would be), another .pth imports a different torch module before any worker code.
+    import torch
+
+    marker = tmp_path / "shim-ran"
+    shim = reexporting_shim(tmp_path / "shim", marker, keep_own_module=True)
+    python, purelib = bare_venv(tmp_path / "venv")
+    (purelib / "real_torch.pth").write_text(str(Path(torch.__file__).resolve().parent.parent) + "\n", "utf-8")
+    (purelib / "zz_plant.pth").write_text(f"import sys; sys.path.insert(0, {str(shim)!r}); import torch\n", "utf-8")
+    run = run_gate_with(tmp_path, python, ROOT / "scripts" / "platform_runtime_check.py", "--device", "cpu",
+                        env={})
+    assert run.returncode == 1 and run.result["ok"] is False
+    reason = run.result["checks"]["device_compute"]["reason"]
+    assert "the torch in this process is not the one in the directory the gate named" in reason
+    assert run.result["device"]["torch_build"]["found_in"] == "site-packages"
+    assert "zz_plant.pth" in run.result["isolation"]["executing_pth_files"]
 
 
 def test_the_result_binds_the_exact_torch_build(gate):
