@@ -3,8 +3,9 @@
     device_worker.py DEVICE WORKSPACE [TORCH_SITE_DIR]
 
 The gate starts it with `python -I`, so nothing from the caller's PYTHONPATH, PYTHONSTARTUP, user site or
-working directory runs here; TORCH_SITE_DIR is where the parent's interpreter finds torch, and torch is
-imported from exactly there.
+working directory runs here; TORCH_SITE_DIR is the interpreter's own site directory holding torch (the gate
+never names another), and torch is imported from exactly there: a directory not on this isolated process's
+own path, or a torch module from anywhere else, is refused. Without it no torch is imported at all.
 
 Proves, on the resolved device: a real allocation; a matrix product equal to an answer computed in pure
 Python; 12 SGD-with-momentum steps whose losses are finite and decrease and whose every parameter update
@@ -366,27 +367,32 @@ def checkpoint_round_trip(torch, model, optimizer, device, workspace: Path, phas
             "ok": not loaded["mismatches"]}
 
 
-def import_torch(site_dir: str | None):
-    """torch from exactly the directory the gate named; that directory goes last on sys.path (torch's own
-    dependencies live there), so it cannot shadow the standard library."""
-    if not site_dir:
-        import torch
+class TorchNotFound(ImportError):
+    """torch is not where the gate said, or came from elsewhere: its message is the reason reported."""
 
-        return torch
-    if site_dir not in sys.path:
-        sys.path.append(site_dir)
-    if "torch" in sys.modules:  # already imported at start-up (by the interpreter's site-packages): reported
-        return sys.modules["torch"]
-    spec = importlib.machinery.PathFinder.find_spec("torch", [site_dir])
-    if spec is None or spec.loader is None:
-        raise ImportError("no torch package in the directory the gate named")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["torch"] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        sys.modules.pop("torch", None)
-        raise
+
+def import_torch(site_dir: str | None):
+    """torch from exactly the directory the gate named, which must already be on this isolated interpreter's
+    own path (its site-packages or their .pth lines): a directory the caller added is refused, never imported."""
+    if not site_dir:
+        raise TorchNotFound("the gate found no torch in the interpreter's own site-packages")
+    named = Path(site_dir).resolve()
+    if named not in {Path(entry).resolve() for entry in sys.path if entry}:
+        raise TorchNotFound("the directory the gate named is not one of this interpreter's own site directories")
+    module = sys.modules.get("torch")  # already imported at start-up (by the interpreter's site-packages)
+    if module is None:
+        spec = importlib.machinery.PathFinder.find_spec("torch", [site_dir])
+        if spec is None or spec.loader is None:
+            raise TorchNotFound("no torch package in the directory the gate named")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["torch"] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            sys.modules.pop("torch", None)
+            raise
+    if Path(getattr(module, "__file__", None) or ".").resolve().parent.parent != named:
+        raise TorchNotFound("the torch in this process is not the one in the directory the gate named")
     return module
 
 
@@ -447,13 +453,15 @@ def run(requested: str, workspace: Path, site_dir: str | None = None) -> dict:
     started = time.monotonic()
     try:
         torch = import_torch(site_dir)
+    except TorchNotFound as exc:
+        report["reason"] = f"torch could not be imported: {exc}"
+        return report
     except Exception as exc:  # noqa: BLE001 - an unimportable torch is a result, not a crash
         report["reason"] = f"torch could not be imported ({type(exc).__name__})"
         return report
     report["torch"] = {"version": torch.__version__, "cuda": torch.version.cuda,
                        "hip": getattr(torch.version, "hip", None), "import_s": round(time.monotonic() - started, 3),
-                       "from_named_directory": None if not site_dir else
-                       Path(torch.__file__).resolve().parent.parent == Path(site_dir).resolve()}
+                       "from_named_directory": True}  # import_torch refused any other
     report["load_safety"] = load_safety(torch.__version__)
     torch.set_num_threads(1)
     try:

@@ -79,8 +79,8 @@ class Gate:
         self.deadline = children.Deadline(options.timeout_s)
         self.running: list = []  # live Popen objects, killed on interrupt
         self.private = private_paths(options.work_dir)
-        self.torch_site = isolation.torch_site_dir()
-        self.build = torch_build.read_build(self.torch_site)
+        self.torch = isolation.locate_torch()  # only the interpreter's own site-packages, never PYTHONPATH
+        self.build = torch_build.read_build(self.torch.site_dir)
 
     # --- children ---------------------------------------------------------------------------------------
 
@@ -127,8 +127,8 @@ class Gate:
         sources, missing_sources = hash_sources()
         result["source"] = {"files": sources, "git": git_state(REPO_ROOT)}
         result["isolation"] = isolation.injection_vectors()
-        result["device"]["torch_build"] = self.build and {**self.build,
-                                                          "found_in": isolation.found_in(self.torch_site)}
+        result["device"]["torch_build"] = {**(self.build or torch_build.NO_BUILD), "found_in": self.torch.found_in,
+                                           "ignored_copies": list(self.torch.ignored)}
         failures: list[str] = [f"source file missing: {path}" for path in missing_sources]
         exit_code = EXIT_OK
         try:
@@ -153,8 +153,8 @@ class Gate:
         workspace = self.options.work_dir / workspace_name
         # The device worker starts now, beside the probe, so importing torch overlaps everything else.
         device_args = [self.device_to_resolve(), str(workspace / "device")]
-        if self.torch_site is not None:
-            device_args.append(str(self.torch_site))
+        if self.torch.site_dir is not None:
+            device_args.append(str(self.torch.site_dir))
         device = self._launch("device_compute", children.device_worker_command(*device_args),
                               self.options.device_timeout_s)
         refused = self._probe(result, failures, device, workspace_name)
@@ -218,7 +218,9 @@ class Gate:
             if outcome.name == "device_compute":
                 result["device"].update({k: details.get(k) for k in DEVICE_FIELDS})
                 # The worker's word is checked against the installed build, whatever it said.
-                problems = torch_build.cross_check(self.build, details.get("torch"), details.get("type"))
+                missing = isolation.missing_torch_reason(self.torch)
+                problems = [missing] if missing else []
+                problems += torch_build.cross_check(self.build, details.get("torch"), details.get("type"))
                 result["device"]["build_cross_check"] = problems
                 result["isolation"]["device_worker_loaded"] = details.get("startup_modules")
                 details = {k: details.get(k) for k in ("stage", "matmul", "training", "checkpoint", "ran_on",

@@ -9,15 +9,17 @@ and sitecustomize) and the dynamic loader's LD_PRELOAD: those are reported so a 
 
 from __future__ import annotations
 
-import importlib.util
+import importlib.machinery
 import os
 import site
 import sys
 import sysconfig
+from dataclasses import dataclass
 from pathlib import Path
 
 ENV_VECTORS = ("PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONUSERBASE", "LD_PRELOAD", "LD_AUDIT",
                "DYLD_INSERT_LIBRARIES")
+SITE_PACKAGES = "site-packages"  # found_in: torch came from the interpreter's own site directories
 WORKER_FLAGS = ("-I", "-B")  # isolated mode; no .pyc files written beside the gate's sources
 
 
@@ -56,22 +58,84 @@ def injection_vectors() -> dict:
     if pth:
         present.append(".pth")
     return {"present": present, "executing_pth_files": pth, "workers": "python -I",
-            "worker_site_dirs": "interpreter site-packages, plus the directory of the torch this interpreter finds"}
+            "worker_site_dirs": "interpreter site-packages and their .pth path lines; torch only from there"}
 
 
-def torch_site_dir() -> Path | None:
-    """The directory holding the torch package the parent's interpreter would import (not imported here)."""
+def _pth_path_dirs(site_dir: Path) -> list[Path]:
+    """The directories a site dir's .pth files add to sys.path (their path lines), as site.addpackage does."""
+    found = []
     try:
-        spec = importlib.util.find_spec("torch")
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(list(spec.submodule_search_locations)[0]).resolve().parent
+        pth_files = sorted(site_dir.glob("*.pth"))
+    except OSError:
+        return []
+    for pth in pth_files:
+        try:
+            lines = pth.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            line = line.rstrip()
+            if line and not line.startswith(("#", "import ", "import\t")) and (site_dir / line).is_dir():
+                found.append((site_dir / line).resolve())
+    return found
 
 
-def found_in(directory: Path | None) -> str | None:
-    """Where the torch came from, without naming the path."""
-    if directory is None:
+def torch_search_dirs() -> list[Path]:
+    """Where the gate may take torch from, in sys.path order: each of the interpreter's own site-packages,
+    then what its .pth path lines name. Exactly what a `python -I` worker has besides the standard library."""
+    dirs: list[Path] = []
+    for base in interpreter_site_dirs():
+        dirs += [base, *_pth_path_dirs(base)]
+    return list(dict.fromkeys(dirs))
+
+
+def _torch_spec(directory: Path):
+    try:
+        return importlib.machinery.PathFinder.find_spec("torch", [str(directory)])
+    except (ImportError, OSError, ValueError):
         return None
-    return "interpreter-site-packages" if directory in interpreter_site_dirs() else "outside-site-packages"
+
+
+def _category(entry: str) -> str:
+    """Where a sys.path entry came from, named by kind (never by its path)."""
+    path = Path(entry or os.getcwd()).resolve()
+    python_path = {Path(p).resolve() for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p}
+    script = Path(sys.argv[0]).resolve().parent if sys.argv and sys.argv[0] else None
+    user_site = Path(site.getusersitepackages()).resolve() if site.ENABLE_USER_SITE else None
+    for category, matches in (("PYTHONPATH", path in python_path), ("script-directory", path == script),
+                              ("working-directory", path == Path.cwd().resolve()), ("user-site", path == user_site)):
+        if matches:
+            return category
+    return "other-sys-path"
+
+
+@dataclass(frozen=True)
+class TorchLocation:
+    site_dir: Path | None  # the interpreter's own directory holding the torch package, or None
+    ignored: tuple[str, ...]  # kinds of places on the gate's sys.path holding another torch, never used
+
+    @property
+    def found_in(self) -> str | None:
+        return SITE_PACKAGES if self.site_dir is not None else None
+
+
+def locate_torch() -> TorchLocation:
+    """The torch package in the interpreter's own site-packages (not imported here), and where else on this
+    process's sys.path (PYTHONPATH, the gate's folder, the working directory, the user site) a torch lies
+    that a plain `import torch` might have picked instead: those copies are named and never used."""
+    own = torch_search_dirs()
+    site_dir = next((d for d in own if (spec := _torch_spec(d)) is not None and spec.origin), None)
+    ignored = {_category(entry) for entry in sys.path
+               if Path(entry or os.getcwd()).resolve() not in own and _torch_spec(Path(entry or os.getcwd()))}
+    return TorchLocation(site_dir, tuple(sorted(ignored)))
+
+
+def missing_torch_reason(location: TorchLocation) -> str | None:
+    """Why the gate has no torch to run, naming the ignored copies by kind; None when it has one."""
+    if location.site_dir is not None:
+        return None
+    text = "torch could not be imported: there is none in the interpreter's own site-packages"
+    if location.ignored:
+        text += (f"; the torch found via {', '.join(location.ignored)} was ignored (the gate takes torch only "
+                 "from the interpreter's own site-packages)")
+    return text

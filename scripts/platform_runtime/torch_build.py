@@ -19,6 +19,9 @@ BACKEND_LIBRARIES = {
     "rocm": ("libtorch_hip.so", "torch_hip.dll"),
     "mps": ("libtorch_cpu.dylib",),
 }
+# What is recorded when the interpreter's own site-packages hold no torch: nothing was read.
+NO_BUILD: dict = {"version": None, "cuda": None, "hip": None, "dist_info": None, "record_sha256": None,
+                  "wheel_tags": [], "backend_libraries": []}
 
 
 def _version_py(torch_dir: Path) -> dict:
