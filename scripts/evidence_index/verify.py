@@ -27,6 +27,7 @@ from .judge import Observed, differences, judge_index
 from .logparse import LogScanner
 from .results import MAX_RESULT_BYTES, parse_json
 from .runfacts import API_DOCUMENTS, api_subject
+from .zipsafe import UnsafeArchive, safe_extract
 
 KINDS = ("github-run", "local")
 
@@ -147,6 +148,8 @@ def _check_subject(subject: Any, roots: dict[str, Path | None], observed: Observ
         observed.json[name] = (data, row["actual"], size)
     if scanner is not None:
         observed.logs[name] = scanner.result()
+    if root_key == "artifacts" and relative.endswith(".zip") and "/" not in relative:
+        observed.zips[name] = row["actual"]
     if api:
         observed.api[name[len("logs/api/"):-len(".json")]] = parse_json(data)
     return dict(row, status="match" if row["actual"] == expected.lower() else "mismatch")
@@ -182,11 +185,40 @@ def verify(statement: dict[str, Any], roots: dict[str, Path | None], allow_offli
         report.problems.append(f"the predicate is malformed ({type(error).__name__}: {str(error)[:200]})")
         return report
     report.problems += differences(predicate, recomputed)
+    report.problems += zip_disagreements(statement["subject"], report.rows, roots.get("artifacts"))
     report.verdict = copy.deepcopy(recomputed["verdict"])
     if (predicate.get("run") or {}).get("offline") and not allow_offline:
         report.verdict["pass"] = False
         report.verdict["reasons"].append("built --offline: no job log was read (verify --allow-offline accepts that)")
     return report
+
+
+def zip_disagreements(subjects: list[Any], rows: list[dict[str, Any]], root: Path | None) -> list[str]:
+    """A bound artifact zip is what GitHub stored (its digest is GitHub's): the files bound under its folder
+    must be exactly its entries, byte for byte, so a file removed or edited in the unpacked copy while the
+    zip still holds the original is caught."""
+    if root is None:
+        return []
+    digests = {s["name"]: str(s["digest"]["sha256"]).lower() for s in subjects
+               if isinstance(s, dict) and isinstance(s.get("name"), str) and isinstance(s.get("digest"), dict)}
+    problems = []
+    for row in rows:
+        name = row.get("name")
+        if row.get("status") != "match" or not isinstance(name, str) or not name.startswith("artifacts/") \
+                or not name.endswith(".zip") or name.count("/") != 1:
+            continue
+        prefix = name[:-len(".zip")] + "/"
+        try:
+            entries = {f"{prefix}{e.name}": e.sha256 for e in safe_extract(root / name[len("artifacts/"):], None)}
+        except UnsafeArchive as error:
+            problems.append(f"subject {name}: the zip cannot be read back ({error})")
+            continue
+        bound = {n: d for n, d in digests.items() if n.startswith(prefix)}
+        problems += [f"subject {n}: in the zip {name} but not bound" for n in sorted(entries.keys() - bound)]
+        problems += [f"subject {n}: bound but not an entry of the zip {name}" for n in sorted(bound.keys() - entries)]
+        problems += [f"subject {n}: its bytes differ from the zip {name}'s entry"
+                     for n in sorted(bound.keys() & entries.keys()) if bound[n] != entries[n]]
+    return problems
 
 
 def recorded_without_subject(statement: dict[str, Any]) -> list[str]:
