@@ -71,9 +71,11 @@ def _compare_digests(artifact: dict[str, Any], observed: Observed, offline: bool
     artifact without a bound zip (dropped, or relabelled as an unpacked "local" folder) is not downloaded."""
     if not offline and artifact.get("status") in ("downloaded", "local"):
         subject = f"artifacts/{artifact.get('name')}.zip"
-        artifact["zip_sha256"] = observed.zips.get(subject)
-        artifact["subject"] = subject if artifact["zip_sha256"] else None
-        if artifact["zip_sha256"] is None:
+        artifact.pop("subject", None)
+        artifact.pop("zip_sha256", None)
+        if subject in observed.zips:
+            artifact.update(subject=subject, zip_sha256=observed.zips[subject])
+        else:
             artifact.update(status="error", error="the artifact's zip is not bound: its files cannot be checked "
                             "against what GitHub stored")
     zip_sha256 = artifact.get("zip_sha256")
