@@ -45,6 +45,8 @@ GATE_CHECKS = ("device_compute", "failing_writer", "concurrent_replace", "jsonl_
 PLATFORMS = ("linux", "windows", "mps", "cuda", "nfs")
 NFS_TYPES = ("nfs", "nfs4")
 WINDOWS_FS_METHOD = "win32-GetVolumeInformationW"
+# What GetVolumeInformationW names; a Linux file system type (ext4, xfs, tmpfs, overlay...) never proves Windows.
+WINDOWS_FS_TYPES = ("ntfs", "refs", "fat", "fat32", "exfat", "csvfs", "udf", "cdfs")
 
 
 def artifact_name(platform: str, attempt: int | str) -> str:
@@ -123,6 +125,9 @@ def _judge_gate(document: dict[str, Any]) -> list[str]:
         elif check.get("ok") is not True:
             reasons.append(f"checks.{name}.ok is {check.get('ok')!r}: {str(check.get('reason') or '')[:200]}")
             held = False
+        elif name == "device_compute" and (parts := _device_compute_parts(check)):
+            reasons += parts
+            held = False
     requirements = document.get("requirements")
     if not isinstance(requirements, list):
         reasons.append("requirements is not a list")
@@ -139,6 +144,21 @@ def _judge_gate(document: dict[str, Any]) -> list[str]:
     if document.get("failures"):
         reasons.append(f"failures lists {len(document['failures'])} failure(s)")
     return reasons
+
+
+def _device_compute_parts(check: dict[str, Any]) -> list[str]:
+    """device_compute.ok is a claim; its parts are the evidence: the matmul equals the Python answer, the
+    training steps follow the update rule and learn, the checkpoint reloads without a mismatch."""
+    def part(name: str) -> dict[str, Any]:
+        value = check.get(name)
+        return value if isinstance(value, dict) else {}
+
+    wanted = [("matmul", "equals_python_answer", True)]
+    wanted += [("training", key, True) for key in ("update_rule_ok", "loss_decreased", "losses_finite",
+                                                    "parameters_changed")]
+    wanted += [("checkpoint", "ok", True), ("checkpoint", "mismatches", [])]
+    return [f"checks.device_compute.{name}.{key} is {part(name).get(key)!r}, a pass needs {value!r}"
+            for name, key, value in wanted if part(name).get(key) != value or key not in part(name)]
 
 
 def _judge_diagnostic(document: dict[str, Any]) -> list[str]:
@@ -205,6 +225,20 @@ def _requirement_held(document: dict[str, Any], name: str) -> bool:
     return any(isinstance(r, dict) and r.get("name") == name and r.get("ok") is True for r in requirements)
 
 
+def _windows_proof(gate: dict[str, Any], fs: dict[str, Any]) -> list[tuple[bool, str]]:
+    """Every Windows fact agrees: the Windows API named the file system, which is a Windows one, with no
+    Linux mount id beside it, and the gate recorded a Windows version."""
+    platform = gate.get("platform") if isinstance(gate.get("platform"), dict) else {}
+    fs_type = str(fs.get("type") or "")
+    return [
+        (fs.get("method") == WINDOWS_FS_METHOD, f"the file system was not named by {WINDOWS_FS_METHOD} "
+                                                f"(method {fs.get('method')!r})"),
+        (fs_type.casefold() in WINDOWS_FS_TYPES, f"filesystem.type {fs_type!r} is not a Windows file system"),
+        (fs.get("mount_id") is None, f"filesystem.mount_id is {fs.get('mount_id')!r}: a Linux mount"),
+        (bool(platform.get("windows_version")), "platform.windows_version is not recorded"),
+    ]
+
+
 def prove_platform(platform: str, gate: Any) -> list[str]:
     """Why this gate result does not prove `platform` ran (empty when it does): a platform is proven only
     by a result that shows that platform, never by the job's or the artifact's name."""
@@ -220,8 +254,7 @@ def prove_platform(platform: str, gate: Any) -> list[str]:
         wanted.append((system == "Linux", f"platform.system is {system!r}, not Linux"))
     elif platform == "windows":
         wanted.append((system == "Windows", f"platform.system is {system!r}, not Windows"))
-        wanted.append((fs.get("method") == WINDOWS_FS_METHOD and bool(fs.get("type")),
-                       f"the file system was not named by {WINDOWS_FS_METHOD} (method {fs.get('method')!r})"))
+        wanted += _windows_proof(gate, fs)
     elif platform == "mps":
         wanted.append((device.get("type") == "mps", f"device.type is {device.get('type')!r}, not mps"))
     elif platform == "cuda":

@@ -125,10 +125,10 @@ def _gate_claims(document: dict[str, Any]) -> dict[str, Any]:
     checks = document.get("checks")
     return {
         "exit_code": document.get("exit_code"),
-        "platform": pick(document.get("platform"), "system", "release", "machine", "python"),
+        "platform": pick(document.get("platform"), "system", "release", "machine", "python", "windows_version"),
         "ok": document.get("ok"),
         "device": pick(document.get("device"), "requested", "resolved", "type"),
-        "filesystem": pick(document.get("filesystem"), "type", "method", "nfs_version"),
+        "filesystem": pick(document.get("filesystem"), "type", "method", "nfs_version", "mount_id"),
         "checks": {name: bool(check.get("ok")) for name, check in checks.items() if isinstance(check, dict)}
         if isinstance(checks, dict) else None,
         "workspace_cleanup": pick(document.get("workspace_cleanup"), "status"),
