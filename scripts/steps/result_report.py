@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from action_io import annotate, append_summary, md_cell, set_outputs, sha256_file
-from core.contract import judge as judge_document
+from core.contract import judge_file
 
 
 @dataclass
@@ -43,7 +43,7 @@ def judge(path: Path, title: str, exit_code: int | None) -> Verdict:
         verdict.problems.append("the result is not a JSON object")
         return verdict
     verdict.data = data
-    judgement = judge_document(data)
+    judgement = judge_file(path)  # core.contract's one rule for a result file: parse, schema, judge
     claimed = judgement.ok
     verdict.problems.extend(judgement.reasons)
     if exit_code is not None and claimed and exit_code != 0:

@@ -560,11 +560,12 @@ def test_verify_reads_entries_from_the_zip_when_only_zips_were_kept(fake, source
     assert "1 subject(s) read inside their artifact's zip" in completed.stdout
 
 
-def test_files_deeper_in_an_artifact_are_bound_but_only_top_level_json_are_results(fake, sources, tmp_path):
+def test_files_deeper_in_an_artifact_are_bound_and_a_run_folders_data_files_are_not_results(fake, sources, tmp_path):
     made = standard_run(fake, ("windows",), sources)
     job, artifact = made["windows"]
     gate = json.dumps(gate_result("windows", sources=sources, run_id=fake.run_id, job_id=job.id)).encode()
-    artifact.content = make_zip({"platform-runtime-windows.json": gate, "training-run/config.json": b'{"lr": 0.1}',
+    config = json.dumps({"schema": "kernodeck.reprise.config", "version": 1, "lr": 0.1}).encode()
+    artifact.content = make_zip({"platform-runtime-windows.json": gate, "training-run/config.json": config,
                                  "training-run/checkpoint.pt": b"\x80\x02weights"})
     artifact.digest = None
     built = build(fake, tmp_path)
