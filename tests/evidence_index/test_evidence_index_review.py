@@ -154,3 +154,23 @@ def test_the_composite_actions_install_jsonschema_from_the_runtime_pins(monkeypa
     import prepare_python
 
     assert "jsonschema==4.26.0" in prepare_python.requirements(ROOT / "requirements" / "runtime.txt", "")
+
+
+def test_verify_rehashes_the_recorded_sources_against_a_source_root(gate_folder, tmp_path):
+    """F5: the recorded source hashes were taken as recorded; with --source-root a checkout whose files
+    differ fails the verdict (exit 1) naming them, and without it the verdict line says they were not."""
+    built, index = local(gate_folder)
+    assert built.returncode == 0
+    plain = verify(index, gate_folder)
+    assert plain.returncode == 0 and "source hashes taken as recorded" in plain.stdout.splitlines()[-1]
+    same = verify(index, gate_folder, "--source-root", str(ROOT))
+    assert same.returncode == 0 and "re-hashed against --source-root" in same.stdout.splitlines()[-1], same.stdout
+    other = tmp_path / "checkout"
+    for path in SOURCES:
+        (other / path).parent.mkdir(parents=True, exist_ok=True)
+        (other / path).write_bytes((ROOT / path).read_bytes())
+    (other / SOURCES[1]).write_bytes((ROOT / SOURCES[1]).read_bytes() + b"# edited\n")
+    edited = verify(index, gate_folder, "--source-root", str(other))
+    assert edited.returncode == 1, edited.stdout
+    assert f"1 recorded source file(s) differ from --source-root: {SOURCES[1]}" in edited.stdout
+    assert verify(index, gate_folder, "--source-root", str(tmp_path / "absent")).returncode == 2
