@@ -174,3 +174,14 @@ def test_verify_rehashes_the_recorded_sources_against_a_source_root(gate_folder,
     assert edited.returncode == 1, edited.stdout
     assert f"1 recorded source file(s) differ from --source-root: {SOURCES[1]}" in edited.stdout
     assert verify(index, gate_folder, "--source-root", str(tmp_path / "absent")).returncode == 2
+
+
+def test_a_zip_in_a_local_results_folder_is_just_a_bound_file(gate_folder):
+    """The zip rule is for artifact zips GitHub stored; a local folder's own zip is bound, not unpacked."""
+    import zipfile
+
+    with zipfile.ZipFile(gate_folder / "logs.zip", "w") as archive:
+        archive.writestr("inside.txt", "x")
+    built, index = local(gate_folder)
+    assert built.returncode == 0, built.stdout
+    assert verify(index, gate_folder).returncode == 0
