@@ -205,7 +205,10 @@ def verify(statement: dict[str, Any], roots: dict[str, Path | None], allow_offli
         return report
     report.problems += differences(predicate, recomputed)
     if predicate.get("kind") == "github-run":  # a local results folder may hold any zip of its own
-        report.problems += zip_disagreements(statement["subject"], report.rows, roots.get("artifacts"))
+        unpacked = {f"artifacts/{(e.get('artifact') or {}).get('name')}.zip" for e in recomputed.get("platforms") or []
+                    if (e.get("artifact") or {}).get("status") == "downloaded"}
+        report.problems += zip_disagreements(statement["subject"], [r for r in report.rows if r["name"] in unpacked],
+                                             roots.get("artifacts"))
     report.verdict = copy.deepcopy(recomputed["verdict"])
     if source_root is not None:
         report.sources = "re-hashed against --source-root"

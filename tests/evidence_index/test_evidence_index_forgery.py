@@ -396,3 +396,21 @@ def test_an_artifact_whose_zip_was_dropped_proves_nothing(failing, status):
     completed = failing.verify()
     assert completed.returncode == 1, completed.stdout
     assert "the artifact's zip is not bound" in completed.stdout
+
+
+def test_an_honest_index_of_a_refused_zip_is_authentic_and_fails(tmp_path, real_result):
+    """The zip rule holds for unpacked artifacts; a zip refused at build (a link inside) binds no entries,
+    and verify says FAIL (exit 1), not "not authentic"."""
+    run = Run(tmp_path / "refused")
+    with FakeGitHub() as fake:
+        fake.jobs = [FakeJob(id=JOB_ID, name="platform-runtime / linux", log=runner_log("linux"))]
+        fake.artifacts = [FakeArtifact(id=3901000101, name="platform-runtime-linux-attempt-1", content=make_zip(
+            {"platform-runtime-linux.json": real_result}, symlinks={"escape": "../../etc/passwd"}))]
+        env = dict(os.environ, GITHUB_API_URL=fake.api_url, GITHUB_TOKEN=fake.token)
+        subprocess.run([sys.executable, "-B", str(CLI), "build", "--repository", fake.repository, "--run-id",
+                        str(fake.run_id), "--platforms", "linux", "--source-root", str(ROOT), "--logs-dir",
+                        str(run.folder / "logs"), "--download-dir", str(run.folder / "artifacts"), "--output",
+                        str(run.index_path)], env=env, capture_output=True, text=True, timeout=120)
+    assert platform_entry(run.index)["artifact"]["status"] == "refused"
+    completed = run.verify()
+    assert completed.returncode == 1, completed.stdout
