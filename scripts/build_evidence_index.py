@@ -47,7 +47,9 @@ and the verdict with it, field by field.
 
 exit codes:
   0  authentic, and the verdict recomputed from the bytes passes
-  1  authentic, but that verdict fails (its reasons are printed)
+  1  authentic, but that verdict fails (its reasons are printed); with --source-root DIR, also when the
+     source files the index recorded differ from DIR (without it they are taken as recorded, and the
+     verdict line says so)
   2  usage error (unreadable index, missing folder, --logs needed)
   3  not authentic: a digest mismatch, a missing file, an unknown _type / predicateType / predicate version
      / kind, a recorded file without its subject, or a recorded judgement the bytes contradict"""
@@ -110,6 +112,9 @@ def parser() -> argparse.ArgumentParser:
     check.add_argument("index", type=Path)
     check.add_argument("--artifacts", type=Path, required=True, help="folder that `artifacts/...` subjects live in")
     check.add_argument("--logs", type=Path, help="folder that `logs/...` subjects live in (needed when it has any)")
+    check.add_argument("--source-root", type=Path, metavar="DIR",
+                       help="re-hash the source files the index recorded against this checkout; the verdict fails "
+                            "(exit 1) when they differ. Without it the recorded source hashes are taken as recorded")
     check.add_argument("--allow-offline", action="store_true",
                        help="let an index built --offline (under act: no job log read) pass")
     check.add_argument("--json", type=Path, metavar="FILE",
@@ -225,7 +230,7 @@ def _verify_lines(report: Report) -> list[str]:
     else:
         word = "PASS" if report.outcome == "pass" else "FAIL"
         lines.append(f"verdict: {word} (authentic: {matched} subject(s) match and every recorded judgement is "
-                     "what the bytes say)")
+                     f"what the bytes say; source hashes {report.sources})")
         lines += [f"  - {reason}" for reason in (report.verdict or {}).get("reasons", [])]
     return lines
 
@@ -247,7 +252,10 @@ def run_verify(args: argparse.Namespace) -> int:
         raise InputError("this index binds job logs: give --logs DIR so they can be re-scanned")
     if args.json is not None and str(args.json) != "-":
         _check_output(args.json)
-    report = verify(statement, {"artifacts": args.artifacts, "logs": args.logs}, allow_offline=args.allow_offline)
+    if args.source_root is not None and not args.source_root.is_dir():
+        raise InputError(f"--source-root {args.source_root} is not a folder")
+    report = verify(statement, {"artifacts": args.artifacts, "logs": args.logs}, allow_offline=args.allow_offline,
+                    source_root=args.source_root)
     if args.json is not None and str(args.json) == "-":
         sys.stdout.write(encode_json(report.as_dict()).decode("utf-8"))
     else:

@@ -8,8 +8,11 @@ document, or a bare `{"ok": true}`, never passes.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 GATE_SCHEMA_ID = "kernodeck.platform-runtime.result/v1"
@@ -32,6 +35,11 @@ KINDS: dict[str, tuple[str, int | None]] = {
     "nfs-harness": (NFS_HARNESS_SCHEMA_ID, None),
     "evidence-verdict": (EVIDENCE_VERDICT_SCHEMA_ID, None),
 }
+# Data files of a run folder (a reprise training run's config, its manifest): bound by digest, never judged,
+# and accepted only inside a folder, never as a result on their own.
+DATA_SCHEMA_IDS = ("kernodeck.reprise.config", "kernodeck.reprise.manifest", "kernodeck.reprise.checkpoint")
+# Kinds that restate a verdict rather than prove anything: bound and judged, never enough on their own.
+RESTATING_KINDS = ("evidence-verdict",)
 # kind -> file under schemas/ (kinds without one are judged by their rules only)
 SCHEMA_FILES = {
     "gate": "platform-runtime-result.schema.json",
@@ -45,6 +53,8 @@ GATE_CHECKS = ("device_compute", "failing_writer", "concurrent_replace", "jsonl_
 PLATFORMS = ("linux", "windows", "mps", "cuda", "nfs")
 NFS_TYPES = ("nfs", "nfs4")
 WINDOWS_FS_METHOD = "win32-GetVolumeInformationW"
+# What GetVolumeInformationW names; a Linux file system type (ext4, xfs, tmpfs, overlay...) never proves Windows.
+WINDOWS_FS_TYPES = ("ntfs", "refs", "fat", "fat32", "exfat", "csvfs", "udf", "cdfs")
 
 
 ARTIFACT_PREFIX = "platform-runtime"
@@ -67,11 +77,18 @@ def gate_result_name(platform: str) -> str:
     return f"platform-runtime-{platform}.json"
 
 
+SCHEMAS = Path(__file__).resolve().parent.parent.parent / "schemas"
+
+
 @dataclass
 class Judgement:
     kind: str
     ok: bool
     reasons: list[str] = field(default_factory=list)
+    schema_valid: bool | None = None  # set by judge_bytes: None when the kind has no schema
+    schema_errors: list[str] = field(default_factory=list)
+    document: Any = None  # the parsed document (judge_bytes)
+    error: str | None = None  # judge_bytes: why the bytes are not a document at all (not JSON, a BOM...)
 
     def as_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "ok": self.ok, "reasons": list(self.reasons)}
@@ -107,6 +124,72 @@ def judge(document: Any, kind: str | None = None) -> Judgement:
     return Judgement(declared, not reasons, reasons)
 
 
+def parse_strict(data: bytes) -> Any:
+    """The JSON document in `data`: strict UTF-8, no byte-order mark (a BOM-prefixed or truncated file is not
+    a result anyone can judge the same way). Raises ValueError saying why."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        raise ValueError("starts with a UTF-8 byte-order mark")
+    try:
+        return json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as error:
+        raise ValueError(f"not UTF-8 ({error.reason} at byte {error.start})") from error
+    except ValueError as error:
+        raise ValueError(f"not JSON: {error}") from error
+
+
+@cache
+def _validator(schema_file: str) -> Any:
+    try:
+        import jsonschema  # only where a result is judged with its schema
+    except ImportError as error:
+        raise RuntimeError("jsonschema is not installed (pip install -r requirements/runtime.txt): "
+                           "the result could not be validated") from error
+    schema = json.loads((SCHEMAS / schema_file).read_text(encoding="utf-8"))
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+
+
+def schema_check(kind: str, document: Any) -> tuple[bool | None, list[str]]:
+    """(valid, first errors) against the kind's schema; (None, []) for a kind without one. Raises
+    RuntimeError when jsonschema is missing or the schema file is absent."""
+    schema_file = SCHEMA_FILES.get(kind)
+    if schema_file is None:
+        return None, []
+    if not (SCHEMAS / schema_file).is_file():
+        raise RuntimeError(f"the schema file schemas/{schema_file} is missing: the result could not be validated")
+    errors = sorted(_validator(schema_file).iter_errors(document), key=lambda e: list(e.absolute_path))
+    return not errors, [f"{'/'.join(map(str, e.absolute_path)) or '(root)'}: {e.message[:200]}" for e in errors[:10]]
+
+
+def judge_bytes(data: bytes) -> Judgement:
+    """THE rule for a result file, used by the evidence index and the composite actions' summaries alike:
+    parse strictly, recognise the kind, validate against its schema, judge by its rules. Never raises."""
+    try:
+        document = parse_strict(data)
+    except ValueError as error:
+        return Judgement("unknown", False, [str(error)[:300]], error=str(error)[:300])
+    judgement = judge(document)
+    judgement.document = document
+    try:
+        judgement.schema_valid, judgement.schema_errors = schema_check(judgement.kind, document)
+    except RuntimeError as error:
+        judgement.reasons.insert(0, f"was not validated: {error}")
+    if judgement.schema_valid is False:
+        judgement.reasons.insert(0, "does not validate against its schema: " + "; ".join(judgement.schema_errors[:2]))
+    judgement.ok = not judgement.reasons
+    return judgement
+
+
+def judge_file(path: Path) -> Judgement:
+    """judge_bytes on a file's bytes; an unreadable file fails with the reason."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as error:
+        return Judgement("unknown", False, [f"unreadable: {error.strerror or type(error).__name__}"])
+    return judge_bytes(data)
+
+
 def _schema_of(document: Any) -> Any:
     return document.get("schema") if isinstance(document, dict) else type(document).__name__
 
@@ -128,6 +211,9 @@ def _judge_gate(document: dict[str, Any]) -> list[str]:
         elif check.get("ok") is not True:
             reasons.append(f"checks.{name}.ok is {check.get('ok')!r}: {str(check.get('reason') or '')[:200]}")
             held = False
+        elif name == "device_compute" and (parts := _device_compute_parts(check)):
+            reasons += parts
+            held = False
     requirements = document.get("requirements")
     if not isinstance(requirements, list):
         reasons.append("requirements is not a list")
@@ -144,6 +230,21 @@ def _judge_gate(document: dict[str, Any]) -> list[str]:
     if document.get("failures"):
         reasons.append(f"failures lists {len(document['failures'])} failure(s)")
     return reasons
+
+
+def _device_compute_parts(check: dict[str, Any]) -> list[str]:
+    """device_compute.ok is a claim; its parts are the evidence: the matmul equals the Python answer, the
+    training steps follow the update rule and learn, the checkpoint reloads without a mismatch."""
+    def part(name: str) -> dict[str, Any]:
+        value = check.get(name)
+        return value if isinstance(value, dict) else {}
+
+    wanted = [("matmul", "equals_python_answer", True)]
+    wanted += [("training", key, True) for key in ("update_rule_ok", "loss_decreased", "losses_finite",
+                                                    "parameters_changed")]
+    wanted += [("checkpoint", "ok", True), ("checkpoint", "mismatches", [])]
+    return [f"checks.device_compute.{name}.{key} is {part(name).get(key)!r}, a pass needs {value!r}"
+            for name, key, value in wanted if part(name).get(key) != value or key not in part(name)]
 
 
 def _judge_diagnostic(document: dict[str, Any]) -> list[str]:
@@ -210,6 +311,20 @@ def _requirement_held(document: dict[str, Any], name: str) -> bool:
     return any(isinstance(r, dict) and r.get("name") == name and r.get("ok") is True for r in requirements)
 
 
+def _windows_proof(gate: dict[str, Any], fs: dict[str, Any]) -> list[tuple[bool, str]]:
+    """Every Windows fact agrees: the Windows API named the file system, which is a Windows one, with no
+    Linux mount id beside it, and the gate recorded a Windows version."""
+    platform = gate.get("platform") if isinstance(gate.get("platform"), dict) else {}
+    fs_type = str(fs.get("type") or "")
+    return [
+        (fs.get("method") == WINDOWS_FS_METHOD, f"the file system was not named by {WINDOWS_FS_METHOD} "
+                                                f"(method {fs.get('method')!r})"),
+        (fs_type.casefold() in WINDOWS_FS_TYPES, f"filesystem.type {fs_type!r} is not a Windows file system"),
+        (fs.get("mount_id") is None, f"filesystem.mount_id is {fs.get('mount_id')!r}: a Linux mount"),
+        (bool(platform.get("windows_version")), "platform.windows_version is not recorded"),
+    ]
+
+
 def prove_platform(platform: str, gate: Any) -> list[str]:
     """Why this gate result does not prove `platform` ran (empty when it does): a platform is proven only
     by a result that shows that platform, never by the job's or the artifact's name."""
@@ -225,8 +340,7 @@ def prove_platform(platform: str, gate: Any) -> list[str]:
         wanted.append((system == "Linux", f"platform.system is {system!r}, not Linux"))
     elif platform == "windows":
         wanted.append((system == "Windows", f"platform.system is {system!r}, not Windows"))
-        wanted.append((fs.get("method") == WINDOWS_FS_METHOD and bool(fs.get("type")),
-                       f"the file system was not named by {WINDOWS_FS_METHOD} (method {fs.get('method')!r})"))
+        wanted += _windows_proof(gate, fs)
     elif platform == "mps":
         wanted.append((device.get("type") == "mps", f"device.type is {device.get('type')!r}, not mps"))
     elif platform == "cuda":

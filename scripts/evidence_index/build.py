@@ -292,6 +292,7 @@ def _download_zip(state: _Build, record: dict[str, Any]) -> Path | None:
         return None
     record.update(zip_sha256=download.sha256, size=download.size, subject=f"artifacts/{record['name']}.zip")
     state.subjects[record["subject"]] = download.sha256  # compared with the digests by the judge
+    state.observed.zips[record["subject"]] = download.sha256
     return zip_path
 
 

@@ -32,6 +32,7 @@ class Observed:
     json: dict[str, tuple[bytes | None, str, int]] = field(default_factory=dict)
     logs: dict[str, dict[str, Any]] = field(default_factory=dict)
     api: dict[str, Any] = field(default_factory=dict)  # run / jobs / artifacts, as the API answered
+    zips: dict[str, str] = field(default_factory=dict)  # {artifacts/<name>.zip: sha256} of the bound zips
 
 
 def _results_under(prefix: str, observed: Observed) -> list[dict[str, Any]]:
@@ -63,9 +64,20 @@ def judge_local(predicate: dict[str, Any], observed: Observed) -> dict[str, Any]
     return judged
 
 
-def _compare_digests(artifact: dict[str, Any]) -> None:
+def _compare_digests(artifact: dict[str, Any], observed: Observed, offline: bool) -> None:
     """The downloaded zip's SHA-256 (a subject) against the digest GitHub listed and the one its job exported
-    (upload-artifact reports hex SHA-256, possibly prefixed `sha256:`)."""
+    (upload-artifact reports hex SHA-256, possibly prefixed `sha256:`). Online, an artifact's evidence is its
+    zip as GitHub stored it: its digest is taken from the bound zip's bytes, never as recorded, and an
+    artifact without a bound zip (dropped, or relabelled as an unpacked "local" folder) is not downloaded."""
+    if not offline and artifact.get("status") in ("downloaded", "local"):
+        subject = f"artifacts/{artifact.get('name')}.zip"
+        artifact.pop("subject", None)
+        artifact.pop("zip_sha256", None)
+        if subject in observed.zips:
+            artifact.update(subject=subject, zip_sha256=observed.zips[subject])
+        else:
+            artifact.update(status="error", error="the artifact's zip is not bound: its files cannot be checked "
+                            "against what GitHub stored")
     zip_sha256 = artifact.get("zip_sha256")
     if not zip_sha256:
         return
@@ -99,7 +111,7 @@ def judge_run(predicate: dict[str, Any], observed: Observed) -> dict[str, Any]:
         if artifact.get("located_by") == "name":  # the name follows from the platform and the job's attempt
             attempt = job.get("run_attempt") or (judged.get("run") or {}).get("attempt")
             artifact["name"] = artifact_name(entry["platform"], attempt)
-        _compare_digests(artifact)
+        _compare_digests(artifact, observed, bool((judged.get("run") or {}).get("offline")))
         bound = _results_under(f"artifacts/{artifact.get('name')}/", observed) if artifact.get("name") else []
         entry["results"] = _unbound(entry.get("results") or []) + bound
         entry["runner"] = _runner(entry)

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from functools import cache
 from pathlib import Path
 from typing import Any
 
-from core.contract import EVIDENCE_VERDICT_SCHEMA_ID, SCHEMA_FILES, judge, kind_of
+from core.contract import DATA_SCHEMA_IDS, EVIDENCE_VERDICT_SCHEMA_ID, SCHEMA_FILES, judge_bytes
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 SCHEMAS = REPO_ROOT / "schemas"
@@ -22,12 +21,15 @@ RESULT_KINDS = frozenset(SCHEMA_FILES) | {"evidence-verdict"}
 
 
 def is_result(relative: str, document: Any) -> bool:
-    """Which bound files are results to judge: every top-level *.json of a results folder or artifact, and
-    any deeper JSON that declares a result kind (a reprise verification inside its folder). Deeper files that
-    declare none (a training run's config.json) are bound by digest only. Decided from the bytes alone."""
+    """Which bound files are results to judge: every *.json, except a known data file of a run folder (a
+    reprise run's config.json declares kernodeck.reprise.config) lying below the top level. So a deeper JSON
+    that is truncated, BOM-prefixed or of no known kind is judged, and fails naming the file. Decided from
+    the bytes alone."""
     if not relative.endswith(".json"):
         return False
-    return "/" not in relative or kind_of(document) in RESULT_KINDS
+    if "/" not in relative:
+        return True
+    return not (isinstance(document, dict) and document.get("schema") in DATA_SCHEMA_IDS)
 
 
 def parse_json(data: bytes | None) -> Any:
@@ -38,30 +40,6 @@ def parse_json(data: bytes | None) -> Any:
         return json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         return None
-
-
-@cache
-def _validator(schema_file: str) -> Any:
-    import jsonschema  # only where a schema is checked; the rest of the indexer needs only requests
-
-    schema = json.loads((SCHEMAS / schema_file).read_text(encoding="utf-8"))
-    cls = jsonschema.validators.validator_for(schema)
-    cls.check_schema(schema)
-    return cls(schema, format_checker=cls.FORMAT_CHECKER)
-
-
-def schema_check(kind: str, document: Any) -> tuple[bool | None, list[str]]:
-    """(valid, first errors); (None, [why]) when this kind has no schema or jsonschema is missing."""
-    schema_file = SCHEMA_FILES.get(kind)
-    if schema_file is None or not (SCHEMAS / schema_file).is_file():
-        return None, [f"no schema file for a {kind} result"]
-    try:
-        validator = _validator(schema_file)
-    except ImportError:
-        return None, ["jsonschema is not installed: the result could not be validated"]
-    errors = sorted(validator.iter_errors(document), key=lambda e: list(e.absolute_path))
-    messages = [f"{'/'.join(map(str, e.absolute_path)) or '(root)'}: {e.message[:200]}" for e in errors[:10]]
-    return not errors, messages
 
 
 def read_result(path: Path, name: str) -> dict[str, Any]:
@@ -89,23 +67,16 @@ def too_large(name: str, sha256: str, size: int) -> dict[str, Any]:
 
 
 def read_result_bytes(data: bytes, name: str) -> dict[str, Any]:
-    """The same from bytes already in memory: parse, recognise the kind, validate, judge (core.contract)."""
+    """The same from bytes already in memory: core.contract.judge_bytes parses, recognises the kind,
+    validates and judges (the one rule the composite actions' summaries use too)."""
     record: dict[str, Any] = {"name": name, "sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
-    try:
-        document = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as error:
-        why = f"not JSON: {error}"[:300]
-        record.update(kind="unknown", ok=False, schema_valid=None, reasons=[why], error=why)
+    judgement = judge_bytes(data)
+    document = judgement.document
+    if judgement.error is not None:
+        record.update(kind="unknown", ok=False, schema_valid=None, reasons=[judgement.error], error=judgement.error)
         return record
-    judgement = judge(document)
-    valid, schema_errors = schema_check(judgement.kind, document)
-    reasons = list(judgement.reasons)
-    if valid is False:
-        reasons.insert(0, "does not validate against its schema: " + "; ".join(schema_errors[:2]))
-    elif valid is None and judgement.kind in SCHEMA_FILES and (SCHEMAS / SCHEMA_FILES[judgement.kind]).is_file():
-        reasons.insert(0, "was not validated: " + "; ".join(schema_errors[:1]))
-    record.update(kind=judgement.kind, ok=not reasons, schema_valid=valid, schema_errors=schema_errors,
-                  reasons=reasons)
+    record.update(kind=judgement.kind, ok=judgement.ok, schema_valid=judgement.schema_valid,
+                  schema_errors=judgement.schema_errors, reasons=judgement.reasons)
     if isinstance(document, dict):
         source = document.get("source")
         files = source.get("files") if isinstance(source, dict) else None
@@ -125,10 +96,10 @@ def _gate_claims(document: dict[str, Any]) -> dict[str, Any]:
     checks = document.get("checks")
     return {
         "exit_code": document.get("exit_code"),
-        "platform": pick(document.get("platform"), "system", "release", "machine", "python"),
+        "platform": pick(document.get("platform"), "system", "release", "machine", "python", "windows_version"),
         "ok": document.get("ok"),
         "device": pick(document.get("device"), "requested", "resolved", "type"),
-        "filesystem": pick(document.get("filesystem"), "type", "method", "nfs_version"),
+        "filesystem": pick(document.get("filesystem"), "type", "method", "nfs_version", "mount_id"),
         "checks": {name: bool(check.get("ok")) for name, check in checks.items() if isinstance(check, dict)}
         if isinstance(checks, dict) else None,
         "workspace_cleanup": pick(document.get("workspace_cleanup"), "status"),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.contract import platform_of, prove_platform
+from core.contract import RESTATING_KINDS, platform_of, prove_platform
 
 from .sources import digest_of_files
 
@@ -166,6 +166,9 @@ def decide_local(predicate: dict[str, Any]) -> dict[str, Any]:
     results = predicate.get("results") or []
     if not results:
         reasons.append("no result files to index: nothing is proven")
+    elif all(r.get("kind") in RESTATING_KINDS for r in results):
+        # A verdict document restates some index's verdict; on its own it is evidence of nothing.
+        reasons.append("only evidence-verdict documents: a restated verdict proves nothing on its own")
     actual = (predicate.get("source_root") or {}).get("files") or {}
     for result in results:
         reasons += _result_reasons(result, "")

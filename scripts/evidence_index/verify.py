@@ -6,7 +6,8 @@ sub-folder per artifact and the downloaded zips; for a local index, the results 
 link leading outside its root, is a problem, never followed.
 
 Outcomes (`Report.outcome`): "pass" (authentic, the verdict recomputed from the bytes passes), "fail"
-(authentic, that verdict fails), "not-authentic" (a digest mismatch, a missing file, an unknown type or
+(authentic, that verdict fails, or the recorded sources differ from `source_root` when one is given),
+"not-authentic" (a digest mismatch, a missing file, an unknown type or
 version, a recorded file without its subject, or a recorded judgement the bytes contradict).
 """
 
@@ -27,6 +28,8 @@ from .judge import Observed, differences, judge_index
 from .logparse import LogScanner
 from .results import MAX_RESULT_BYTES, parse_json
 from .runfacts import API_DOCUMENTS, api_subject
+from .sources import hash_sources
+from .zipsafe import UnsafeArchive, safe_extract
 
 KINDS = ("github-run", "local")
 
@@ -40,6 +43,7 @@ class Report:
     rows: list[dict[str, Any]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # each makes the index not authentic
     verdict: dict[str, Any] | None = None  # recomputed from the bytes
+    sources: str = "taken as recorded"  # or "re-hashed against --source-root"
 
     @property
     def outcome(self) -> str:
@@ -48,7 +52,8 @@ class Report:
         return "pass" if self.verdict.get("pass") else "fail"
 
     def as_dict(self) -> dict[str, Any]:
-        return {"outcome": self.outcome, "problems": self.problems, "verdict": self.verdict, "subjects": self.rows}
+        return {"outcome": self.outcome, "problems": self.problems, "verdict": self.verdict, "sources": self.sources,
+                "subjects": self.rows}
 
 
 def load_statement(path: Path) -> dict[str, Any]:
@@ -147,12 +152,29 @@ def _check_subject(subject: Any, roots: dict[str, Path | None], observed: Observ
         observed.json[name] = (data, row["actual"], size)
     if scanner is not None:
         observed.logs[name] = scanner.result()
+    if root_key == "artifacts" and relative.endswith(".zip") and "/" not in relative:
+        observed.zips[name] = row["actual"]
     if api:
         observed.api[name[len("logs/api/"):-len(".json")]] = parse_json(data)
     return dict(row, status="match" if row["actual"] == expected.lower() else "mismatch")
 
 
-def verify(statement: dict[str, Any], roots: dict[str, Path | None], allow_offline: bool = False) -> Report:
+def source_differences(predicate: dict[str, Any], root: Path) -> list[str]:
+    """The source files the index recorded (source_root.files), re-hashed at `root`: the verdict's source
+    comparison otherwise rests on hashes taken as recorded at build time."""
+    recorded = (predicate.get("source_root") or {}).get("files") or {}
+    if not isinstance(recorded, dict):
+        return ["predicate.source_root.files is not a map of path to SHA-256"]
+    actual = hash_sources(root, [str(path) for path in recorded])
+    differing = sorted(path for path in recorded if actual.get(str(path)) != recorded[path])
+    if not differing:
+        return []
+    listed = ", ".join(differing[:5]) + (" ..." if len(differing) > 5 else "")
+    return [f"{len(differing)} recorded source file(s) differ from --source-root: {listed}"]
+
+
+def verify(statement: dict[str, Any], roots: dict[str, Path | None], allow_offline: bool = False,
+           source_root: Path | None = None) -> Report:
     """Hash every subject, run the one judge on those bytes, and compare what the index records with it.
     An index built --offline (act: no job log was read) passes only with allow_offline: otherwise editing a
     real run's index into an "offline" one would be a way to drop its logs from the judgement."""
@@ -182,11 +204,50 @@ def verify(statement: dict[str, Any], roots: dict[str, Path | None], allow_offli
         report.problems.append(f"the predicate is malformed ({type(error).__name__}: {str(error)[:200]})")
         return report
     report.problems += differences(predicate, recomputed)
+    if predicate.get("kind") == "github-run":  # a local results folder may hold any zip of its own
+        unpacked = {f"artifacts/{(e.get('artifact') or {}).get('name')}.zip" for e in recomputed.get("platforms") or []
+                    if (e.get("artifact") or {}).get("status") == "downloaded"}
+        report.problems += zip_disagreements(statement["subject"], [r for r in report.rows if r["name"] in unpacked],
+                                             roots.get("artifacts"))
     report.verdict = copy.deepcopy(recomputed["verdict"])
+    if source_root is not None:
+        report.sources = "re-hashed against --source-root"
+        differing = source_differences(predicate, source_root)
+        if differing:
+            report.verdict["pass"] = False
+            report.verdict["reasons"] += differing
     if (predicate.get("run") or {}).get("offline") and not allow_offline:
         report.verdict["pass"] = False
         report.verdict["reasons"].append("built --offline: no job log was read (verify --allow-offline accepts that)")
     return report
+
+
+def zip_disagreements(subjects: list[Any], rows: list[dict[str, Any]], root: Path | None) -> list[str]:
+    """A bound artifact zip is what GitHub stored (its digest is GitHub's): the files bound under its folder
+    must be exactly its entries, byte for byte, so a file removed or edited in the unpacked copy while the
+    zip still holds the original is caught."""
+    if root is None:
+        return []
+    digests = {s["name"]: str(s["digest"]["sha256"]).lower() for s in subjects
+               if isinstance(s, dict) and isinstance(s.get("name"), str) and isinstance(s.get("digest"), dict)}
+    problems = []
+    for row in rows:
+        name = row.get("name")
+        if row.get("status") != "match" or not isinstance(name, str) or not name.startswith("artifacts/") \
+                or not name.endswith(".zip") or name.count("/") != 1:
+            continue
+        prefix = name[:-len(".zip")] + "/"
+        try:
+            entries = {f"{prefix}{e.name}": e.sha256 for e in safe_extract(root / name[len("artifacts/"):], None)}
+        except UnsafeArchive as error:
+            problems.append(f"subject {name}: the zip cannot be read back ({error})")
+            continue
+        bound = {n: d for n, d in digests.items() if n.startswith(prefix)}
+        problems += [f"subject {n}: in the zip {name} but not bound" for n in sorted(entries.keys() - bound)]
+        problems += [f"subject {n}: bound but not an entry of the zip {name}" for n in sorted(bound.keys() - entries)]
+        problems += [f"subject {n}: its bytes differ from the zip {name}'s entry"
+                     for n in sorted(bound.keys() & entries.keys()) if bound[n] != entries[n]]
+    return problems
 
 
 def recorded_without_subject(statement: dict[str, Any]) -> list[str]:

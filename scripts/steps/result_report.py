@@ -16,8 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from action_io import annotate, append_summary, set_outputs
-from core.contract import judge as judge_document
-from core.contract import kind_of
+from core.contract import judge_file, kind_of
 from core.files import sha256_file
 from core.markdown import markdown_cell
 
@@ -50,7 +49,7 @@ def judge(path: Path, title: str, exit_code: int | None) -> Verdict:
         return verdict
     verdict.data = data
     verdict.reported = reported_failures(data)
-    judgement = judge_document(data)
+    judgement = judge_file(path)  # core.contract's one rule for a result file: parse, schema, judge
     claimed = judgement.ok
     verdict.problems.extend(judgement.reasons)
     if exit_code is not None and claimed and exit_code != 0:

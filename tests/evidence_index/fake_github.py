@@ -530,6 +530,10 @@ def gate_result(platform: str, *, ok: bool = True, sources: dict[str, str] | Non
                      "reason": None if ok or name != "device_compute" else "loss did not decrease"}
               for name in ("device_compute", "failing_writer", "concurrent_replace", "jsonl_append",
                            "workspace_cleanup")}
+    # The parts core.contract reads as the evidence behind device_compute.ok (field names as the gate writes).
+    checks["device_compute"].update(
+        matmul={"equals_python_answer": ok}, checkpoint={"ok": ok, "mismatches": []},
+        training={"update_rule_ok": ok, "loss_decreased": ok, "losses_finite": True, "parameters_changed": True})
     return {
         "schema": "kernodeck.platform-runtime.result/v1", "ok": ok, "exit_code": 0 if ok else 1,
         "failures": [] if ok else ["device_compute: loss did not decrease"],
@@ -542,7 +546,8 @@ def gate_result(platform: str, *, ok: bool = True, sources: dict[str, str] | Non
         "requirements": [{"name": platform, "ok": ok, "reason": f"{platform} as the gate measured it"}]
         if platform in ("windows", "mps", "cuda", "nfs") else [],
         "platform": {"system": runner["system"], "release": "1", "machine": runner["machine"], "python": "3.12.10",
-                     "python_implementation": "CPython", "windows_version": None, "mac_version": None},
+                     "python_implementation": "CPython", "mac_version": None,
+                     "windows_version": "10.0.26100" if runner["system"] == "Windows" else None},
         "device": {"requested": device, "resolved": device, "type": device.split(":")[0], "torch": None,
                    "load_safety": None, "cuda": None, "mps": None},
         "filesystem": {"type": runner["fs"], "method": FS_METHODS.get(runner["system"], "linux-mountinfo-mnt-id"),

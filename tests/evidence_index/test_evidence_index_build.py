@@ -432,7 +432,9 @@ def test_already_downloaded_artifacts_are_read_from_the_folder(fake, sources, tm
     (folder / "platform-runtime-linux.json").write_bytes(body)
     built = build(fake, tmp_path / "out", "--artifacts-dir", str(downloaded))
     assert built.code == 1  # windows' folder is absent
-    assert built.platform("linux")["artifact"]["status"] == "local"
+    # Online, an unpacked folder is not what GitHub stored: without the zip the platform is not proven.
+    assert built.platform("linux")["artifact"]["status"] == "error"
+    assert "zip is not bound" in built.platform("linux")["artifact"]["error"]
     assert built.subjects()["artifacts/platform-runtime-linux-attempt-1/platform-runtime-linux.json"] == sha256(body)
     assert built.platform("windows")["artifact"]["status"] == "missing"
     assert fake.count("api", r"/zip$") == 0
@@ -558,11 +560,12 @@ def test_verify_reads_entries_from_the_zip_when_only_zips_were_kept(fake, source
     assert "1 subject(s) read inside their artifact's zip" in completed.stdout
 
 
-def test_files_deeper_in_an_artifact_are_bound_but_only_top_level_json_are_results(fake, sources, tmp_path):
+def test_files_deeper_in_an_artifact_are_bound_and_a_run_folders_data_files_are_not_results(fake, sources, tmp_path):
     made = standard_run(fake, ("windows",), sources)
     job, artifact = made["windows"]
     gate = json.dumps(gate_result("windows", sources=sources, run_id=fake.run_id, job_id=job.id)).encode()
-    artifact.content = make_zip({"platform-runtime-windows.json": gate, "training-run/config.json": b'{"lr": 0.1}',
+    config = json.dumps({"schema": "kernodeck.reprise.config", "version": 1, "lr": 0.1}).encode()
+    artifact.content = make_zip({"platform-runtime-windows.json": gate, "training-run/config.json": config,
                                  "training-run/checkpoint.pt": b"\x80\x02weights"})
     artifact.digest = None
     built = build(fake, tmp_path)

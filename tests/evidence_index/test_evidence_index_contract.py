@@ -44,6 +44,23 @@ def _real(kind):
     ("gate", lambda d: d["checks"]["failing_writer"].update(ok=False), "checks.failing_writer.ok is False"),
     ("gate", lambda d: d["requirements"][0].update(ok=False), "requirement 'device=cpu' did not hold"),
     ("gate", lambda d: d.update(ok=False), "ok is False but its checks and requirements say True"),
+    # The review's F8: device_compute.ok true while its own parts say the compute was wrong.
+    ("gate", lambda d: d["checks"]["device_compute"]["matmul"].update(equals_python_answer=False),
+     "checks.device_compute.matmul.equals_python_answer is False"),
+    ("gate", lambda d: d["checks"]["device_compute"]["checkpoint"].update(ok=False),
+     "checks.device_compute.checkpoint.ok is False"),
+    ("gate", lambda d: d["checks"]["device_compute"]["checkpoint"].update(mismatches=["fc.weight"]),
+     "checks.device_compute.checkpoint.mismatches is ['fc.weight']"),
+    ("gate", lambda d: d["checks"]["device_compute"]["training"].update(update_rule_ok=False),
+     "checks.device_compute.training.update_rule_ok is False"),
+    ("gate", lambda d: d["checks"]["device_compute"]["training"].update(loss_decreased=False),
+     "checks.device_compute.training.loss_decreased is False"),
+    ("gate", lambda d: d["checks"]["device_compute"]["training"].update(losses_finite=False),
+     "checks.device_compute.training.losses_finite is False"),
+    ("gate", lambda d: d["checks"]["device_compute"]["training"].update(parameters_changed=False),
+     "checks.device_compute.training.parameters_changed is False"),
+    ("gate", lambda d: d["checks"]["device_compute"].pop("training"),
+     "checks.device_compute.training.update_rule_ok is None"),
     ("diagnostic", lambda d: d.update(status="failed"), "status is 'failed'"),
     ("reprise-verification", lambda d: d.update(negative_divergence_detected=False),
      "negative_divergence_detected is False"),
@@ -119,3 +136,19 @@ def test_the_composite_actions_summary_uses_the_same_rule(tmp_path, monkeypatch)
     assert result_report.judge(bare, "bare", 0).ok is False
     verdict = result_report.judge(emptied, "emptied", 0)
     assert verdict.ok is False and "checks.device_compute is missing" in verdict.problems
+
+
+def test_a_linux_result_dressed_as_windows_does_not_prove_windows():
+    """The review's F9: a real Linux gate result with system=Windows, the windows requirement held and the
+    Windows API method named; its ext4 type, its Linux mount id and no Windows version give it away."""
+    document = _real("gate")
+    document["platform"]["system"] = "Windows"
+    document["requirements"].append({"name": "windows", "ok": True, "reason": "forged"})
+    document["filesystem"]["method"] = "win32-GetVolumeInformationW"
+    reasons = prove_platform("windows", document)
+    assert "windows not proven: filesystem.type 'ext4' is not a Windows file system" in reasons
+    assert any("filesystem.mount_id is" in r and "a Linux mount" in r for r in reasons), reasons
+    assert "windows not proven: platform.windows_version is not recorded" in reasons
+    document["filesystem"].update(type="NTFS", mount_id=None)
+    document["platform"]["windows_version"] = "10.0.26100"
+    assert prove_platform("windows", document) == []  # each fact alone is what failed it

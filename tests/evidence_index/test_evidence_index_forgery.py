@@ -332,3 +332,85 @@ def test_a_log_subject_pointed_at_another_jobs_clean_log_is_not_authentic(failin
     assert completed.returncode == 3
     assert ("predicate.platforms[0:linux].log.subject: recorded 'logs/1-linux.log', "
             f"the bytes say 'logs/{JOB_ID}-linux.log'") in completed.stdout
+
+
+def _rejudge(run: Run, index: dict) -> None:
+    """Re-derive every judgement from the files as they now are (what a forger with this code would do)."""
+    sys.path.insert(0, str(SCRIPTS))
+    from evidence_index.judge import Observed, judge_index
+    from evidence_index.verify import _check_subject
+
+    observed = Observed()
+    roots = {"artifacts": run.folder / "artifacts", "logs": run.folder / "logs"}
+    for subject in index["subject"]:
+        _check_subject(subject, roots, observed)
+    index["predicate"] = judge_index(index["predicate"], observed)
+    run.save(index)
+
+
+def test_a_result_removed_from_the_unpacked_folder_while_the_zip_holds_it_is_not_authentic(tmp_path, real_result):
+    """The review's zipforge: the zip (GitHub's digest) still holds the failing diagnostic; the unpacked copy,
+    its subject and every judgement no longer do."""
+    diagnostic = json.loads(DIAGNOSTIC.read_text())
+    diagnostic.update(status="failed", exit_code=1)
+    files = {"platform-runtime-linux.json": real_result,
+             "kernodeck-diagnostic-cpu.json": json.dumps(diagnostic).encode()}
+    run = build_run(tmp_path / "zipforge", "linux", files, runner_log("linux"))
+    assert run.build_code == 1
+    (run.folder / "artifacts" / "platform-runtime-linux-attempt-1" / "kernodeck-diagnostic-cpu.json").unlink()
+    index = run.index
+    index["subject"] = [s for s in index["subject"] if not s["name"].endswith("kernodeck-diagnostic-cpu.json")]
+    _rejudge(run, index)
+    completed = run.verify()
+    assert completed.returncode == 3, completed.stdout
+    assert "kernodeck-diagnostic-cpu.json: in the zip artifacts/platform-runtime-linux-attempt-1.zip but not bound" \
+        in completed.stdout
+
+
+def test_an_unpacked_result_edited_while_the_zip_holds_the_original_is_not_authentic(failing):
+    path = failing.folder / "artifacts" / "platform-runtime-linux-attempt-1" / "kernodeck-diagnostic-cpu.json"
+    document = json.loads(path.read_text())
+    document.update(status="passed", exit_code=0)
+    path.write_text(json.dumps(document))
+    index = failing.index
+    for subject in index["subject"]:
+        if subject["name"].endswith("kernodeck-diagnostic-cpu.json"):
+            subject["digest"]["sha256"] = sha256(path.read_bytes())
+    _rejudge(failing, index)
+    completed = failing.verify()
+    assert completed.returncode == 3, completed.stdout
+    assert "its bytes differ from the zip artifacts/platform-runtime-linux-attempt-1.zip's entry" in completed.stdout
+
+
+@pytest.mark.parametrize("status", ["downloaded", "local"])
+def test_an_artifact_whose_zip_was_dropped_proves_nothing(failing, status):
+    """Dropping the zip (and relabelling the folder as unpacked) is not a way around the zip check."""
+    path = failing.folder / "artifacts" / "platform-runtime-linux-attempt-1" / "kernodeck-diagnostic-cpu.json"
+    path.unlink()
+    (failing.folder / "artifacts" / "platform-runtime-linux-attempt-1.zip").unlink()
+    index = failing.index
+    dropped = ("kernodeck-diagnostic-cpu.json", ".zip")
+    index["subject"] = [s for s in index["subject"] if not s["name"].endswith(dropped)]
+    platform_entry(index)["artifact"].update(status=status, subject=None)
+    _rejudge(failing, index)
+    completed = failing.verify()
+    assert completed.returncode == 1, completed.stdout
+    assert "the artifact's zip is not bound" in completed.stdout
+
+
+def test_an_honest_index_of_a_refused_zip_is_authentic_and_fails(tmp_path, real_result):
+    """The zip rule holds for unpacked artifacts; a zip refused at build (a link inside) binds no entries,
+    and verify says FAIL (exit 1), not "not authentic"."""
+    run = Run(tmp_path / "refused")
+    with FakeGitHub() as fake:
+        fake.jobs = [FakeJob(id=JOB_ID, name="platform-runtime / linux", log=runner_log("linux"))]
+        fake.artifacts = [FakeArtifact(id=3901000101, name="platform-runtime-linux-attempt-1", content=make_zip(
+            {"platform-runtime-linux.json": real_result}, symlinks={"escape": "../../etc/passwd"}))]
+        env = dict(os.environ, GITHUB_API_URL=fake.api_url, GITHUB_TOKEN=fake.token)
+        subprocess.run([sys.executable, "-B", str(CLI), "build", "--repository", fake.repository, "--run-id",
+                        str(fake.run_id), "--platforms", "linux", "--source-root", str(ROOT), "--logs-dir",
+                        str(run.folder / "logs"), "--download-dir", str(run.folder / "artifacts"), "--output",
+                        str(run.index_path)], env=env, capture_output=True, text=True, timeout=120)
+    assert platform_entry(run.index)["artifact"]["status"] == "refused"
+    completed = run.verify()
+    assert completed.returncode == 1, completed.stdout
