@@ -208,7 +208,8 @@ def test_named_results_are_indexed_exactly_and_a_missing_one_fails(results, tmp_
     nested = results / "resume-run"
     nested.mkdir()
     shutil.copyfile(REPRISE, nested / "verification.json")  # a real reprise verification
-    (nested / "config.json").write_text(json.dumps({"lr": 0.1}))  # not named, but in the named result's folder
+    # a run's real config (a data file of a known kind), not named, but in the named result's folder
+    shutil.copyfile(REPRISE.parent / "continu" / "config.json", nested / "config.json")
     output = results / "evidence-index.json"
     completed = cli("local", "--results", str(results), "--result", "platform-runtime-cpu.json",
                     "--result", "resume-run/verification.json", "--output", str(output),
