@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from core.files import sha256_file
 
+from tests.steps.github_output import parse_outputs
+
 ROOT = Path(__file__).resolve().parents[2]
 ACTIONS = ROOT / "scripts" / "steps"
 sys.path.insert(0, str(ACTIONS))
@@ -38,17 +40,6 @@ def github_files(tmp_path, monkeypatch):
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     return output, summary
 
-
-def parse_outputs(path: Path) -> dict[str, str]:
-    """Read $GITHUB_OUTPUT the way the runner does (name<<DELIM ... DELIM)."""
-    values, lines = {}, path.read_text().split("\n")
-    index = 0
-    while index < len(lines) and lines[index]:
-        name, delimiter = lines[index].split("<<", 1)
-        end = lines.index(delimiter, index + 1)
-        values[name] = "\n".join(lines[index + 1:end])
-        index = end + 1
-    return values
 
 
 def write(path: Path, data) -> Path:

@@ -19,6 +19,8 @@ import pytest
 from core.contract import ARTIFACT_PREFIX, PLATFORMS
 from core.contract import artifact_name as contract_artifact_name
 
+from tests.steps.github_output import parse_outputs
+
 ROOT = Path(__file__).resolve().parents[2]
 ACTIONS = ROOT / "scripts" / "steps"
 sys.path.insert(0, str(ACTIONS))
@@ -31,17 +33,6 @@ import workflow_source  # noqa: E402
 
 SHA = "3" * 40
 
-
-def parse_outputs(path: Path) -> dict[str, str]:
-    """Read $GITHUB_OUTPUT the way the runner does (name<<DELIM ... DELIM)."""
-    values, lines = {}, path.read_text().split("\n")
-    index = 0
-    while index < len(lines) and lines[index]:
-        name, delimiter = lines[index].split("<<", 1)
-        end = lines.index(delimiter, index + 1)
-        values[name] = "\n".join(lines[index + 1:end])
-        index = end + 1
-    return values
 
 
 def run_script(tmp_path: Path, script: str, args: list[str], **env: str) -> tuple[subprocess.CompletedProcess, Path]:
