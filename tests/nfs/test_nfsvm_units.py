@@ -178,3 +178,22 @@ def test_unlocked_writers_write_only_once_every_writer_has_the_file_open(tmp_pat
     reports = [json.loads(first.communicate(timeout=30)[0]), json.loads(second.stdout)]
     assert all(r["all_open_before_writing"] is True for r in reports) and reports[0]["barrier_wait_seconds"] >= 1.0
     assert len(target.read_bytes().splitlines()) == 10
+
+
+def test_the_two_client_tasks_run_the_gate_workers_roles_as_the_gate_starts_them(tmp_path):
+    """What broke the two-client phase: its own path to fs_worker.py stopped importing once the gate's
+    workers needed their entry script. Here every task command it builds runs for real, without a VM."""
+    from platform_runtime import fs_worker, jsonl
+
+    job_ = {"repo": str(ROOT), "python": sys.executable}
+    workspace = tmp_path / "platform-runtime-twoclients"
+    workspace.mkdir()
+    (workspace / "replace.json").write_bytes(fs_worker.version_document(-1, 0))
+    (tmp_path / "stop").touch()  # the reader reads once more, then stops
+    tasks = (phases.client_tasks(job_, "locked.jsonl", tmp_path, tmp_path, range(0, 2), 5)
+             + phases.client_tasks(job_, "replace.json", tmp_path, tmp_path, range(0, 1), 3))
+    for task in tasks:
+        done = subprocess.run(task["argv"], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, (task["name"], done.stderr[-500:])
+    assert jsonl.verify_records((workspace / "locked.jsonl").read_bytes(), 2, 5)["ok"] is True
+    assert fs_worker.parse_version((workspace / "replace.json").read_bytes()) == (0, 2)

@@ -166,13 +166,21 @@ def nfsd_clients() -> list[dict]:
     return found
 
 
+def gate_worker(job: dict, *args: str) -> list[str]:
+    """A role of the gate's file-system worker, started exactly as the gate starts it (its entry script and
+    isolation flags, from the gate's own code), with the venv's Python: never a path of our own to it."""
+    gate_code(job)  # puts scripts/ on sys.path
+    from platform_runtime import children
+
+    return [job["python"], *children.WORKER_FLAGS, str(children.WORKER_ENTRY), "fs_worker", *args]
+
+
 def client_tasks(job: dict, variant: str, mount: Path, sync: Path, writers: range, count: int) -> list[dict]:
-    py, fs_worker = job["python"], f"{job['repo']}/scripts/platform_runtime/fs_worker.py"
-    two = f"{job['repo']}/tools/nfsvm/two_clients.py"
+    py, two = job["python"], f"{job['repo']}/tools/nfsvm/two_clients.py"
     target = mount / "platform-runtime-twoclients" / variant
     if variant == "locked.jsonl":
-        return [{"name": f"w{w}", "role": "writer", "argv": [py, "-B", fs_worker, "append-writer", str(target),
-                                                             str(w), str(count)]} for w in writers]
+        return [{"name": f"w{w}", "role": "writer", "argv": gate_worker(job, "append-writer", str(target), str(w),
+                                                                        str(count))} for w in writers]
     if variant == "unlocked.jsonl":
         # No unlocked writer of either client writes before all of them have the file open (a barrier in
         # the local sync folder): the damage is then certain, not a matter of start-up jitter under load.
@@ -180,10 +188,11 @@ def client_tasks(job: dict, variant: str, mount: Path, sync: Path, writers: rang
                                                              str(w), str(count), "--ready-dir", str(sync),
                                                              "--writers", str(2 * len(writers))]}
                 for w in writers]
-    tasks = [{"name": f"w{w}", "role": "writer", "argv": [py, "-B", fs_worker, "replace-writer", str(target),
-                                                          str(w), str(count)]} for w in writers]
-    tasks.append({"name": "reader", "role": "reader", "argv": [py, "-B", fs_worker, "replace-reader", str(target),
-                                                               str(sync / "stop"), "200", "--tolerate-missing"]})
+    tasks = [{"name": f"w{w}", "role": "writer", "argv": gate_worker(job, "replace-writer", str(target), str(w),
+                                                                     str(count))} for w in writers]
+    tasks.append({"name": "reader", "role": "reader", "argv": gate_worker(job, "replace-reader", str(target),
+                                                                          str(sync / "stop"), "200",
+                                                                          "--tolerate-missing")})
     return tasks
 
 
