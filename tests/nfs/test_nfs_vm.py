@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -38,14 +39,33 @@ def why_not_here() -> str | None:
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(why_not_here() is not None, reason=str(why_not_here()))]
 
 
+KEPT = ROOT / "outputs" / "nfs-test"  # git-ignored; a failed run's outputs stay here until the next failure
+
+
+def keep_failure(out, done: subprocess.CompletedProcess) -> None:
+    """Copy a failed run (results, guest.log, vm-console.log, the CLI's own output) where it survives."""
+    shutil.rmtree(KEPT, ignore_errors=True)
+    if out.exists():
+        shutil.copytree(out, KEPT)
+    KEPT.mkdir(parents=True, exist_ok=True)
+    (KEPT / "cli-output.txt").write_text(f"exit {done.returncode}\n{done.stdout}\n{done.stderr}")
+
+
 @pytest.fixture(scope="module")
 def vm_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("nfs") / "out"
     done = subprocess.run([sys.executable, "-B", str(ROOT / "tools" / "nfsvm" / "cli.py"), "--output-dir", str(out)],
                           capture_output=True, text=True, timeout=3000)
     print(done.stdout[-3000:], done.stderr[-3000:])
-    run = json.loads((out / "nfs-vm-run.json").read_text())
-    return done.returncode, run, out  # pytest keeps its last temporary folders: a failure can be read there
+    try:
+        run = json.loads((out / "nfs-vm-run.json").read_text())
+    except (OSError, ValueError):
+        keep_failure(out, done)
+        raise
+    if done.returncode != 0 or run.get("ok") is not True:
+        keep_failure(out, done)
+        print(f"nfs: the failed run's outputs are kept in {KEPT.relative_to(ROOT)}")
+    return done.returncode, run, out
 
 
 def check(run: dict, name: str) -> dict:

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -126,3 +127,73 @@ def test_the_committed_nfs_evidence_matches_its_index_and_passed():
     assert run["ok"] is True and all(check["ok"] for check in run["checks"]) and run["git"]["dirty"] is False
     text = "".join(p.read_text() for p in evidence.iterdir())
     assert "/tmp/" not in text and "/root" not in text and str(ROOT) not in text
+
+
+def test_a_phase_that_raised_fails_the_vm_check_naming_the_exception_and_leaves_a_result(tmp_path):
+    (tmp_path / "two_clients-error.txt").write_text("Traceback (most recent call last):\n  ...\nKeyError: 'tasks'\n")
+    phases.write_missing_result(tmp_path, "two_clients", "the phase raised KeyError: 'tasks'")
+    checks = {c["name"]: c for c in verdict.judge(tmp_path, {"qemu_exit_code": 0, "timed_out": False},
+                                                  ["two_clients"])}
+    assert checks["vm"]["ok"] is False and "two_clients-error.txt: KeyError: 'tasks'" in checks["vm"]["detail"]
+    assert checks["two_clients"]["ok"] is False
+    assert checks["two_clients"]["detail"].startswith("the phase raised KeyError: 'tasks'")
+
+
+def test_a_result_the_phase_wrote_itself_is_never_replaced(tmp_path):
+    (tmp_path / "busy_unmount").mkdir()
+    (tmp_path / "busy_unmount" / "busy-unmount.json").write_text('{"ok": false, "busy": {}}')
+    phases.write_missing_result(tmp_path, "busy_unmount", "raised")
+    assert json.loads((tmp_path / "busy_unmount" / "busy-unmount.json").read_text()) == {"ok": False, "busy": {}}
+    assert set(phases.RESULT_FILES) == set(job.PHASES)
+
+
+@pytest.mark.parametrize("code, reason", [
+    ("import time; time.sleep(30)", "killed: still running"),
+    ("print('not json')", "its last line is not JSON"),
+    ("import sys; print('{}'); sys.exit(3)", "exited 3"),
+])
+def test_a_client_without_a_report_is_named_not_raised(code, reason):
+    process = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    report = phases.client_report(process, time.monotonic() + 2)
+    assert reason in report["reason"] and "tasks" not in report and "stderr" in report
+
+
+def test_a_client_report_is_its_last_json_line():
+    process = subprocess.Popen([sys.executable, "-c", "print('mounted'); print('{\"tasks\": []}')"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert phases.client_report(process, time.monotonic() + 30) == {"tasks": [], "exit_code": 0}
+
+
+def test_unlocked_writers_write_only_once_every_writer_has_the_file_open(tmp_path):
+    two = ROOT / "tools" / "nfsvm" / "two_clients.py"
+    target, ready = tmp_path / "unlocked.jsonl", tmp_path / "sync"
+    ready.mkdir()
+    first = subprocess.Popen([sys.executable, "-B", str(two), "unlocked-append", str(target), "0", "5",
+                              "--ready-dir", str(ready), "--writers", "2"], stdout=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    assert first.poll() is None and not target.read_bytes()  # opened, waiting for the other writer
+    second = subprocess.run([sys.executable, "-B", str(two), "unlocked-append", str(target), "1", "5",
+                             "--ready-dir", str(ready), "--writers", "2"], capture_output=True, text=True)
+    reports = [json.loads(first.communicate(timeout=30)[0]), json.loads(second.stdout)]
+    assert all(r["all_open_before_writing"] is True for r in reports) and reports[0]["barrier_wait_seconds"] >= 1.0
+    assert len(target.read_bytes().splitlines()) == 10
+
+
+def test_the_two_client_tasks_run_the_gate_workers_roles_as_the_gate_starts_them(tmp_path):
+    """What broke the two-client phase: its own path to fs_worker.py stopped importing once the gate's
+    workers needed their entry script. Here every task command it builds runs for real, without a VM."""
+    from platform_runtime import fs_worker, jsonl
+
+    job_ = {"repo": str(ROOT), "python": sys.executable}
+    workspace = tmp_path / "platform-runtime-twoclients"
+    workspace.mkdir()
+    (workspace / "replace.json").write_bytes(fs_worker.version_document(-1, 0))
+    (tmp_path / "stop").touch()  # the reader reads once more, then stops
+    tasks = (phases.client_tasks(job_, "locked.jsonl", tmp_path, tmp_path, range(0, 2), 5)
+             + phases.client_tasks(job_, "replace.json", tmp_path, tmp_path, range(0, 1), 3))
+    for task in tasks:
+        done = subprocess.run(task["argv"], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, (task["name"], done.stderr[-500:])
+    assert jsonl.verify_records((workspace / "locked.jsonl").read_bytes(), 2, 5)["ok"] is True
+    assert fs_worker.parse_version((workspace / "replace.json").read_bytes()) == (0, 2)

@@ -30,10 +30,9 @@ FILES = {
     "nfsvm-image.json": "nfsvm-image.json",
     "nfs-vm-run.json": "nfs-vm-run.json",
 }
-# Bound by the index and judged by its verdict (the restart's own gate result may honestly say ok=false:
-# server-restart.json judges it).
-INDEXED = ("platform-runtime-nfs.json", "nfs-harness.json", "two-clients.json", "server-restart.json",
-           "busy-unmount.json")
+# Bound by the index and judged by its verdict: the kinds the project's judge knows (see cli.INDEXED; the
+# restart's own gate result may honestly say ok=false: server-restart.json and nfs-vm-run.json judge it).
+INDEXED = ("platform-runtime-nfs.json", "nfs-harness.json")
 GUEST_TEMP = re.compile(r"/tmp/(runner-temp|two-clients|restart|busy)[^\s\"']*")
 
 
@@ -52,9 +51,9 @@ steps ran as an unprivileged user with sudo. Verdict: {verdict}.
 
 It is not an NFS appliance on another machine, not network latency, and not GitHub's Ubuntu kernel;
 the nfs job's apt install and systemd units on a GitHub runner have not run yet.
-`evidence-index.json` binds the gate result, the harness record and the two-client, server-restart
-and busy-unmount results by SHA-256;
-`nfs-vm-run.json` lists every check of the run; `nfsvm-image.json` is the image's manifest.
+`evidence-index.json` binds and judges the gate result and the harness record by SHA-256 (the kinds
+the project's judge knows); the two-client, server-restart and busy-unmount results are judged by the
+checks in `nfs-vm-run.json`, which lists every check of the run; `nfsvm-image.json` is the image's manifest.
 """
 
 

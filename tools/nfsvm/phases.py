@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import time
+import traceback
 from pathlib import Path
 
 RUNNER = "runner"
@@ -156,29 +157,42 @@ def nfsd_clients() -> list[dict]:
     """The server's own view: one entry per NFSv4 client (its address and client id string)."""
     found = []
     for info in sorted(Path("/proc/fs/nfsd/clients").glob("*/info")):
-        fields = dict(line.split(": ", 1) for line in info.read_text().splitlines() if ": " in line)
+        try:  # a client the server is expiring or destroying vanishes between the glob and the read
+            text = info.read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(": ", 1) for line in text.splitlines() if ": " in line)
         found.append({key: fields.get(key, "").strip('"') for key in ("address", "name", "minor version")})
     return found
 
 
-def client_tasks(job: dict, variant: str, mount: Path, sync: Path, writers: range, count: int,
-                 start_at: float) -> list[dict]:
-    py, fs_worker = job["python"], f"{job['repo']}/scripts/platform_runtime/fs_worker.py"
-    two = f"{job['repo']}/tools/nfsvm/two_clients.py"
+def gate_worker(job: dict, *args: str) -> list[str]:
+    """A role of the gate's file-system worker, started exactly as the gate starts it (its entry script and
+    isolation flags, from the gate's own code), with the venv's Python: never a path of our own to it."""
+    gate_code(job)  # puts scripts/ on sys.path
+    from platform_runtime import children
+
+    return [job["python"], *children.WORKER_FLAGS, str(children.WORKER_ENTRY), "fs_worker", *args]
+
+
+def client_tasks(job: dict, variant: str, mount: Path, sync: Path, writers: range, count: int) -> list[dict]:
+    py, two = job["python"], f"{job['repo']}/tools/nfsvm/two_clients.py"
     target = mount / "platform-runtime-twoclients" / variant
     if variant == "locked.jsonl":
-        return [{"name": f"w{w}", "role": "writer", "argv": [py, "-B", fs_worker, "append-writer", str(target),
-                                                             str(w), str(count)]} for w in writers]
+        return [{"name": f"w{w}", "role": "writer", "argv": gate_worker(job, "append-writer", str(target), str(w),
+                                                                        str(count))} for w in writers]
     if variant == "unlocked.jsonl":
-        # Every unlocked writer of both clients starts its first write at the same instant (after every
-        # Python is up): the damage is then certain, not a matter of start-up jitter.
+        # No unlocked writer of either client writes before all of them have the file open (a barrier in
+        # the local sync folder): the damage is then certain, not a matter of start-up jitter under load.
         return [{"name": f"w{w}", "role": "writer", "argv": [py, "-B", two, "unlocked-append", str(target),
-                                                             str(w), str(count), "--start-at", str(start_at + 8)]}
+                                                             str(w), str(count), "--ready-dir", str(sync),
+                                                             "--writers", str(2 * len(writers))]}
                 for w in writers]
-    tasks = [{"name": f"w{w}", "role": "writer", "argv": [py, "-B", fs_worker, "replace-writer", str(target),
-                                                          str(w), str(count)]} for w in writers]
-    tasks.append({"name": "reader", "role": "reader", "argv": [py, "-B", fs_worker, "replace-reader", str(target),
-                                                               str(sync / "stop"), "200", "--tolerate-missing"]})
+    tasks = [{"name": f"w{w}", "role": "writer", "argv": gate_worker(job, "replace-writer", str(target), str(w),
+                                                                     str(count))} for w in writers]
+    tasks.append({"name": "reader", "role": "reader", "argv": gate_worker(job, "replace-reader", str(target),
+                                                                          str(sync / "stop"), "200",
+                                                                          "--tolerate-missing")})
     return tasks
 
 
@@ -194,24 +208,45 @@ def run_variant(job: dict, base: Path, variant: str, per_client: int, count: int
                                                                                         "unshare", "--uts"]))):
         tasks_file = base / f"tasks-{index + 1}.json"
         writers = range(index * per_client, (index + 1) * per_client)
-        tasks_file.write_text(json.dumps(client_tasks(job, variant, mount, sync, writers, count, start_at)))
+        tasks_file.write_text(json.dumps(client_tasks(job, variant, mount, sync, writers, count)))
         extra = ["--mount", "10.77.0.1:/", str(mount), "--hostname", "nfsvm-client2"] if index else []
         commands.append([*prefix, "/usr/bin/python3", "-I", "-B", two, "client", "--tasks", str(tasks_file),
                          "--sync", str(sync), "--name", f"c{index + 1}", "--peers", "c1,c2",
-                         "--start-at", str(start_at), *extra])
+                         "--start-at", str(start_at), "--limit", str(CLIENT_LIMIT_S), *extra])
     started = time.monotonic()
     processes = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for c in commands]
     time.sleep(6)
     clients = nfsd_clients()
-    outputs = [p.communicate(timeout=300) for p in processes]
+    reports = [client_report(process, started + CLIENT_BUDGET_S) for process in processes]
     seconds = round(time.monotonic() - started, 2)
-    reports = []
-    for process, (stdout, stderr) in zip(processes, outputs):
-        lines = [line for line in stdout.splitlines() if line.strip()]
-        reports.append(json.loads(lines[-1]) if process.returncode == 0 and lines else
-                       {"exit_code": process.returncode, "stderr": stderr[-1000:]})
     return {"variant": variant, "clients": reports, "nfsd_clients_during_run": clients, "seconds": seconds,
             "writers_per_client": per_client, "count_per_writer": count}
+
+
+# A client's own budget: its mount (60 s), the start instant (4 s), its tasks (CLIENT_LIMIT_S) and its
+# unmount (60 s). The host waits that long plus a margin, then kills it and says so: never an exception.
+CLIENT_LIMIT_S = 240.0
+CLIENT_BUDGET_S = 60 + 4 + CLIENT_LIMIT_S + 60 + 20
+
+
+def client_report(process: subprocess.Popen, give_up: float) -> dict:
+    """One client's JSON report, or why there is none (killed past its budget, a crash, no JSON line)."""
+    try:
+        stdout, stderr = process.communicate(timeout=max(1.0, give_up - time.monotonic()))
+        reason = None
+    except subprocess.TimeoutExpired:
+        process.kill()
+        stdout, stderr = process.communicate()
+        reason = f"killed: still running {CLIENT_BUDGET_S:.0f} s after the start"
+    lines = [line for line in stdout.splitlines() if line.strip()]
+    print(f"client exit {process.returncode}; stderr: {stderr[-2000:]}", flush=True)
+    if reason is None and process.returncode == 0 and lines:
+        try:
+            return {**json.loads(lines[-1]), "exit_code": 0}
+        except ValueError:
+            reason = "its last line is not JSON"
+    return {"exit_code": process.returncode, "reason": reason or f"exited {process.returncode}",
+            "stdout": stdout[-1000:], "stderr": stderr[-2000:]}
 
 
 def gate_code(job: dict):
@@ -261,6 +296,30 @@ def judge_replace(job: dict, run: dict, final: bytes) -> dict:
     return verdict
 
 
+VARIANTS = (("locked.jsonl", 2, 100, "locked"), ("replace.json", 1, 30, "replace"),
+            ("unlocked.jsonl", 2, 300, "unlocked"))
+
+
+def two_clients_variants(job: dict, base: Path, export: Path, workspace: str, result: dict) -> None:
+    """The three variants in turn; each verdict lands in result as soon as it exists."""
+    second_client_network(export)
+    runner_dir(str(export / workspace)).chmod(0o755)
+    _, fs_worker = gate_code(job)
+    (export / workspace / "replace.json").write_bytes(fs_worker.version_document(-1, 0))
+    shutil.chown(export / workspace / "replace.json", RUNNER, RUNNER)
+    variants = result["variants"] = {}
+    for variant, per_client, count, kind in VARIANTS:
+        run = variants[kind] = run_variant(job, base, variant, per_client, count)
+        target = export / workspace / variant
+        if not target.exists():
+            run["verdict"] = {"pass": False, "reason": f"{variant} was never written on the export"}
+            continue
+        data = target.read_bytes()
+        run["verdict"] = (judge_replace(job, run, data) if kind == "replace"
+                          else judge_appends(job, run, data, kind == "locked"))
+        log(f"two clients {kind}: {run['verdict']}")
+
+
 def two_clients_phase(job: dict, out: Path, _boot: float) -> dict:
     base = runner_dir("/tmp/two-clients")
     export, workspace = base / "export", "platform-runtime-twoclients"
@@ -268,27 +327,24 @@ def two_clients_phase(job: dict, out: Path, _boot: float) -> dict:
     setup = harness(job, "setup", "--export", str(export), "--mount", str(base / "mount1"), "--grace-seconds", "10")
     runner_dir(str(base / "mount2"))
     if setup["exit_code"] != 0:
-        result["reason"] = "harness setup failed"
+        result["reason"] = f"harness setup exited {setup['exit_code']}"
     else:
-        second_client_network(export)
-        runner_dir(str(export / workspace)).chmod(0o755)
-        _, fs_worker = gate_code(job)
-        (export / workspace / "replace.json").write_bytes(fs_worker.version_document(-1, 0))
-        shutil.chown(export / workspace / "replace.json", RUNNER, RUNNER)
-        variants = {}
-        for variant, per_client, count, kind in (("locked.jsonl", 2, 100, "locked"), ("replace.json", 1, 30, "replace"),
-                                                 ("unlocked.jsonl", 2, 300, "unlocked")):
-            run = run_variant(job, base, variant, per_client, count)
-            data = (export / workspace / variant).read_bytes()
-            run["verdict"] = (judge_replace(job, run, data) if kind == "replace"
-                              else judge_appends(job, run, data, kind == "locked"))
-            variants[kind] = run
-            log(f"two clients {kind}: {run['verdict']}")
-        result["variants"] = variants
-        result["ok"] = all(v["verdict"]["pass"] for v in variants.values())
+        try:
+            two_clients_variants(job, base, export, workspace, result)
+        except Exception as error:  # named in the result; the teardown below still runs
+            result["reason"] = f"raised {type(error).__name__}: {error}"
+            result["traceback"] = traceback.format_exc()[-3000:]
+            log(f"two clients: {result['reason']}")
+        failed = [kind for kind, run in result.get("variants", {}).items() if not run.get("verdict", {}).get("pass")]
+        missing = [kind for *_, kind in VARIANTS if kind not in result.get("variants", {})]
+        if failed or missing:
+            result.setdefault("reason", f"failed: {', '.join(failed) or '-'}; not run: {', '.join(missing) or '-'}")
     gate_like = fake_gate_result(base, workspace)
     result["teardown"] = harness(job, "teardown", "--export", str(export), "--mount", str(base / "mount1"),
                                  "--gate-result", str(gate_like), "--record", str(base / "nfs-harness.json"))
+    if result["teardown"]["exit_code"] != 0:
+        result.setdefault("reason", f"teardown exited {result['teardown']['exit_code']}")
+    result["ok"] = "reason" not in result
     (out / "two_clients").mkdir(parents=True, exist_ok=True)
     if (base / "nfs-harness.json").exists():
         shutil.copy2(base / "nfs-harness.json", out / "two_clients" / "nfs-harness.json")
@@ -420,6 +476,20 @@ def warm_up(job: dict, out: Path) -> None:
                                                   "seconds": round(time.monotonic() - started, 1)}) + "\n")
 
 
+# Where each phase's verdict lies (tools/nfsvm/verdict.py reads the same names).
+RESULT_FILES = {"action": "action/steps.json", "two_clients": "two_clients/two-clients.json",
+                "server_restart": "server_restart/server-restart.json",
+                "busy_unmount": "busy_unmount/busy-unmount.json"}
+
+
+def write_missing_result(out: Path, phase: str, reason: str) -> None:
+    """A phase that died before writing its result still leaves one: ok false and the reason."""
+    path = out / RESULT_FILES[phase]
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"ok": False, "phase": phase, "reason": reason}, indent=2, sort_keys=True) + "\n")
+
+
 def run_all(job: dict, out: str, boot_seconds: float) -> None:
     out_dir = Path(out)
     (out_dir / "versions.json").write_text(json.dumps(versions(), indent=2, sort_keys=True) + "\n")
@@ -431,6 +501,7 @@ def run_all(job: dict, out: str, boot_seconds: float) -> None:
             PHASES[name](job, out_dir, boot_seconds)
         except Exception as error:  # one broken phase must not hide the others' results
             log(f"phase {name} raised {type(error).__name__}: {error}")
-            (out_dir / f"{name}-error.txt").write_text(f"{type(error).__name__}: {error}\n")
+            (out_dir / f"{name}-error.txt").write_text(traceback.format_exc())
+            write_missing_result(out_dir, name, f"the phase raised {type(error).__name__}: {error}")
         log(f"phase {name} done in {time.monotonic() - started:.1f} s")
         boot_seconds = 0.0

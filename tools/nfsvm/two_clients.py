@@ -2,14 +2,14 @@
 
     python3 two_clients.py client --tasks FILE --sync DIR --name NAME --peers N --start-at EPOCH
         [--mount SOURCE TARGET] [--hostname NAME] [--user runner]
-    python3 two_clients.py unlocked-append TARGET WRITER RECORDS [--start-at EPOCH]
+    python3 two_clients.py unlocked-append TARGET WRITER RECORDS --ready-dir DIR --writers N
 
 `client` runs as root (to mount inside its own network namespace), starts every task of FILE as the
 unprivileged user at the same wall-clock instant as the other client, waits for its writers, marks
 itself done in the local SYNC folder, waits for the peers' marks, then stops its readers (the gate's
 replace readers stop when SYNC/stop exists). It prints one JSON line: every task's exit code, seconds
 and last JSON line. `unlocked-append` is the negative control: O_APPEND writes with no lock at all,
-of the gate's own self-checking records.
+of the gate's own self-checking records, once every writer of both clients has the file open.
 """
 
 from __future__ import annotations
@@ -85,19 +85,37 @@ def client(args: argparse.Namespace) -> dict:
     return {"client": args.name, "hostname": socket.gethostname(), "peers_done": peers_done, "tasks": results}
 
 
-def unlocked_append(target: Path, writer: int, records: int, start_at: float) -> dict:
+def unlocked_append(target: Path, writer: int, records: int, ready_dir: Path, writers: int) -> dict:
+    """Every writer of both clients opens the file, then waits for all the others to have opened it too:
+    each client then appends from the size it saw at open, so the two clients' appends overlap whatever
+    the start-up jitter (a writer that opened after the other client's flush would append cleanly)."""
     sys.path.insert(0, str(SCRIPTS))
     from platform_runtime.jsonl import record_line
 
     fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    late = round(time.time() - start_at, 2)
-    time.sleep(max(0.0, start_at - time.time()))
+    started = time.monotonic()
+    (ready_dir / f"ready-w{writer}").touch()
+    together = wait_for_count(ready_dir, "ready-w*", writers, BARRIER_LIMIT_S)
+    waited = round(time.monotonic() - started, 2)
     try:
         for seq in range(records):
             os.write(fd, record_line(writer, seq))
     finally:
         os.close(fd)
-    return {"appended": records, "method": "O_APPEND without a lock", "late_at_start_seconds": late}
+    return {"appended": records, "method": "O_APPEND without a lock", "all_open_before_writing": together,
+            "barrier_wait_seconds": waited}
+
+
+BARRIER_LIMIT_S = 120.0
+
+
+def wait_for_count(folder: Path, pattern: str, count: int, limit_s: float) -> bool:
+    give_up = time.monotonic() + limit_s
+    while len(list(folder.glob(pattern))) < count:
+        if time.monotonic() > give_up:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 def main(argv: list[str]) -> int:
@@ -115,10 +133,11 @@ def main(argv: list[str]) -> int:
     u.add_argument("target", type=Path)
     u.add_argument("writer", type=int)
     u.add_argument("records", type=int)
-    u.add_argument("--start-at", type=float, default=0.0, help="epoch of the first write")
+    u.add_argument("--ready-dir", type=Path, required=True, help="local folder where every writer says it opened")
+    u.add_argument("--writers", type=int, required=True, help="how many writers of both clients to wait for")
     args = parser.parse_args(argv)
     result = client(args) if args.mode == "client" else unlocked_append(args.target, args.writer, args.records,
-                                                                                   args.start_at)
+                                                                         args.ready_dir, args.writers)
     print(json.dumps(result, sort_keys=True), flush=True)
     return 0
 

@@ -45,7 +45,26 @@ def harness_check(record: dict | None, setup: dict | None) -> tuple[bool, str]:
 def phase_check(document: dict | None, describe) -> tuple[bool, str]:
     if document is None:
         return False, "the phase wrote no result"
-    return document.get("ok") is True, describe(document)
+    ok = document.get("ok") is True
+    reason = "" if ok or not document.get("reason") else f"{document['reason']}; "
+    return ok, reason + describe(document)
+
+
+def error_files(out: Path) -> list[str]:
+    """What the guest wrote when it or a phase raised: the file's name and the exception's last line."""
+    found = []
+    for path in sorted(out.glob("*-error.txt")):
+        lines = [line for line in path.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()]
+        found.append(f"{path.name}: {lines[-1] if lines else '(empty)'}")
+    return found
+
+
+def vm_check(out: Path, boot: dict) -> dict:
+    """The VM ran to its own power-off, within its limit, and neither the guest nor a phase raised."""
+    errors = error_files(out)
+    ok = boot.get("qemu_exit_code") == 0 and not boot.get("timed_out") and not errors
+    detail = f"qemu exit {boot.get('qemu_exit_code')}, timed out {boot.get('timed_out')}, {boot.get('wall_seconds')} s"
+    return {"name": "vm", "ok": ok, "detail": detail + "".join(f"; {e}"[:300] for e in errors)}
 
 
 def describe_two_clients(doc: dict) -> str:
@@ -82,10 +101,7 @@ def describe_busy(doc: dict) -> str:
 
 
 def judge(out: Path, boot: dict, phases: list[str]) -> list[dict]:
-    checks = [{"name": "vm", "ok": boot.get("qemu_exit_code") == 0 and not boot.get("timed_out")
-               and not (out / "guest-error.txt").exists() and not list(out.glob("*-error.txt")),
-               "detail": f"qemu exit {boot.get('qemu_exit_code')}, timed out {boot.get('timed_out')}, "
-                         f"{boot.get('wall_seconds')} s"}]
+    checks = [vm_check(out, boot)]
     table = {
         "action": [("gate", lambda: gate_check(load(out / "action", "platform-runtime-nfs.json"))),
                    ("harness", lambda: harness_check(load(out / "action", "nfs-harness.json"),
@@ -100,5 +116,7 @@ def judge(out: Path, boot: dict, phases: list[str]) -> list[dict]:
     for phase in phases:
         for name, run in table[phase]:
             ok, detail = run()
+            if phase == "action" and not ok and (load(out / "action", "steps.json") or {}).get("reason"):
+                detail += f"; {load(out / 'action', 'steps.json')['reason']}"
             checks.append({"name": name, "ok": ok, "detail": detail})
     return checks
