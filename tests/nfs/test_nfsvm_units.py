@@ -119,7 +119,7 @@ def test_the_committed_nfs_evidence_matches_its_index_and_passed():
     done = subprocess.run([sys.executable, "-B", str(ROOT / "scripts" / "build_evidence_index.py"), "verify",
                            str(evidence / "evidence-index.json"), "--artifacts", str(evidence)],
                           capture_output=True, text=True)
-    assert done.returncode == 0 and "recorded verdict: PASS" in done.stdout, done.stdout + done.stderr
+    assert done.returncode == 0 and "verdict: PASS (authentic" in done.stdout, done.stdout + done.stderr
     from tests.conftest import validate
 
     validate(json.loads((evidence / "nfs-harness.json").read_text()), "nfs-harness.schema.json")
