@@ -14,9 +14,23 @@ from pathlib import Path
 
 WORKERS = ("fs_worker",)
 
+
+def yield_cpu_to_the_device_worker() -> None:
+    """Lower this worker's scheduling weight. Each worker starts its own session, and with Linux's autogroup
+    scheduling every session is weighed as a whole, so fourteen file-system workers would each get the device
+    worker's share while torch imports (the gate's critical path). They check correctness, not speed.
+    Elsewhere (no /proc/self/autogroup, or not permitted) nothing changes."""
+    try:
+        with open("/proc/self/autogroup", "w") as handle:
+            handle.write("10")
+    except OSError:
+        pass
+
+
 if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in WORKERS:
         sys.stderr.write(f"usage: platform_runtime_worker.py {{{','.join(WORKERS)}}} ARGS...\n")
         sys.exit(2)
+    yield_cpu_to_the_device_worker()
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     runpy.run_module(f"platform_runtime.{sys.argv.pop(1)}", run_name="__main__", alter_sys=True)
