@@ -27,6 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from core.contract import EVIDENCE_VERDICT_SCHEMA_ID as VERDICT_SCHEMA_ID  # noqa: E402
 from core.files import encode_json  # noqa: E402
 from evidence_index import PLATFORMS  # noqa: E402
 from evidence_index.build import BuildOptions, build_run_index  # noqa: E402
@@ -34,7 +35,6 @@ from evidence_index.common import FetchError, InputError, atomic_write_bytes, re
 from evidence_index.github import GitHubClient  # noqa: E402
 from evidence_index.local import build_local_index  # noqa: E402
 from evidence_index.outputs import load as load_platform_artifacts  # noqa: E402
-from evidence_index.results import VERDICT_SCHEMA_ID  # noqa: E402
 from evidence_index.summary import render  # noqa: E402
 from evidence_index.verify import Report, load_statement, verify  # noqa: E402
 from evidence_index.zipsafe import Caps  # noqa: E402

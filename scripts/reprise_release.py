@@ -30,8 +30,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDER = ROOT / "scripts" / "reprise"
-sys.path.insert(0, str(FOLDER))
+sys.path[:0] = [str(FOLDER), str(ROOT / "scripts")]
 import reprise_common as common  # noqa: E402  (the folder's own hasher, writer and JSON form)
+from core.contract import judge  # noqa: E402  (this tool is not distributed: it may use the project's judge)
 
 MANIFEST = "manifest.json"
 VERIFICATION = "verification-cpu.json"
@@ -101,8 +102,9 @@ def check_verification(folder: Path) -> list[str]:
     except (OSError, ValueError, KeyError, TypeError):
         return [f"{VERIFICATION} is missing or not a verification report"]
     problems = []
-    if not (report.get("ok") is True and report.get("all_checks_passed") is True and report.get("exit_code") == 0):
-        problems.append(f"{VERIFICATION} is not a passing run")
+    verdict = judge(report, "reprise-verification")
+    if not verdict.ok:
+        problems.append(f"{VERIFICATION} is not a passing run: " + "; ".join(verdict.reasons[:3]))
     code = [name for name in distributed_files(folder) if name.endswith(".py") or name == "data.csv"]
     problems += [f"{VERIFICATION} does not bind {name}" for name in code if name not in files]
     for name, digest in sorted(files.items()):

@@ -11,7 +11,6 @@ result. Exit 0 only when every step passed.
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import time
@@ -21,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from core.contract import judge  # noqa: E402
+from core.contract import judge_bytes  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = ROOT / "scripts"
@@ -124,11 +123,13 @@ def run_step(step: Step, out: Path) -> tuple[bool, str, float]:
     elapsed = time.monotonic() - started
     path = out / step.result
     try:
-        result = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        verdict = judge_bytes(path.read_bytes())
+    except OSError:
         return False, f"exit {code}, no readable result (see {log.name})", elapsed
-    # The one rule (core.contract.judge) the evidence index and the actions' summaries apply too.
-    verdict = judge(result)
+    result = verdict.document
+    if not isinstance(result, dict):
+        return False, f"exit {code}, no readable result (see {log.name}): {'; '.join(verdict.reasons[:1])}", elapsed
+    # The one rule for a result file (parse strictly, validate, judge) the index and the summaries apply too.
     text = f"exit {code}; " + step.describe(result)
     if not verdict.ok:
         text += "; " + "; ".join(verdict.reasons[:2])

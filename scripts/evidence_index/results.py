@@ -10,14 +10,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from core.contract import DATA_SCHEMA_IDS, EVIDENCE_VERDICT_SCHEMA_ID, SCHEMA_FILES, judge_bytes
+from core.contract import DATA_SCHEMA_IDS, judge_bytes
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
-SCHEMAS = REPO_ROOT / "schemas"
-VERDICT_SCHEMA_ID = EVIDENCE_VERDICT_SCHEMA_ID
 MAX_RESULT_BYTES = 32 * 1024 * 1024
-# Kinds that are results to judge wherever they lie; any other top-level *.json is judged (and fails) too.
-RESULT_KINDS = frozenset(SCHEMA_FILES) | {"evidence-verdict"}
 
 
 def is_result(relative: str, document: Any) -> bool:
@@ -41,17 +37,6 @@ def parse_json(data: bytes | None) -> Any:
     except (UnicodeDecodeError, ValueError):
         return None
 
-
-def read_result(path: Path, name: str) -> dict[str, Any]:
-    """One result file as the index records it: digest, size, kind, the judge's answer, and its claims."""
-    try:
-        size = path.stat().st_size
-        if size > MAX_RESULT_BYTES:
-            return too_large(name, _hash_file(path), size)
-        data = path.read_bytes()
-    except OSError as error:
-        return unreadable(name, f"unreadable: {error.strerror or type(error).__name__}")
-    return read_result_bytes(data, name)
 
 
 def unreadable(name: str, why: str) -> dict[str, Any]:
@@ -108,8 +93,3 @@ def _gate_claims(document: dict[str, Any]) -> dict[str, Any]:
         "github": document.get("github") if isinstance(document.get("github"), dict) else None,
     }
 
-
-def _hash_file(path: Path) -> str:
-    from .common import sha256_file
-
-    return sha256_file(path)

@@ -25,11 +25,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # scripts/: the shared core
 
 from action_io import fail, split_list  # noqa: E402
+from platform_runtime.claims import REQUIRABLE as REQUIREMENTS  # noqa: E402
 from result_report import judge, publish  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 GATE = ROOT / "scripts" / "platform_runtime_check.py"
-REQUIREMENTS = ("cuda", "mps", "windows", "nfs")
 
 
 @contextlib.contextmanager
