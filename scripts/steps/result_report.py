@@ -11,13 +11,12 @@ scripts/ on sys.path for `core`.)
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from action_io import annotate, append_summary, set_outputs
-from core.contract import judge_file, kind_of
-from core.files import sha256_file
+from core.contract import judge_bytes, kind_of
+from core.files import sha256_bytes
 from core.markdown import markdown_cell
 
 
@@ -38,18 +37,22 @@ def judge(path: Path, title: str, exit_code: int | None) -> Verdict:
     if not path.is_file():
         verdict.problems.append(f"no result file was written (exit code {exit_code})")
         return verdict
-    verdict.sha256 = sha256_file(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as error:
-        verdict.problems.append(f"the result is not readable JSON: {error}")
+        raw = path.read_bytes()  # read once: the published SHA-256 is of the very bytes judged
+    except OSError as error:
+        verdict.problems.append(f"the result is not readable: {error.strerror or type(error).__name__}")
         return verdict
+    verdict.sha256 = sha256_bytes(raw)
+    judgement = judge_bytes(raw)  # core.contract's one rule for a result file: parse, schema, judge
+    if judgement.error is not None:
+        verdict.problems.append(f"the result is not readable JSON: {judgement.error}")
+        return verdict
+    data = judgement.document
     if not isinstance(data, dict):
         verdict.problems.append("the result is not a JSON object")
         return verdict
     verdict.data = data
     verdict.reported = reported_failures(data)
-    judgement = judge_file(path)  # core.contract's one rule for a result file: parse, schema, judge
     claimed = judgement.ok
     verdict.problems.extend(judgement.reasons)
     if exit_code is not None and claimed and exit_code != 0:
