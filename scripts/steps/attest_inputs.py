@@ -17,11 +17,11 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent)]  # this step's helpers, and scripts/ for the shared core
 
 from action_io import fail, set_outputs  # noqa: E402
-
-STATEMENT = "https://in-toto.io/Statement/v1"
+from core.contract import STATEMENT_TYPE as STATEMENT  # noqa: E402
 
 
 def predicate_of(index: Path) -> tuple[str, dict]:
