@@ -77,6 +77,15 @@ def test_the_vm_boots_runs_every_phase_and_powers_off(vm_run):
     assert check(run, "vm")["ok"], check(run, "vm")
     versions = json.loads((out / "versions.json").read_text())
     assert versions["kernel_release"].startswith("6.1.") and "nfs-kernel-server" in versions["packages"]
+    assert versions["python"]["executable"] and versions["python"]["why"]
+
+
+def test_the_torch_warm_up_ended_before_the_gate_and_no_start_up_code_reached_its_workers(vm_run):
+    _, _, out = vm_run
+    steps = json.loads((out / "action" / "steps.json").read_text())
+    assert steps["warm_up"]["exit_code"] == 0 and steps["steps"]["gate"]["exit_code"] == 0
+    gate = json.loads((out / "action" / "platform-runtime-nfs.json").read_text())
+    assert gate["isolation"]["device_worker_loaded"] == [], gate["isolation"]
 
 
 def test_the_gate_passes_with_require_nfs_on_the_kernel_nfs4_mount(vm_run):

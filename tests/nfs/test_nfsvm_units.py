@@ -15,7 +15,7 @@ import pytest
 from tests.conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "tools"))
-from nfsvm import initramfs, job, phases, recipe, verdict  # noqa: E402
+from nfsvm import initramfs, interpreter, job, phases, recipe, verdict  # noqa: E402
 
 CLI = ROOT / "tools" / "nfsvm" / "cli.py"
 CHECKS = {name: {"ok": True} for name in verdict.GATE_CHECKS}
@@ -44,6 +44,27 @@ def test_shared_paths_are_the_repo_its_venv_and_base_python_without_nesting(tmp_
     paths = job.shared_paths(ROOT, ROOT / ".venv" / "bin" / "python")
     assert ROOT in paths and all(not (a != b and a in b.parents) for a in paths for b in paths)
     assert Path(os.path.realpath(sys.base_prefix)) in paths or any(p in Path(sys.base_prefix).parents for p in paths)
+
+
+def test_the_guest_runs_the_host_venvs_packages_with_its_own_python_of_the_same_minor_version(tmp_path):
+    host = job.host_python(ROOT / ".venv" / "bin" / "python")
+    this = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    made = interpreter.guest_python({"python": "/host/venv/python", "host_python": host}, this,
+                                    base_python=Path(sys.executable), venv=tmp_path / "venv")
+    assert made["why"] == interpreter.WHY_IMAGE and made["site_packages"] == host["site_packages"]
+    # Isolated as the gate's workers run: the venv's prefix, and the host venv's packages through the link.
+    code = "import sys, jsonschema; print(sys.prefix); print(jsonschema.__file__)"
+    prefix, where = subprocess.run([made["executable"], "-I", "-c", code], capture_output=True, text=True,
+                                   check=True).stdout.splitlines()
+    assert Path(prefix) == tmp_path / "venv"
+    assert Path(where).resolve().is_relative_to(Path(host["site_packages"]))
+
+
+def test_another_minor_version_keeps_the_host_venvs_interpreter(tmp_path):
+    job_facts = {"python": "/host/venv/python", "host_python": {"version": "3.12", "site_packages": "/x"}}
+    kept = interpreter.guest_python(job_facts, "3.11", venv=tmp_path / "venv")
+    assert kept == {"executable": "/host/venv/python", "version": "3.12", "why": interpreter.WHY_HOST}
+    assert not (tmp_path / "venv").exists() and not interpreter.choose("", "")
 
 
 @pytest.mark.parametrize("change", [

@@ -1,9 +1,10 @@
 """The guest's init (PID 1, Debian's python3 -I): mount what the job needs, run it, power off.
 
 Copied into the job share by the host and started by the initramfs. It reads /nfsvm-job/job.json
-(the read-only shares to mount at the host's own paths, the phases to run) and hands over to
-tools/nfsvm/phases.py from the shared repository. Whatever happens -- an exception, a phase that
-hangs past its limit -- it ends with a sync and `echo o > /proc/sysrq-trigger`: never a shell.
+(the read-only shares to mount at the host's own paths, the phases to run), picks the Python that runs
+the project (tools/nfsvm/interpreter.py) and hands over to tools/nfsvm/phases.py from the shared
+repository. Whatever happens -- an exception, a phase that hangs past its limit -- it ends with a sync
+and `echo o > /proc/sysrq-trigger`: never a shell.
 """
 
 import json
@@ -57,8 +58,10 @@ def main():
         prepare(job)
         print(f"guest: prepared in {time.monotonic() - started:.1f} s", flush=True)
         sys.path.insert(0, os.path.join(job["repo"], "tools"))
-        from nfsvm import phases
+        from nfsvm import interpreter, phases
 
+        job["interpreter"] = interpreter.guest_python(job, f"{sys.version_info[0]}.{sys.version_info[1]}")
+        job["python"] = job["interpreter"]["executable"]
         phases.run_all(job, out, boot_seconds=time.monotonic() - started)
     except BaseException:
         traceback.print_exc()

@@ -62,6 +62,10 @@ def build_rootfs(rootfs: Path) -> None:
     sudoers.write_text(f"{recipe.RUNNER_USER} ALL=(ALL) NOPASSWD:ALL\nDefaults:{recipe.RUNNER_USER} !requiretty\n")
     sudoers.chmod(0o440)
     (rootfs / "etc" / "hostname").write_text("nfsvm\n")
+    # Debian's python3 runs apport's hook from a sitecustomize; a runner's Python (setup-python) has none,
+    # and the gate would rightly report it as start-up code in its workers (tools/nfsvm/interpreter.py).
+    for hook in (*rootfs.glob("etc/python3*/sitecustomize.py"), *rootfs.glob("usr/lib/python3*/sitecustomize.py")):
+        hook.unlink()
     # No apt caches in the image: they are large and not inputs of anything.
     shutil.rmtree(rootfs / "var" / "cache" / "apt" / "archives", ignore_errors=True)
 

@@ -31,11 +31,21 @@ def shared_paths(repo: Path, python: Path) -> list[Path]:
     return chosen
 
 
+def host_python(python: Path) -> dict:
+    """The venv's minor version and its site-packages (real path): the guest may run them with its own
+    interpreter (tools/nfsvm/interpreter.py)."""
+    code = "import sys, sysconfig; print('%d.%d' % sys.version_info[:2]); print(sysconfig.get_paths()['purelib'])"
+    version, site_packages = subprocess.run([str(python), "-I", "-c", code], capture_output=True, text=True,
+                                            check=True).stdout.splitlines()
+    return {"version": version, "site_packages": os.path.realpath(site_packages)}
+
+
 def make_job(repo: Path, phases: list[str], gate_timeout: float) -> tuple[dict, list[dict]]:
     """The job the guest runs. Timeouts are generous: under TCG the gate imports torch in ~20 s idle."""
     python = repo / ".venv" / "bin" / "python"
     shares = [{"tag": f"share{i}", "path": str(path)} for i, path in enumerate(shared_paths(repo, python))]
-    job = {"repo": str(repo), "python": str(python), "phases": phases, "shares": shares,
+    job = {"repo": str(repo), "python": str(python), "host_python": host_python(python), "phases": phases,
+           "shares": shares,
            "gate_timeout": gate_timeout, "fault_gate_timeout": gate_timeout, "restart_delay": 8}
     return job, shares
 
