@@ -311,18 +311,35 @@ def _requirement_held(document: dict[str, Any], name: str) -> bool:
     return any(isinstance(r, dict) and r.get("name") == name and r.get("ok") is True for r in requirements)
 
 
-def _windows_proof(gate: dict[str, Any], fs: dict[str, Any]) -> list[tuple[bool, str]]:
-    """Every Windows fact agrees: the Windows API named the file system, which is a Windows one, with no
-    Linux mount id beside it, and the gate recorded a Windows version."""
-    platform = gate.get("platform") if isinstance(gate.get("platform"), dict) else {}
-    fs_type = str(fs.get("type") or "")
-    return [
+def windows_problems(platform: dict[str, Any], fs: dict[str, Any]) -> list[str]:
+    """Why these facts do not show a Windows file system (empty when they do). The one rule, for the gate's
+    `--require windows` and for the index's proof: every Windows fact agrees -- Windows, whose API named
+    the file system, a Windows one, with no Linux mount id beside it, and a recorded Windows version."""
+    system, fs_type = platform.get("system"), str(fs.get("type") or "")
+    if system != "Windows":
+        return [f"platform.system is {system!r}, not Windows"]
+    wanted = [
         (fs.get("method") == WINDOWS_FS_METHOD, f"the file system was not named by {WINDOWS_FS_METHOD} "
                                                 f"(method {fs.get('method')!r})"),
         (fs_type.casefold() in WINDOWS_FS_TYPES, f"filesystem.type {fs_type!r} is not a Windows file system"),
         (fs.get("mount_id") is None, f"filesystem.mount_id is {fs.get('mount_id')!r}: a Linux mount"),
         (bool(platform.get("windows_version")), "platform.windows_version is not recorded"),
     ]
+    return [why for held, why in wanted if not held]
+
+
+def nfs_problems(platform: dict[str, Any], fs: dict[str, Any]) -> list[str]:
+    """Why these facts do not show an NFS mount (empty when they do). The one rule, for the gate's
+    `--require nfs` and for the index's proof: Linux, the work dir's own mount found in mountinfo, of type
+    nfs or nfs4, with the NFS version its options name."""
+    system = platform.get("system")
+    if system != "Linux":
+        return [f"platform.system is {system!r}; nfs is proven only through Linux mountinfo"]
+    if not str(fs.get("method") or "").startswith(("linux-mountinfo-mnt-id", "linux-mountinfo-st-dev")):
+        return [f"the work dir's mount was not found in mountinfo (method {fs.get('method')!r})"]
+    if fs.get("type") not in NFS_TYPES:
+        return [f"the work dir's own mount is {fs.get('type') or 'unknown'}, not nfs/nfs4"]
+    return [] if fs.get("nfs_version") else ["the mount's NFS version (vers=) is not recorded"]
 
 
 def prove_platform(platform: str, gate: Any) -> list[str]:
@@ -330,25 +347,23 @@ def prove_platform(platform: str, gate: Any) -> list[str]:
     by a result that shows that platform, never by the job's or the artifact's name."""
     if not isinstance(gate, dict):
         return [f"{platform}: no gate result to prove it"]
-    system = (gate.get("platform") or {}).get("system") if isinstance(gate.get("platform"), dict) else None
+    facts = gate.get("platform") if isinstance(gate.get("platform"), dict) else {}
     device = gate.get("device") if isinstance(gate.get("device"), dict) else {}
     fs = gate.get("filesystem") if isinstance(gate.get("filesystem"), dict) else {}
+    system = facts.get("system")
     wanted: list[tuple[bool, str]] = []
     if platform in ("windows", "mps", "cuda", "nfs"):
         wanted.append((_requirement_held(gate, platform), f"the {platform!r} requirement did not hold"))
     if platform == "linux":
         wanted.append((system == "Linux", f"platform.system is {system!r}, not Linux"))
     elif platform == "windows":
-        wanted.append((system == "Windows", f"platform.system is {system!r}, not Windows"))
-        wanted += _windows_proof(gate, fs)
+        wanted += [(False, why) for why in windows_problems(facts, fs)]
     elif platform == "mps":
         wanted.append((device.get("type") == "mps", f"device.type is {device.get('type')!r}, not mps"))
     elif platform == "cuda":
         wanted.append((device.get("type") == "cuda", f"device.type is {device.get('type')!r}, not cuda"))
     elif platform == "nfs":
-        wanted.append((fs.get("type") in NFS_TYPES and bool(fs.get("nfs_version")),
-                       f"filesystem is {fs.get('type')!r} version {fs.get('nfs_version')!r}, not nfs/nfs4 "
-                       "with a version"))
+        wanted += [(False, why) for why in nfs_problems(facts, fs)]
     else:
         return [f"{platform}: not a platform this project knows"]
     return [f"{platform} not proven: {why}" for held, why in wanted if not held]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.contract import NFS_TYPES
+from core.contract import NFS_TYPES, nfs_problems, windows_problems
 
 # What `--require` accepts: properties of the runner, not the workflow's platform jobs (core.contract.PLATFORMS).
 REQUIRABLE = ("cuda", "rocm", "mps", "windows", "nfs")
@@ -92,36 +92,32 @@ def ran_only_on(device: dict, kind: str, compute_ok: bool, environment: dict) ->
     return True, f"matmul, training, checkpoint save and load each ran on {device.get('resolved')} ({kind})"
 
 
-def _windows(system: str, filesystem: dict) -> tuple[bool, str]:
-    ok = system == "Windows" and filesystem.get("method") == "win32-GetVolumeInformationW" \
-        and bool(filesystem.get("type"))
-    return ok, (f"Windows, volume file system {filesystem.get('type')}" if ok else
-                f"platform.system() is {system}" if system != "Windows" else
-                "GetVolumeInformationW did not name the volume's file system")
+def _windows(platform: dict, filesystem: dict) -> tuple[bool, str]:
+    problems = windows_problems(platform, filesystem)
+    return not problems, "; ".join(problems) or f"Windows, volume file system {filesystem.get('type')}"
 
 
-def _nfs(system: str, filesystem: dict) -> tuple[bool, str]:
-    fstype = filesystem.get("type")
-    ok = system == "Linux" and str(filesystem.get("method", "")).startswith("linux-mountinfo") \
-        and fstype in NFS_TYPES
-    return ok, (f"the work dir's mount is {fstype}, vers={filesystem.get('nfs_version')}" if ok else
-                f"platform.system() is {system}; nfs is proven only through Linux mountinfo"
-                if system != "Linux" else f"the work dir's own mount is {fstype or 'unknown'}, not nfs/nfs4")
+def _nfs(platform: dict, filesystem: dict) -> tuple[bool, str]:
+    problems = nfs_problems(platform, filesystem)
+    return not problems, "; ".join(problems) or (f"the work dir's mount is {filesystem.get('type')}, "
+                                                 f"vers={filesystem.get('nfs_version')}")
 
 
-def evaluate(req: Requirements, system: str, device: dict, compute_ok: bool, filesystem: dict,
+def evaluate(req: Requirements, platform: dict, device: dict, compute_ok: bool, filesystem: dict,
              environment: dict | None = None) -> list[dict]:
-    """One verdict per requirement; each holds only on positive evidence. `environment` holds the parent's
-    own view of variables that change what a device claim means (never the worker's word for them)."""
+    """One verdict per requirement; each holds only on positive evidence. `platform` is the gate's own
+    platform facts (core.provenance), the file-system rules are core.contract's (the index proves a platform
+    with the same ones). `environment` holds the parent's own view of variables that change what a device
+    claim means (never the worker's word for them)."""
     environment = environment or {}
     verdicts = []
     for platform_name in req.platforms:
         if platform_name in GPU_KINDS:
             ok, reason = ran_only_on(device, platform_name, compute_ok, environment)
         elif platform_name == "windows":
-            ok, reason = _windows(system, filesystem)
+            ok, reason = _windows(platform, filesystem)
         else:
-            ok, reason = _nfs(system, filesystem)
+            ok, reason = _nfs(platform, filesystem)
         verdicts.append({"name": platform_name, "ok": ok, "reason": reason})
     if req.device:
         ok, reason = ran_only_on(device, req.device, compute_ok, environment)

@@ -237,7 +237,7 @@ class Gate:
 
     def _judge(self, result: dict, failures: list[str]) -> None:
         environment = {MPS_FALLBACK: bool(os.environ.get(MPS_FALLBACK))}  # the parent's own view
-        verdicts = evaluate(self.options.requirements, result["platform"]["system"], result["device"],
+        verdicts = evaluate(self.options.requirements, result["platform"], result["device"],
                             result["checks"]["device_compute"]["ok"], result["filesystem"], environment)
         result["requirements"] = verdicts
         failures += [f"requirement {v['name']} not met: {v['reason']}" for v in verdicts if not v["ok"]]

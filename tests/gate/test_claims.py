@@ -24,8 +24,15 @@ NFS4 = {"type": "nfs4", "method": "linux-mountinfo-mnt-id", "nfs_version": "4.2"
 NTFS = {"type": "ntfs", "method": "win32-GetVolumeInformationW", "drive_type": "fixed"}
 
 
-def verdict(platforms=(), device=None, fs=None, system="Linux", dev=CPU_DEVICE, ok=True, filesystem=EXT4):
-    return evaluate(Requirements(tuple(platforms), device, fs), system, dev, ok, filesystem)
+WINDOWS_VERSION = "10.0.26100"
+
+
+def verdict(platforms=(), device=None, fs=None, system="Linux", dev=CPU_DEVICE, ok=True, filesystem=EXT4,
+            windows_version=None):
+    if windows_version is None and system == "Windows":
+        windows_version = WINDOWS_VERSION
+    facts = {"system": system, "windows_version": windows_version}
+    return evaluate(Requirements(tuple(platforms), device, fs), facts, dev, ok, filesystem)
 
 
 def test_no_conflict_for_a_satisfiable_set():
@@ -70,7 +77,7 @@ def test_mps_holds_only_on_mps():
 
 
 def test_mps_fallback_in_the_environment_fails_require_mps_saying_so():
-    refused = evaluate(Requirements(("mps",), None, None), "Darwin", FAKE_MPS_DEVICE, True, EXT4,
+    refused = evaluate(Requirements(("mps",), None, None), {"system": "Darwin"}, FAKE_MPS_DEVICE, True, EXT4,
                        {"PYTORCH_ENABLE_MPS_FALLBACK": True})[0]
     assert refused["ok"] is False and "PYTORCH_ENABLE_MPS_FALLBACK is set" in refused["reason"]
 
@@ -83,10 +90,35 @@ def test_nfs_holds_only_for_an_nfs_mount_found_in_mountinfo():
     assert verdict(["nfs"], system="Windows", filesystem={**NTFS, "type": "nfs"})[0]["ok"] is False
 
 
+def test_nfs_needs_the_version_its_mount_options_name():
+    refused = verdict(["nfs"], filesystem={**NFS4, "nfs_version": None})[0]
+    assert refused["ok"] is False and "NFS version" in refused["reason"]
+    refused = verdict(["nfs"], filesystem={**NFS4, "method": "linux-mountinfo-unmatched"})[0]
+    assert refused["ok"] is False and "not found in mountinfo" in refused["reason"]
+
+
 def test_windows_needs_the_platform_and_the_volume_api():
     assert verdict(["windows"], system="Windows", filesystem=NTFS)[0]["ok"] is True
     assert verdict(["windows"], system="Linux", filesystem=EXT4)[0]["ok"] is False
     assert verdict(["windows"], system="Windows", filesystem={**NTFS, "type": None})[0]["ok"] is False
+
+
+@pytest.mark.parametrize("filesystem, windows_version, words", [
+    ({**NTFS, "type": "ext4"}, WINDOWS_VERSION, "not a Windows file system"),
+    ({**NTFS, "mount_id": 27}, WINDOWS_VERSION, "a Linux mount"),
+    (NTFS, "", "windows_version is not recorded"),
+])
+def test_windows_holds_only_when_every_windows_fact_agrees(filesystem, windows_version, words):
+    # The same rule the evidence index proves a windows platform with (core.contract.windows_problems).
+    refused = verdict(["windows"], system="Windows", filesystem=filesystem, windows_version=windows_version)[0]
+    assert refused["ok"] is False and words in refused["reason"]
+
+
+def test_the_gate_and_the_index_use_one_rule_per_file_system_platform():
+    from core import contract
+    from platform_runtime import claims
+
+    assert claims.windows_problems is contract.windows_problems and claims.nfs_problems is contract.nfs_problems
 
 
 def test_fine_grained_filesystem_requirement():

@@ -72,7 +72,8 @@ def test_gate_passes_every_check_there_and_refuses_nfs_and_windows(mounted, tmp_
                        "--work-dir", str(work_dir))
     assert windows.returncode == 1 and windows.result["ok"] is False
     verdicts = {v["name"]: v for v in windows.result["requirements"]}
-    assert verdicts["windows"]["ok"] is False and "platform.system() is Linux" in verdicts["windows"]["reason"]
+    assert verdicts["windows"]["ok"] is False
+    assert "platform.system is 'Linux', not Windows" in verdicts["windows"]["reason"]
     assert verdicts[f"filesystem={detected}"]["ok"] is True
     assert not any(path.name.startswith("platform-runtime-") for path in work_dir.iterdir())
 
