@@ -67,6 +67,25 @@ def artifact_name(parts: str | Sequence[str], attempt: int | str, prefix: str = 
     return "-".join([prefix, *words, "attempt", str(attempt)])
 
 
+def artifact_of_job(job: Any) -> dict[str, Any] | None:
+    """The artifact a platform job exported, from its outputs as `toJSON(needs)` shows them (artifact-id,
+    artifact-name, artifact-digest, attempt, job-id) and its result; None when it uploaded nothing. The one
+    reading of those outputs, for the evidence job's record and the builder's --platform-artifacts."""
+    job = job if isinstance(job, dict) else {}
+    outputs = job.get("outputs") if isinstance(job.get("outputs"), dict) else {}
+    if not outputs.get("artifact-name"):
+        return None
+    attempt, job_id = str(outputs.get("attempt") or ""), str(outputs.get("job-id") or "")
+    return {
+        "artifact_id": outputs.get("artifact-id") or None,
+        "artifact_name": outputs["artifact-name"],
+        "artifact_digest": outputs.get("artifact-digest") or None,
+        "attempt": int(attempt) if attempt.isdigit() else None,
+        "job_result": job.get("result") or "missing",
+        "job_id": int(job_id) if job_id.isdigit() else None,
+    }
+
+
 def platform_of(job_name: str) -> str | None:
     """`linux`, or `platform-runtime / linux` through a reusable workflow: the last segment names it."""
     last = job_name.rsplit(" / ", 1)[-1].strip()

@@ -3,7 +3,8 @@
 Two shapes are accepted. The plain one, {platform: {artifact_id, artifact_name, artifact_digest, attempt,
 job_result[, job_id]}}; or the workflow's `toJSON(needs)` as it is, {job: {result, outputs: {artifact-id,
 artifact-name, artifact-digest, attempt, job-id}}}, so the evidence job needs no code of its own to
-convert it (jobs that are not platforms, and skipped ones, are left out). Outputs survive "Re-run failed
+convert it (jobs that are not platforms, and those that uploaded nothing, are left out: `--platforms`
+fails a selected one as missing). Outputs survive "Re-run failed
 jobs" for the jobs that were not re-run, which is why the artifact is found by these ids.
 """
 
@@ -13,24 +14,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-from core.contract import PLATFORMS
+from core.contract import PLATFORMS, artifact_of_job
 
 from .common import InputError
 
-NEEDS_OUTPUTS = {"artifact_id": "artifact-id", "artifact_name": "artifact-name", "artifact_digest": "artifact-digest",
-                 "attempt": "attempt", "job_id": "job-id"}
-
 
 def from_needs(needs: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """The plain shape from a `toJSON(needs)` object."""
-    plain = {}
-    for job, value in needs.items():
-        if job not in PLATFORMS or not isinstance(value, dict) or value.get("result") == "skipped":
-            continue
-        outputs = value.get("outputs") if isinstance(value.get("outputs"), dict) else {}
-        plain[job] = {key: outputs.get(name) or None for key, name in NEEDS_OUTPUTS.items()}
-        plain[job]["job_result"] = value.get("result")
-    return plain
+    """The plain shape from a `toJSON(needs)` object, read as the evidence job reads it
+    (core.contract.artifact_of_job): jobs that are not platforms or uploaded nothing are left out."""
+    entries = {job: artifact_of_job(value) for job, value in needs.items() if job in PLATFORMS}
+    return {job: entry for job, entry in entries.items() if entry is not None}
 
 
 def _is_needs(document: dict[str, Any]) -> bool:

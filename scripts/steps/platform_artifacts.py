@@ -35,7 +35,7 @@ from pathlib import Path
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
 
 from action_io import fail, set_outputs  # noqa: E402
-from core.contract import ARTIFACT_PREFIX  # noqa: E402
+from core.contract import ARTIFACT_PREFIX, artifact_of_job  # noqa: E402
 from result_dir import ArtifactNameError, artifact_name  # noqa: E402
 
 
@@ -53,29 +53,12 @@ def _json(environ: Mapping[str, str], name: str, kind: type):
     return value
 
 
-def platform_entry(job: Mapping) -> dict | None:
-    """The artifact a platform job exported, or None when it uploaded nothing."""
-    outputs = job.get("outputs") or {}
-    if not outputs.get("artifact-name"):
-        return None
-    attempt, job_id = outputs.get("attempt") or "", outputs.get("job-id") or ""
-    return {
-        "artifact_id": outputs.get("artifact-id") or None,
-        "artifact_name": outputs["artifact-name"],
-        "artifact_digest": outputs.get("artifact-digest") or None,
-        "attempt": int(attempt) if attempt.isdigit() else None,
-        "job_result": job.get("result") or "missing",
-        "job_id": int(job_id) if job_id.isdigit() else None,
-    }
-
-
 def record(environ: Mapping[str, str]) -> dict:
     needs = _json(environ, "NEEDS", dict)
     platforms = _json(environ, "PLATFORMS", list)
     if not all(isinstance(name, str) for name in platforms):
         raise InputError("PLATFORMS must be a JSON list of names")
-    entries = {name: platform_entry(needs.get(name) if isinstance(needs.get(name), dict) else {})
-               for name in platforms}
+    entries = {name: artifact_of_job(needs.get(name)) for name in platforms}
     return {name: entry for name, entry in entries.items() if entry is not None}
 
 

@@ -257,6 +257,13 @@ def test_each_platforms_artifact_id_name_digest_and_attempt_are_recorded(tmp_pat
     assert outputs["evidence-name"] == "p-evidence-attempt-2"
 
 
+def test_the_builder_reads_toJSON_needs_exactly_as_the_evidence_job_records_it():
+    from evidence_index import outputs
+
+    recorded = platform_artifacts.record({"NEEDS": json.dumps(NEEDS), "PLATFORMS": '["linux", "windows", "mps"]'})
+    assert outputs.check(json.loads(json.dumps(NEEDS))) == recorded
+
+
 def test_bad_needs_or_an_existing_file_are_usage_errors(tmp_path):
     proc, _ = run_script(tmp_path, "platform_artifacts.py", ["record", "--output", "pa.json"],
                          NEEDS="{not json", PLATFORMS="[]")
