@@ -53,14 +53,25 @@ def judge(path: Path, title: str, exit_code: int | None) -> Verdict:
         return verdict
     verdict.data = data
     verdict.reported = reported_failures(data)
-    claimed = judgement.ok
     verdict.problems.extend(judgement.reasons)
-    if exit_code is not None and claimed and exit_code != 0:
+    says = says_passed(data)  # what the result itself claims, beside the judge's verdict on it
+    if exit_code is not None and says is True and exit_code != 0:
         verdict.problems.append(f"the result says ok but the process exited {exit_code}")
-    if exit_code is not None and not claimed and exit_code == 0:
+    if exit_code is not None and says is False and exit_code == 0:
         verdict.problems.append("the result says failed but the process exited 0")
-    verdict.ok = claimed and (exit_code in (None, 0)) and not verdict.problems
+    verdict.ok = judgement.ok and (exit_code in (None, 0)) and not verdict.problems
     return verdict
+
+
+def says_passed(data: dict) -> bool | None:
+    """The result's own claim: `ok` (gate, checks) or `status` (diagnostic, reprise); None when it makes
+    none. Only a claim that contradicts the exit code is named as such: a result the judge refuses for
+    another reason (its schema, a missing check) is not said to have "said failed"."""
+    if "ok" in data:
+        return data["ok"] is True
+    if "status" in data:
+        return data["status"] == "passed"
+    return None
 
 
 def _texts(value: object) -> list[str]:

@@ -140,6 +140,13 @@ def test_every_way_a_result_can_fail_is_a_failure(tmp_path, content, code, probl
     assert any(problem in text for text in verdict.problems), verdict.problems
 
 
+def test_a_result_refused_for_its_shape_is_not_said_to_have_said_failed(tmp_path):
+    # It says ok and the process exited 0; the judge refuses it (a check is missing), and says only that.
+    verdict = result_report.judge(write(tmp_path / "r.json", gate_with(lambda d: d["checks"].pop("jsonl_append"))),
+                                  "t", 0)
+    assert not verdict.ok and not any("says failed" in text for text in verdict.problems), verdict.problems
+
+
 def test_the_diagnostic_passes_on_status_passed(tmp_path):
     assert real(REAL_DIAGNOSTIC)["status"] == "passed"
     assert result_report.judge(write(tmp_path / "d.json", real(REAL_DIAGNOSTIC)), "d", 0).ok
