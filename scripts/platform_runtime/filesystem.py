@@ -36,6 +36,8 @@ class MountEntry:
     device: str  # "major:minor"
     fstype: str
     options: tuple[str, ...]  # per-mount options followed by super-block options
+    point: str = ""  # where it is mounted (unescaped)
+    source: str = ""  # what is mounted ("127.0.0.1:/", "/dev/sda1", ...)
 
 
 def _unescape(field: str) -> str:
@@ -56,6 +58,7 @@ def parse_mountinfo(text: str) -> list[MountEntry]:
         entries.append(MountEntry(
             mount_id=int(fields[0]), device=fields[2], fstype=_unescape(fields[separator + 1]),
             options=tuple(fields[5].split(",")) + tuple(super_options),
+            point=_unescape(fields[4]), source=_unescape(fields[separator + 2]),
         ))
     return entries
 

@@ -31,9 +31,10 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
 
 from action_io import annotate, append_summary, fail  # noqa: E402
+from platform_runtime.filesystem import parse_mountinfo  # noqa: E402
 
 SCHEMA = "kernodeck.nfs-harness/v1"
 PACKAGE = "nfs-kernel-server"
@@ -75,18 +76,10 @@ def read_root_file(path: Path) -> str | None:
 
 
 def mounted_source(path: Path, mountinfo: Path = Path("/proc/self/mountinfo")) -> tuple[str, str] | None:
-    """(fstype, source) of the mount AT path, from mountinfo -- no stat on a possibly hung NFS mount."""
-    wanted = str(path)
-    found = None
-    for line in mountinfo.read_text().splitlines():
-        fields = line.split(" ")
-        if len(fields) < 10 or " - " not in line:
-            continue
-        point = fields[4].replace("\\040", " ").replace("\\011", "\t").replace("\\134", "\\")
-        if point == wanted:
-            after = line.split(" - ", 1)[1].split(" ")
-            found = (after[0], after[1])  # the last (topmost) mount at that point wins
-    return found
+    """(fstype, source) of the mount AT path, from mountinfo (the gate's own parser) -- no stat on a
+    possibly hung NFS mount. The last (topmost) mount at that point wins."""
+    found = [(e.fstype, e.source) for e in parse_mountinfo(mountinfo.read_text()) if e.point == str(path)]
+    return found[-1] if found else None
 
 
 def package_version(name: str) -> str | None:
