@@ -22,7 +22,9 @@ import time
 from pathlib import Path
 
 if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    sys.path[:0] = [str(Path(__file__).resolve().parent.parent), str(Path(__file__).resolve().parents[2] / "scripts")]
+
+from core.provenance import git_state  # noqa: E402
 
 from nfsvm import evidence, image, job, recipe, verdict  # noqa: E402
 
@@ -30,28 +32,12 @@ ROOT = job.ROOT
 INSTALL = "apt-get install --no-install-recommends qemu-system-x86 debootstrap busybox-static"
 
 
-def git_facts() -> dict:
-    def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-
-    return {"head": git("rev-parse", "HEAD") or None, "dirty": bool(git("status", "--porcelain"))}
-
-
-# What the evidence index binds and judges: the kinds the project's one judge knows (core/contract.py), the
-# gate result and the harness record, at the top of action/ so that nothing else of that folder is bound.
-# The phases' own results (two clients, server restart, busy unmount) are unknown kinds there, which never
-# pass: the checks of nfs-vm-run.json judge them.
-INDEXED = ("platform-runtime-nfs.json", "nfs-harness.json")
-
-
 def build_index(out: Path, phases: list[str]) -> dict:
-    names = [name for name in INDEXED if "action" in phases and (out / "action" / name).exists()]
+    names = [name for name in evidence.INDEXED if "action" in phases and (out / "action" / name).exists()]
     if not names:
         return {"exit_code": None, "message": "nothing to index: the action phase left no gate result"}
-    command = [sys.executable, "-B", str(ROOT / "scripts" / "build_evidence_index.py"), "local", "--results",
-               str(out / "action"), *[part for name in names for part in ("--result", name)],
-               "--output", str(out / "evidence-index.json")]
-    done = subprocess.run(command, capture_output=True, text=True)
+    done = subprocess.run(evidence.index_command(ROOT, out / "action", names, out / "evidence-index.json"),
+                          capture_output=True, text=True)
     lines = [line.strip() for line in (done.stdout + done.stderr).splitlines() if line.strip()]
     return {"exit_code": done.returncode, "message": " ".join(lines[-3:])[:300].replace(str(out), "<output-dir>")}
 
@@ -74,7 +60,7 @@ def judge_run(out: Path, boot: dict, phases: list[str], manifest: dict, image_se
            "nfs_kernel_server": (versions.get("packages") or {}).get("nfs-kernel-server"),
            "image": {key: manifest[key] for key in ("recipe_sha256", "kernel_package", "kernel_package_version",
                                                     "kernel_deb_sha256", "packages_sha256", "vmlinuz_sha256")},
-           "git": git_facts(), "image_seconds": image_seconds, "date": time.strftime("%Y-%m-%d", time.gmtime())}
+           "git": git_state(ROOT), "image_seconds": image_seconds, "date": time.strftime("%Y-%m-%d", time.gmtime())}
     run["evidence_index"] = build_index(out, phases)
     # The index's own verdict over the gate result and the harness record, by SHA-256: one more check.
     checks.append({"name": "evidence_index", "ok": run["evidence_index"]["exit_code"] == 0,

@@ -30,8 +30,10 @@ FILES = {
     "nfsvm-image.json": "nfsvm-image.json",
     "nfs-vm-run.json": "nfs-vm-run.json",
 }
-# Bound by the index and judged by its verdict: the kinds the project's judge knows (see cli.INDEXED; the
-# restart's own gate result may honestly say ok=false: server-restart.json and nfs-vm-run.json judge it).
+# What the evidence index binds and judges, in a run's action/ folder and in its record: the kinds the
+# project's one judge knows (core/contract.py), the gate result and the harness record. The phases' own
+# results (two clients, server restart, busy unmount) are unknown kinds there, which never pass: the checks
+# of nfs-vm-run.json judge them (the restart's own gate result may honestly say ok=false).
 INDEXED = ("platform-runtime-nfs.json", "nfs-harness.json")
 GUEST_TEMP = re.compile(r"/tmp/(runner-temp|two-clients|restart|busy)[^\s\"']*")
 
@@ -65,6 +67,12 @@ def readme(run: dict) -> str:
                          "FAILED: " + ", ".join(c["name"] for c in run.get("checks", []) if not c["ok"]))
 
 
+def index_command(repo: Path, results: Path, names: list[str], output: Path) -> list[str]:
+    """The project's index builder over `names` in `results` (the one command for a run and its record)."""
+    return [sys.executable, "-B", str(repo / "scripts" / "build_evidence_index.py"), "local", "--results",
+            str(results), *[part for name in names for part in ("--result", name)], "--output", str(output)]
+
+
 def record(out: Path, destination: Path, repo: Path, run: dict) -> dict:
     if destination.exists():
         shutil.rmtree(destination)
@@ -76,10 +84,8 @@ def record(out: Path, destination: Path, repo: Path, run: dict) -> dict:
             copied.append(name)
     (destination / "README.md").write_text(readme(run), encoding="utf-8")
     names = [name for name in INDEXED if name in copied]
-    command = [sys.executable, "-B", str(repo / "scripts" / "build_evidence_index.py"), "local", "--results",
-               str(destination), *[p for name in names for p in ("--result", name)],
-               "--output", str(destination / "evidence-index.json")]
-    done = subprocess.run(command, capture_output=True, text=True, cwd=repo)
+    done = subprocess.run(index_command(repo, destination, names, destination / "evidence-index.json"),
+                          capture_output=True, text=True, cwd=repo)
     return {"copied": copied, "index_exit_code": done.returncode,
             "index_message": scrub(" ".join((done.stdout + done.stderr).split())[-300:], repo)
             .replace(str(destination), "<evidence-dir>")}

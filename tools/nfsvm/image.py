@@ -17,7 +17,9 @@ import time
 from pathlib import Path
 
 if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    sys.path[:0] = [str(Path(__file__).resolve().parent.parent), str(Path(__file__).resolve().parents[2] / "scripts")]
+
+from core.files import sha256_file  # noqa: E402
 
 from nfsvm import initramfs, recipe  # noqa: E402
 
@@ -27,14 +29,6 @@ TOOLS = {"qemu-system-x86_64": "qemu-system-x86", "debootstrap": "debootstrap", 
 
 class ImageError(RuntimeError):
     pass
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def missing_tools() -> list[str]:
