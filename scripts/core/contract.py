@@ -86,6 +86,21 @@ def artifact_of_job(job: Any) -> dict[str, Any] | None:
     }
 
 
+# The reusable workflow's job that selects the platforms (`name: plan`), and the one line its step prints to
+# the job log: the selection in bytes GitHub keeps, which the evidence index binds and reads back.
+PLAN_JOB = "plan"
+PLAN_LOG_MARK = "platform-runtime plan: "
+
+
+def plan_log_line(platforms: Sequence[str]) -> str:
+    return PLAN_LOG_MARK + json.dumps({"platforms": list(platforms)}, separators=(",", ":"))
+
+
+def is_plan_job(job_name: str) -> bool:
+    """`plan`, or `caller / plan` through a reusable workflow."""
+    return job_name.rsplit(" / ", 1)[-1].strip() == PLAN_JOB
+
+
 def platform_of(job_name: str) -> str | None:
     """`linux`, or `platform-runtime / linux` through a reusable workflow: the last segment names it."""
     last = job_name.rsplit(" / ", 1)[-1].strip()

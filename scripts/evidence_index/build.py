@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.contract import artifact_name, kind_of
+from core.contract import PLAN_JOB, artifact_name, kind_of
 from core.files import encode_json, sha256_bytes
 from core.provenance import git_state
 
@@ -26,7 +26,7 @@ from .github import GitHubClient
 from .judge import Observed, judge_run
 from .logparse import LogScanner
 from .results import MAX_RESULT_BYTES, REPO_ROOT, parse_json
-from .runfacts import api_subject, artifact_record, run_record, split_jobs
+from .runfacts import api_subject, artifact_record, plan_job, run_record, split_jobs
 from .sources import digest_of_files, hash_sources, indexer_files
 from .statement import make_statement, now_utc
 from .zipsafe import Caps, UnsafeArchive, safe_extract
@@ -127,6 +127,14 @@ def _index_jobs(state: _Build, jobs: list[dict[str, Any]],
     return platforms, other_jobs
 
 
+def _plan(state: _Build, jobs: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The plan job's log, bound: it names the selection in bytes GitHub keeps (the judge reads it back)."""
+    job = plan_job(jobs)
+    if job is None or state.options.offline:
+        return None
+    return {"job": job, "log": _fetch_log(state, job, PLAN_JOB)}
+
+
 def _bind_api(state: _Build, documents: dict[str, Any]) -> None:
     """The API's answers about the run, its jobs and its artifacts, bound as subjects so the judge can
     derive the job facts from bytes (kept under --logs-dir/api/ when logs are kept)."""
@@ -168,6 +176,7 @@ def build_run_index(client: GitHubClient, options: BuildOptions,
         _bind_api(state, {"run": run, "jobs": jobs, "artifacts": artifacts})
     try:
         platforms, other_jobs = _index_jobs(state, jobs, progress)
+        plan = _plan(state, jobs)
     finally:
         if temporary is not None:
             shutil.rmtree(temporary, ignore_errors=True)
@@ -179,6 +188,7 @@ def build_run_index(client: GitHubClient, options: BuildOptions,
         "run": run_record(run, options.repository, options.run_id, attempt),
         "source_root": _source_root(options, state.observed),
         "required_platforms": options.platforms,
+        "plan": plan,
         "platforms": platforms,
         "other_jobs": other_jobs,
         "artifacts": [artifact_record(a) for a in artifacts],

@@ -14,14 +14,15 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.contract import artifact_name, platform_of
+from core.contract import PLAN_JOB, artifact_name, platform_of
 
 from .results import is_result, parse_json, read_result_bytes, too_large
 from .runfacts import facts_from_api
 from .verdict import decide_local, decide_run
 
 # The fields of a log record that come from scanning its bytes (the rest is how it was fetched).
-LOG_SCAN_FIELDS = ("runner", "error_count", "error_lines", "nonzero_exit_count", "nonzero_exits", "lines")
+LOG_SCAN_FIELDS = ("runner", "error_count", "error_lines", "nonzero_exit_count", "nonzero_exits", "lines",
+                   "plan_selections")
 
 
 @dataclass
@@ -99,14 +100,7 @@ def judge_run(predicate: dict[str, Any], observed: Observed) -> dict[str, Any]:
         entry["selected"] = job.get("conclusion") != "skipped"
         if not entry["selected"]:
             continue
-        log = entry.get("log") or {}
-        if log.get("subject") is not None:  # a job's log is bound under its own job id, never another's
-            log["subject"] = f"logs/{job.get('id')}-{entry['platform']}.log"
-        scan = observed.logs.get(log.get("subject")) if log.get("subject") else None
-        for key in LOG_SCAN_FIELDS:
-            log.pop(key, None)
-        if scan is not None:
-            log.update(scan)
+        _judge_log(entry.get("log") or {}, job, entry["platform"], observed)
         artifact = entry.get("artifact") or {}
         if artifact.get("located_by") == "name":  # the name follows from the platform and the job's attempt
             attempt = job.get("run_attempt") or (judged.get("run") or {}).get("attempt")
@@ -115,8 +109,23 @@ def judge_run(predicate: dict[str, Any], observed: Observed) -> dict[str, Any]:
         bound = _results_under(f"artifacts/{artifact.get('name')}/", observed) if artifact.get("name") else []
         entry["results"] = _unbound(entry.get("results") or []) + bound
         entry["runner"] = _runner(entry)
+    plan = judged.get("plan")
+    if isinstance(plan, dict):
+        _judge_log(plan.get("log") or {}, plan.get("job") or {}, PLAN_JOB, observed)
     judged["verdict"] = decide_run(judged)
     return judged
+
+
+def _judge_log(log: dict[str, Any], job: dict[str, Any], name: str, observed: Observed) -> None:
+    """A log record's scan, replaced by the scan of its bytes. A job's log is bound under its own job id,
+    never another's."""
+    if log.get("subject") is not None:
+        log["subject"] = f"logs/{job.get('id')}-{name}.log"
+    scan = observed.logs.get(log.get("subject")) if log.get("subject") else None
+    for key in LOG_SCAN_FIELDS:
+        log.pop(key, None)
+    if scan is not None:
+        log.update(scan)
 
 
 def _runner(entry: dict[str, Any]) -> dict[str, Any]:

@@ -13,14 +13,18 @@ of matching lines are kept.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
+
+from core.contract import PLAN_LOG_MARK
 
 HEAD_BYTES = 64 * 1024  # the setup lines come first; 64 KiB holds them with room to spare
 MAX_LINE = 4096  # a line longer than this is cut; its start is enough to classify it
 MAX_KEPT = 50  # matching lines kept verbatim; all are counted
 ERROR_MARK = b"##[error]"
 EXIT_MARK = b"Process completed with exit code "
+PLAN_MARK = PLAN_LOG_MARK.encode()  # the plan job's selection (scripts/steps/plan.py)
 _PREFIX = re.compile(rb"^(?:\xef\xbb\xbf)?(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ?)?$")
 _EXIT = re.compile(rb"^(?:##\[\w+\])?Process completed with exit code (-?\d+)")
 _TIMESTAMP = re.compile(r"^(?:\ufeff)?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ?")
@@ -40,6 +44,7 @@ class LogScanner:
         self.error_count = 0
         self.nonzero_exits: list[dict[str, Any]] = []
         self.nonzero_exit_count = 0
+        self.plan_selections: list[Any] = []  # every plan line's selection (None where unreadable)
         self.size = 0
 
     def __call__(self, chunk: bytes) -> None:
@@ -60,7 +65,7 @@ class LogScanner:
         self._carry = rest[-MAX_LINE:] if len(rest) > MAX_LINE else rest
 
     def _scan(self, buffer: bytes, end: int) -> None:
-        for mark in (ERROR_MARK, EXIT_MARK):
+        for mark in (ERROR_MARK, EXIT_MARK, PLAN_MARK):
             position = buffer.find(mark, 0, end)
             while position >= 0:
                 start = buffer.rfind(b"\n", 0, position) + 1
@@ -73,6 +78,10 @@ class LogScanner:
         if len(prefix) > 64 or not _PREFIX.match(prefix):
             return  # not an annotation the runner wrote, e.g. an echoed command line
         line = text.decode("utf-8", "replace").rstrip("\r")
+        if mark == PLAN_MARK:
+            if len(self.plan_selections) < MAX_KEPT:
+                self.plan_selections.append(_selection(line[len(PLAN_LOG_MARK):]))
+            return
         if mark == ERROR_MARK:
             self.error_count += 1
             if len(self.error_lines) < MAX_KEPT:
@@ -105,7 +114,20 @@ class LogScanner:
             "error_lines": self.error_lines,
             "nonzero_exit_count": self.nonzero_exit_count,
             "nonzero_exits": self.nonzero_exits,
+            **({"plan_selections": self.plan_selections} if self.plan_selections else {}),
         }
+
+
+def _selection(text: str) -> list[str] | None:
+    """The platforms a plan line names, or None when the line is not that JSON."""
+    try:
+        document = json.loads(text)
+    except ValueError:
+        return None
+    platforms = document.get("platforms") if isinstance(document, dict) else None
+    if isinstance(platforms, list) and all(isinstance(p, str) for p in platforms):
+        return platforms
+    return None
 
 
 def parse_setup(head: str) -> dict[str, Any]:

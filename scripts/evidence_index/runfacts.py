@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from core.contract import platform_of
+from core.contract import is_plan_job, platform_of
 
 API_DOCUMENTS = ("run", "jobs", "artifacts")  # logs/api/<name>.json
 
@@ -77,6 +77,12 @@ def split_jobs(jobs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[d
     return platforms, others
 
 
+def plan_job(jobs: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The run's plan job (id, name, conclusion), or None when the run has none (not this workflow)."""
+    job = next((j for j in jobs if isinstance(j, dict) and is_plan_job(str(j.get("name", "")))), None)
+    return None if job is None else {"id": job.get("id"), "name": job.get("name"), "conclusion": job.get("conclusion")}
+
+
 def facts_from_api(predicate: dict[str, Any], api: dict[str, Any]) -> None:
     """Rewrite the run, the platform entries' jobs, the other jobs and the artifact list from the bound API
     answers, keeping each platform's recorded log and artifact download (matched by job id)."""
@@ -92,4 +98,8 @@ def facts_from_api(predicate: dict[str, Any], api: dict[str, Any]) -> None:
             entry["results"] = old.get("results") or []
     predicate["platforms"] = entries
     predicate["other_jobs"] = others
+    job = plan_job(api.get("jobs") or [])
+    plan = predicate.get("plan") if isinstance(predicate.get("plan"), dict) else {}
+    predicate["plan"] = None if job is None else {
+        "job": job, "log": plan.get("log") or {"status": "missing", "subject": None, "error": "not in the index"}}
     predicate["artifacts"] = [artifact_record(a) for a in api.get("artifacts") or [] if isinstance(a, dict)]

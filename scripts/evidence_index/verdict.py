@@ -109,6 +109,32 @@ def platform_reasons(entry: dict[str, Any], run: dict[str, Any]) -> list[str]:
     return reasons
 
 
+def _required_platforms(predicate: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """The platforms that had to run, and why they cannot be trusted. With a plan job in the bound job list,
+    its bound log names the selection (scripts/steps/plan.py prints it): that is the requirement, and the
+    index's --platforms, when given, must be exactly it, so an index edited to require fewer platforms than
+    the plan selected fails."""
+    given = predicate.get("required_platforms")
+    recorded = list(given or [])
+    plan = predicate.get("plan")
+    if not isinstance(plan, dict):
+        return recorded, []
+    selections = (plan.get("log") or {}).get("plan_selections") or []
+    if len(selections) != 1 or selections[0] is None:
+        found = ("no selection line" if not selections else f"{len(selections)} selection lines"
+                 if len(selections) > 1 else "an unreadable selection line")
+        return recorded, [f"plan: the plan job's bound log has {found} (or is not bound): the platforms that "
+                          "had to run are not in bytes GitHub keeps"]
+    selection = selections[0]
+    if given is None:  # no --platforms: the plan's own selection is the requirement
+        return list(selection), []
+    if sorted(selection) != sorted(recorded):
+        return sorted(set(recorded) | set(selection)), [
+            f"plan: the plan job's log selected {', '.join(selection) or 'nothing'}; the index requires "
+            f"{', '.join(recorded) or 'nothing'} (--platforms)"]
+    return recorded, []
+
+
 def decide_run(predicate: dict[str, Any]) -> dict[str, Any]:
     """Verdict for a GitHub Actions run index."""
     run = predicate.get("run") or {}
@@ -117,7 +143,9 @@ def decide_run(predicate: dict[str, Any]) -> dict[str, Any]:
     selected = [p for p in predicate.get("platforms", []) if p.get("selected")]
     if not selected:
         reasons.append("no platform job ran in this attempt: nothing is proven")
-    for platform in predicate.get("required_platforms") or []:
+    required, plan_reasons = _required_platforms(predicate)
+    reasons += plan_reasons
+    for platform in required:
         if platform not in {entry["platform"] for entry in selected}:
             reasons.append(f"{platform}: selected by the plan, but no {platform} job ran in this attempt")
     counts: dict[str, int] = {}

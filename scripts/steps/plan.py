@@ -17,7 +17,9 @@
   run's job list (the calling job did not grant `actions: read`): probed with GITHUB_TOKEN at
   GITHUB_API_URL, except under act (ACT=true), which serves no REST API and says so.
 Outputs `platforms` (a JSON list), `cuda-runner` (a JSON array of labels, `[]` when none) and
-`artifact-prefix`. Exit 2 on any of those mistakes.
+`artifact-prefix`, and prints the selection to the job log (`platform-runtime plan: {"platforms": [...]}`),
+where GitHub keeps it: the evidence index binds this job's log and requires exactly that selection.
+Exit 2 on any of those mistakes.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from pathlib import Path
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
 
 from action_io import annotate, append_summary, fail, set_outputs, split_list  # noqa: E402
-from core.contract import ARTIFACT_PREFIX, PLATFORMS  # noqa: E402
+from core.contract import ARTIFACT_PREFIX, PLATFORMS, plan_log_line  # noqa: E402
 
 PUSH_DEFAULT = ("windows", "mps")
 PRIVILEGED = ("nfs", "cuda")
@@ -150,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     for note in notes + ([probe_note] if probe_note else []):
         annotate("warning", note, title="platform-runtime plan")
     set_outputs({"platforms": json.dumps(chosen), "cuda-runner": json.dumps(labels), "artifact-prefix": prefix})
+    print(plan_log_line(chosen), flush=True)  # into the job log: the evidence index binds and reads it back
     append_summary("\n".join([
         "### Platform runtime plan", "",
         f"event `{args.event}`; platforms: {', '.join(f'`{name}`' for name in chosen) or 'none'}",

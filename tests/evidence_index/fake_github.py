@@ -513,6 +513,17 @@ def runner_log(platform: str, *, job_name: str | None = None, exit_code: int = 0
     return ("\ufeff" + "\n".join(lines) + "\n").encode("utf-8")
 
 
+def plan_log(lines: tuple[str, ...]) -> bytes:
+    """The plan job's log: its step echoed, then what plan.py printed (`lines`, e.g. plan_log_line(...))."""
+    command = "python3 .platform-runtime/scripts/steps/plan.py --event workflow_dispatch --platforms all"
+    texts = ["Current runner version: '2.328.0'", f"##[group]Run {command}", command, "##[endgroup]", *lines,
+             "Cleaning up orphan processes"]
+    start = dt.datetime(2026, 8, 24, 10, 0, 1, tzinfo=dt.timezone.utc)
+    stamped = [(start + dt.timedelta(milliseconds=137 * i)).strftime("%Y-%m-%dT%H:%M:%S.%f") + "0Z " + text
+               for i, text in enumerate(texts)]
+    return ("\ufeff" + "\n".join(stamped) + "\n").encode("utf-8")
+
+
 FS_METHODS = {"Windows": "win32-GetVolumeInformationW", "Darwin": "darwin-statfs"}
 
 
@@ -587,9 +598,11 @@ def standard_run(fake: FakeGitHub, platforms: tuple[str, ...], sources: dict[str
                  caller: str | None = "platform-runtime", first_job_id: int = 99239323400,
                  first_artifact_id: int = 3901000100) -> dict[str, tuple[FakeJob, FakeArtifact]]:
     """A passing run: jobs plan / <platforms> / evidence, one log and one artifact per platform."""
+    from core.contract import plan_log_line  # scripts/ is on sys.path under pytest and in main()
+
     prefix = f"{caller} / " if caller else ""
     made: dict[str, tuple[FakeJob, FakeArtifact]] = {}
-    fake.jobs.append(FakeJob(id=first_job_id, name=f"{prefix}plan", log=runner_log("linux", job_name="plan")))
+    fake.jobs.append(FakeJob(id=first_job_id, name=f"{prefix}plan", log=plan_log((plan_log_line(platforms),))))
     for offset, platform in enumerate(platforms, 1):
         job_id = first_job_id + offset * 7
         job = FakeJob(id=job_id, name=f"{prefix}{platform}", run_attempt=fake.run_attempt,
@@ -608,6 +621,9 @@ def standard_run(fake: FakeGitHub, platforms: tuple[str, ...], sources: dict[str
 
 
 def main() -> None:
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
     parser = argparse.ArgumentParser(description="Serve a passing GitHub-shaped run on loopback until killed.")
     parser.add_argument("--source-root", type=Path, default=Path("."))
     parser.add_argument("--sources", default="scripts/build_evidence_index.py",

@@ -207,8 +207,9 @@ def test_rate_limits_and_server_errors_are_retried_and_the_run_still_passes(fake
     assert built.code == 0, built.stdout + built.stderr
     assert "HTTP 429; retrying in 1.0 s" in built.stdout
     assert all(fault.times == 0 for fault in fake.faults)
-    # each retry of a download asked the API again for a fresh (one-minute) blob URL
-    assert fake.count("api", r"/jobs/\d+/logs$") == 2 and fake.count("api", r"/artifacts/\d+/zip$") == 2
+    # each retry of a download asked the API again for a fresh (one-minute) blob URL (the linux log twice,
+    # the plan job's log once)
+    assert fake.count("api", r"/jobs/\d+/logs$") == 3 and fake.count("api", r"/artifacts/\d+/zip$") == 2
 
 
 def test_the_token_never_reaches_the_blob_host_and_appears_in_no_output(fake, sources, tmp_path):
@@ -534,7 +535,8 @@ def test_verify_rechecks_a_built_index_and_fails_on_a_changed_log_zip_or_result(
                                "--logs", str(logs), *extra], capture_output=True, text=True, timeout=60)
 
     clean = verify()
-    assert clean.returncode == 0 and "9 subject(s) match" in clean.stdout, clean.stdout  # 3 of them the API answers
+    # 3 of them the API answers, 1 the plan job's log
+    assert clean.returncode == 0 and "10 subject(s) match" in clean.stdout, clean.stdout
     log = logs / f"{made['windows'][0].id}-windows.log"
     log.write_bytes(log.read_bytes().replace(b"exit code 0", b"exit code 1") + b"\n")
     result = artifacts / "platform-runtime-linux-attempt-1" / "platform-runtime-linux.json"
@@ -546,7 +548,7 @@ def test_verify_rechecks_a_built_index_and_fails_on_a_changed_log_zip_or_result(
     assert f"mismatch  logs/{log.name}" in tampered.stdout
     assert "mismatch  artifacts/platform-runtime-linux-attempt-1/platform-runtime-linux.json" in tampered.stdout
     assert "mismatch  artifacts/platform-runtime-linux-attempt-1.zip" in tampered.stdout
-    assert "verdict: NOT AUTHENTIC" in tampered.stdout and "6 subject(s) match" in tampered.stdout
+    assert "verdict: NOT AUTHENTIC" in tampered.stdout and "7 subject(s) match" in tampered.stdout
 
 
 def test_verify_reads_entries_from_the_zip_when_only_zips_were_kept(fake, sources, tmp_path):
@@ -632,8 +634,10 @@ def test_a_platform_the_plan_selected_that_did_not_run_fails(fake, sources, tmp_
     assert built.predicate["required_platforms"] == ["linux", "windows", "mps"]
     assert "windows: selected by the plan, but no windows job ran in this attempt" in built.verdict["reasons"]
     assert "mps: selected by the plan, but no mps job ran in this attempt" in built.verdict["reasons"]
-    passing = build(fake, tmp_path / "linux-only", "--platforms", "linux")
-    assert passing.code == 0, passing.verdict
+    # Asking for less than the plan job's log selected is not a way around it.
+    fewer = build(fake, tmp_path / "linux-only", "--platforms", "linux")
+    assert fewer.code == 1 and ("plan: the plan job's log selected linux, windows, mps; the index requires linux "
+                                "(--platforms)") in fewer.verdict["reasons"]
 
 
 def test_an_unknown_platform_is_a_usage_error(fake, tmp_path):

@@ -17,9 +17,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from core.contract import plan_log_line
 
 from tests.conftest import ROOT, SCRIPTS
-from tests.evidence_index.fake_github import FakeArtifact, FakeGitHub, FakeJob, make_zip, runner_log
+from tests.evidence_index.fake_github import FakeArtifact, FakeGitHub, FakeJob, make_zip, plan_log, runner_log
 
 CLI = SCRIPTS / "build_evidence_index.py"
 JOB_ID = 99239323612
@@ -71,16 +72,24 @@ class Run:
                                str(self.folder / "report.json")], capture_output=True, text=True, timeout=120)
 
 
-def build_run(folder: Path, platform: str, files: dict[str, bytes], log: bytes) -> Run:
-    """Serve one platform job (id JOB_ID) whose artifact holds `files`, and index it."""
+PLAN_JOB_ID = 99239323600
+
+
+def build_run(folder: Path, platform: str, files: dict[str, bytes], log: bytes, plan: bytes | None = None,
+              platforms: str | None = None) -> Run:
+    """Serve one platform job (id JOB_ID) whose artifact holds `files` (and, given its log, the plan job
+    before it), and index it with --platforms (default: that one platform)."""
     run = Run(folder)
     with FakeGitHub() as fake:
         fake.jobs = [FakeJob(id=JOB_ID, name=f"platform-runtime / {platform}", log=log)]
+        if plan is not None:
+            fake.jobs.insert(0, FakeJob(id=PLAN_JOB_ID, name="platform-runtime / plan", log=plan))
         fake.artifacts = [FakeArtifact(id=3901000101, name=f"platform-runtime-{platform}-attempt-1",
                                        content=make_zip(files))]
         env = dict(os.environ, GITHUB_API_URL=fake.api_url, GITHUB_TOKEN=fake.token)
         done = subprocess.run([sys.executable, "-B", str(CLI), "build", "--repository", fake.repository,
-                               "--run-id", str(fake.run_id), "--platforms", platform, "--source-root", str(ROOT),
+                               "--run-id", str(fake.run_id), "--platforms", platforms or platform,
+                               "--source-root", str(ROOT),
                                "--logs-dir", str(folder / "logs"), "--download-dir", str(folder / "artifacts"),
                                "--output", str(run.index_path)], env=env, capture_output=True, text=True, timeout=120)
     run.build_code = done.returncode
@@ -414,3 +423,52 @@ def test_an_honest_index_of_a_refused_zip_is_authentic_and_fails(tmp_path, real_
     assert platform_entry(run.index)["artifact"]["status"] == "refused"
     completed = run.verify()
     assert completed.returncode == 1, completed.stdout
+
+
+# --- the plan's selection, read back from the plan job's log (GitHub keeps it) -------------------------
+
+
+def plan_run(tmp_path, real_result, selected: tuple[str, ...], platforms: str, name: str = "plan") -> Run:
+    return build_run(tmp_path / name, "linux", {"platform-runtime-linux.json": real_result}, runner_log("linux"),
+                     plan=plan_log((plan_log_line(selected),)), platforms=platforms)
+
+
+def test_the_plan_jobs_log_is_bound_and_names_the_selection(tmp_path, real_result):
+    run = plan_run(tmp_path, real_result, ("linux",), "linux")
+    assert run.build_code == 0, run.index["predicate"]["verdict"]
+    plan = run.index["predicate"]["plan"]
+    assert plan["log"]["subject"] == f"logs/{PLAN_JOB_ID}-plan.log" and plan["log"]["plan_selections"] == [["linux"]]
+    assert plan["log"]["subject"] in {s["name"] for s in run.index["subject"]}
+    assert run.verify().returncode == 0
+
+
+def test_an_index_built_with_fewer_platforms_than_the_plan_selected_fails(tmp_path, real_result):
+    run = plan_run(tmp_path, real_result, ("linux", "windows"), "linux")
+    assert run.build_code == 1
+    reasons = run.index["predicate"]["verdict"]["reasons"]
+    assert "plan: the plan job's log selected linux, windows; the index requires linux (--platforms)" in reasons
+    assert "windows: selected by the plan, but no windows job ran in this attempt" in reasons
+
+
+def test_an_index_edited_to_require_fewer_platforms_than_the_plan_selected_is_not_authentic(tmp_path, real_result):
+    run = plan_run(tmp_path, real_result, ("linux", "windows"), "linux,windows")
+    assert run.build_code == 1  # windows was selected and never ran
+    index = run.index
+    index["predicate"]["required_platforms"] = ["linux"]
+    index["predicate"]["verdict"] = {"pass": True, "reasons": [], "platforms": {"linux": {"ok": True, "reasons": []}}}
+    run.save(index)
+    completed = run.verify()
+    assert completed.returncode == 3, completed.stdout
+    assert "predicate.verdict" in completed.stdout
+
+
+@pytest.mark.parametrize("lines, words", [
+    ((), "has no selection line"),
+    (("platform-runtime plan: not json",), "has an unreadable selection line"),
+    ((plan_log_line(["linux"]), plan_log_line(["linux", "windows"])), "has 2 selection lines"),
+])
+def test_a_plan_log_without_exactly_one_readable_selection_fails(tmp_path, real_result, lines, words):
+    run = build_run(tmp_path / "p", "linux", {"platform-runtime-linux.json": real_result}, runner_log("linux"),
+                    plan=plan_log(lines))
+    assert run.build_code == 1
+    assert any(words in reason for reason in run.index["predicate"]["verdict"]["reasons"])

@@ -353,6 +353,16 @@ def test_the_plan_outputs_json_for_fromjson(github_files):
     assert json.loads(outputs["cuda-runner"]) == ["self-hosted", "gpu"]
 
 
+def test_the_plan_prints_its_selection_where_the_evidence_index_reads_it_back(github_files, capsys):
+    from evidence_index.logparse import LogScanner
+
+    assert plan.main(["--event", "workflow_dispatch", "--platforms", "windows linux"]) == 0
+    printed = capsys.readouterr().out
+    scanner = LogScanner()  # as GitHub stores the step's output: one timestamp per line
+    scanner.update(b"".join(b"2026-08-24T10:00:01.1370000Z " + line.encode() + b"\n" for line in printed.splitlines()))
+    assert scanner.result()["plan_selections"] == [json.loads(parse_outputs(github_files[0])["platforms"])]
+
+
 # --- the evidence job's verdict (collect_results.py is gone) ---------------------------------
 # The workflow's evidence job now judges once, with scripts/build_evidence_index.py; collect_results' promises
 # are proven by the builder's tests in tests/evidence_index/test_evidence_index_build.py:
