@@ -4,14 +4,17 @@ beside the specification's 117.9 s for the NFS harness on a GitHub runner. Goal:
     .venv/bin/python benchmarks/bench_nfs_vm.py [--rounds 1]
 
 Boot to verdict is the guest kernel's uptime when the gate exited (qemu start to kernel start is a
-fraction of a second here); the qemu wall time to power-off includes the teardown. Needs root and
-qemu (the image is built or reused as by `python3 dev.py nfs`).
+fraction of a second here); the qemu wall time to power-off includes the teardown. Every round runs;
+a failed one is reported with its failing checks and its outputs are kept in outputs/nfs-bench-failed/.
+The goal is met only when every round passed and their median is at most 90 s. Needs root and qemu
+(the image is built or reused as by `python3 dev.py nfs`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import subprocess
 import sys
@@ -23,37 +26,55 @@ SPEC_GITHUB_SECONDS = 117.9
 GOAL_SECONDS = 90.0
 
 
-def one_round(folder: Path) -> tuple[float | None, float, bool]:
+KEPT = ROOT / "outputs" / "nfs-bench-failed"  # git-ignored: each failed round's outputs, to be read
+
+
+def one_round(folder: Path) -> tuple[float | None, float, bool, list[str]]:
     out = folder / "out"
     subprocess.run([sys.executable, "-B", str(ROOT / "tools" / "nfsvm" / "cli.py"), "--phases", "action",
                     "--output-dir", str(out)], capture_output=True, text=True)
     run = json.loads((out / "nfs-vm-run.json").read_text())
     steps = json.loads((out / "action" / "steps.json").read_text()) if (out / "action" / "steps.json").exists() else {}
-    warm = json.loads((out / "warm-up.json").read_text()) if (out / "warm-up.json").exists() else {}
+    warm = steps.get("warm_up") or {}
     parts = {name: step.get("seconds") for name, step in (steps.get("steps") or {}).items()}
-    print(f"  import torch once (page cache) {warm.get('seconds')} s; action steps {parts}")
-    return steps.get("kernel_uptime_at_gate_verdict_seconds"), run["vm"]["wall_seconds"], run["ok"]
+    print(f"  import torch once (page cache) {warm.get('seconds')} s, beside the setup; action steps {parts}")
+    failed = [f"{c['name']}: {c['detail']}" for c in run["checks"] if not c["ok"]]
+    return steps.get("kernel_uptime_at_gate_verdict_seconds"), run["vm"]["wall_seconds"], run["ok"], failed
+
+
+def keep(folder: Path, index: int) -> Path:
+    kept = KEPT / f"round-{index}"
+    shutil.rmtree(kept, ignore_errors=True)
+    shutil.copytree(folder / "out", kept)
+    return kept
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=1)
     args = parser.parse_args()
-    verdicts, walls = [], []
-    for index in range(args.rounds):
+    verdicts, walls, failures = [], [], 0
+    for index in range(1, args.rounds + 1):
         with tempfile.TemporaryDirectory() as folder:
-            verdict, wall, ok = one_round(Path(folder))
-        print(f"round {index + 1}: boot to gate verdict {verdict} s, qemu to power-off {wall} s, all checks ok {ok}")
-        if verdict is None or not ok:
-            print("the run did not pass: no time to report")
-            return 1
+            verdict, wall, ok, failed = one_round(Path(folder))
+            print(f"round {index}: boot to gate verdict {verdict} s, qemu to power-off {wall} s, all checks ok {ok}")
+            if verdict is None or not ok:
+                failures += 1
+                kept = keep(Path(folder), index).relative_to(ROOT)
+                print(f"  FAILED ({'; '.join(failed)[:600]}); its outputs: {kept}")
+                continue
         verdicts.append(verdict)
         walls.append(wall)
+    if not verdicts:
+        print("no round passed: no time to report")
+        return 1
     median = statistics.median(verdicts)
-    print(f"boot to verdict (median of {len(verdicts)}): {median:.1f} s; qemu wall {statistics.median(walls):.1f} s")
+    print(f"boot to verdict (median of {len(verdicts)} passing rounds, {failures} failed): {median:.1f} s "
+          f"(min {min(verdicts):.1f}, max {max(verdicts):.1f}); qemu wall {statistics.median(walls):.1f} s")
+    met = median <= GOAL_SECONDS and not failures
     print(f"specification, NFS harness on a GitHub runner: {SPEC_GITHUB_SECONDS} s; goal here: <= {GOAL_SECONDS} s "
-          f"-> {'met' if median <= GOAL_SECONDS else 'NOT met'}")
-    return 0 if median <= GOAL_SECONDS else 1
+          f"with every round passing -> {'met' if met else 'NOT met'}")
+    return 0 if met else 1
 
 
 if __name__ == "__main__":
