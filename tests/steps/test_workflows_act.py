@@ -280,7 +280,7 @@ def test_root_action_on_any_runner_outputs_its_result_and_fails_an_unmet_require
 
     claim, _ = read_json(run.artifact("root-action-windows-claim"), "platform-runtime.json")
     assert claim["ok"] is False and claim["requirements"] == [
-        {"name": "windows", "ok": False, "reason": "platform.system() is Linux"}]
+        {"name": "windows", "ok": False, "reason": "platform.system is 'Linux', not Windows"}]
     assert "ok=false outcome=failure" in "\n".join(run.output_lines("windows-claim"))
 
 
