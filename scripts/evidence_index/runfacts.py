@@ -78,8 +78,15 @@ def split_jobs(jobs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[d
 
 
 def plan_job(jobs: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The run's plan job (id, name, conclusion), or None when the run has none (not this workflow)."""
-    job = next((j for j in jobs if isinstance(j, dict) and is_plan_job(str(j.get("name", "")))), None)
+    """The plan job (id, name, conclusion) of the workflow call the platform jobs belong to: `plan` beside
+    `linux`, `caller / plan` beside `caller / linux` (a caller's own job named `plan` is not it); None when
+    there is none (not this workflow)."""
+    def call_of(name: str) -> str | None:
+        return name.rsplit(" / ", 1)[0] if " / " in name else None
+
+    named = [(str(job.get("name", "")), job) for job in jobs if isinstance(job, dict)]
+    calls = {call_of(name) for name, _ in named if platform_of(name)}
+    job = next((job for name, job in named if is_plan_job(name) and call_of(name) in calls), None)
     return None if job is None else {"id": job.get("id"), "name": job.get("name"), "conclusion": job.get("conclusion")}
 
 

@@ -472,3 +472,14 @@ def test_a_plan_log_without_exactly_one_readable_selection_fails(tmp_path, real_
                     plan=plan_log(lines))
     assert run.build_code == 1
     assert any(words in reason for reason in run.index["predicate"]["verdict"]["reasons"])
+
+
+def test_a_callers_own_job_named_plan_is_not_taken_for_the_plan():
+    from evidence_index.runfacts import plan_job
+
+    jobs = [{"id": 1, "name": "plan", "conclusion": "success"},
+            {"id": 2, "name": "platform-runtime / plan", "conclusion": "success"},
+            {"id": 3, "name": "platform-runtime / linux", "conclusion": "success"}]
+    assert plan_job(jobs)["id"] == 2
+    assert plan_job([jobs[0], {"id": 4, "name": "linux", "conclusion": "success"}])["id"] == 1
+    assert plan_job(jobs[:1]) is None  # no platform job: not this workflow's run
