@@ -33,7 +33,11 @@ def one_round(folder: Path) -> tuple[float | None, float, bool, list[str]]:
     out = folder / "out"
     subprocess.run([sys.executable, "-B", str(ROOT / "tools" / "nfsvm" / "cli.py"), "--phases", "action",
                     "--output-dir", str(out)], capture_output=True, text=True)
-    run = json.loads((out / "nfs-vm-run.json").read_text())
+    try:
+        run = json.loads((out / "nfs-vm-run.json").read_text())
+    except (OSError, ValueError) as error:  # the CLI died before judging: a failed round, kept like the others
+        out.mkdir(parents=True, exist_ok=True)
+        return None, 0.0, False, [f"no nfs-vm-run.json ({type(error).__name__})"]
     steps = json.loads((out / "action" / "steps.json").read_text()) if (out / "action" / "steps.json").exists() else {}
     warm = steps.get("warm_up") or {}
     parts = {name: step.get("seconds") for name, step in (steps.get("steps") or {}).items()}

@@ -129,10 +129,10 @@ def _index_jobs(state: _Build, jobs: list[dict[str, Any]],
 
 def _plan(state: _Build, jobs: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The plan job's log, bound: it names the selection in bytes GitHub keeps (the judge reads it back)."""
-    job = plan_job(jobs)
+    job, candidates = plan_job(jobs)
     if job is None or state.options.offline:
         return None
-    return {"job": job, "log": _fetch_log(state, job, PLAN_JOB)}
+    return {"job": job, "candidates": candidates, "log": _fetch_log(state, job, PLAN_JOB)}
 
 
 def _bind_api(state: _Build, documents: dict[str, Any]) -> None:

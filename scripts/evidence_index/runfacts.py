@@ -77,17 +77,21 @@ def split_jobs(jobs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[d
     return platforms, others
 
 
-def plan_job(jobs: list[dict[str, Any]]) -> dict[str, Any] | None:
+def plan_job(jobs: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, int]:
     """The plan job (id, name, conclusion) of the workflow call the platform jobs belong to: `plan` beside
-    `linux`, `caller / plan` beside `caller / linux` (a caller's own job named `plan` is not it); None when
-    there is none (not this workflow)."""
+    `linux`, `caller / plan` beside `caller / linux` (a caller's own job named `plan` is not it), and how
+    many jobs fit (more than one -- two calls of the workflow -- makes the requirement ambiguous); None
+    when there is none (not this workflow)."""
     def call_of(name: str) -> str | None:
         return name.rsplit(" / ", 1)[0] if " / " in name else None
 
     named = [(str(job.get("name", "")), job) for job in jobs if isinstance(job, dict)]
     calls = {call_of(name) for name, _ in named if platform_of(name)}
-    job = next((job for name, job in named if is_plan_job(name) and call_of(name) in calls), None)
-    return None if job is None else {"id": job.get("id"), "name": job.get("name"), "conclusion": job.get("conclusion")}
+    fits = [job for name, job in named if is_plan_job(name) and call_of(name) in calls]
+    if not fits:
+        return None, 0
+    job = fits[0]
+    return {"id": job.get("id"), "name": job.get("name"), "conclusion": job.get("conclusion")}, len(fits)
 
 
 def facts_from_api(predicate: dict[str, Any], api: dict[str, Any]) -> None:
@@ -105,8 +109,9 @@ def facts_from_api(predicate: dict[str, Any], api: dict[str, Any]) -> None:
             entry["results"] = old.get("results") or []
     predicate["platforms"] = entries
     predicate["other_jobs"] = others
-    job = plan_job(api.get("jobs") or [])
+    job, candidates = plan_job(api.get("jobs") or [])
     plan = predicate.get("plan") if isinstance(predicate.get("plan"), dict) else {}
     predicate["plan"] = None if job is None else {
-        "job": job, "log": plan.get("log") or {"status": "missing", "subject": None, "error": "not in the index"}}
+        "job": job, "candidates": candidates,
+        "log": plan.get("log") or {"status": "missing", "subject": None, "error": "not in the index"}}
     predicate["artifacts"] = [artifact_record(a) for a in api.get("artifacts") or [] if isinstance(a, dict)]

@@ -119,6 +119,12 @@ def _required_platforms(predicate: dict[str, Any]) -> tuple[list[str], list[str]
     plan = predicate.get("plan")
     if not isinstance(plan, dict):
         return recorded, []
+    job = plan.get("job") if isinstance(plan.get("job"), dict) else {}
+    if plan.get("candidates") != 1:
+        return recorded, [f"plan: {plan.get('candidates')} plan jobs beside the platform jobs: which selection "
+                          "is the requirement is ambiguous"]
+    if job.get("conclusion") != "success":
+        return recorded, [f"plan: the plan job concluded {job.get('conclusion')!r}, not success"]
     selections = (plan.get("log") or {}).get("plan_selections") or []
     if len(selections) != 1 or selections[0] is None:
         found = ("no selection line" if not selections else f"{len(selections)} selection lines"

@@ -267,6 +267,9 @@ def recorded_without_subject(statement: dict[str, Any]) -> list[str]:
                      for r in entry.get("results") or [] if isinstance(r, dict)]
     recorded += [("results", r.get("subject"), r.get("sha256")) for r in predicate.get("results") or []
                  if isinstance(r, dict)]
+    plan_log = (predicate.get("plan") or {}).get("log") if isinstance(predicate.get("plan"), dict) else None
+    if isinstance(plan_log, dict):
+        recorded.append(("plan.log", plan_log.get("subject"), plan_log.get("sha256")))
     problems = []
     for where, subject, digest in recorded:
         if subject is None:

@@ -480,6 +480,44 @@ def test_a_callers_own_job_named_plan_is_not_taken_for_the_plan():
     jobs = [{"id": 1, "name": "plan", "conclusion": "success"},
             {"id": 2, "name": "platform-runtime / plan", "conclusion": "success"},
             {"id": 3, "name": "platform-runtime / linux", "conclusion": "success"}]
-    assert plan_job(jobs)["id"] == 2
-    assert plan_job([jobs[0], {"id": 4, "name": "linux", "conclusion": "success"}])["id"] == 1
-    assert plan_job(jobs[:1]) is None  # no platform job: not this workflow's run
+    assert plan_job(jobs)[0]["id"] == 2 and plan_job(jobs)[1] == 1
+    assert plan_job([jobs[0], {"id": 4, "name": "linux", "conclusion": "success"}])[0]["id"] == 1
+    assert plan_job(jobs[:1]) == (None, 0)  # no platform job: not this workflow's run
+    # two calls of the workflow: two plan jobs fit, and the verdict says the requirement is ambiguous
+    two = [*jobs[1:], {"id": 5, "name": "second / plan", "conclusion": "success"},
+           {"id": 6, "name": "second / linux", "conclusion": "success"}]
+    assert plan_job(two)[1] == 2
+
+
+@pytest.mark.parametrize("edit", ["removed", "null", "other-log", "no-subject"])
+def test_an_index_whose_plan_record_is_edited_still_reads_the_plan_from_the_bound_bytes(tmp_path, real_result,
+                                                                                        edit):
+    run = plan_run(tmp_path, real_result, ("linux", "windows"), "linux,windows")
+    assert run.build_code == 1  # windows was selected and never ran
+    index = run.index
+    predicate = index["predicate"]
+    if edit == "removed":
+        predicate.pop("plan")
+    elif edit == "null":
+        predicate["plan"] = None
+    elif edit == "other-log":
+        predicate["plan"]["log"]["subject"] = f"logs/{JOB_ID}-linux.log"
+    else:
+        predicate["plan"]["log"].update(subject=None, status="missing")
+    predicate["required_platforms"] = ["linux"]
+    predicate["verdict"] = {"pass": True, "reasons": [], "platforms": {"linux": {"ok": True, "reasons": []}}}
+    run.save(index)
+    completed = run.verify()
+    assert completed.returncode == 3, completed.stdout
+
+
+def test_a_plan_job_that_did_not_succeed_fails_the_verdict(tmp_path, real_result):
+    from evidence_index.verdict import decide_run
+
+    run = plan_run(tmp_path, real_result, ("linux",), "linux")
+    predicate = run.index["predicate"]
+    assert decide_run(predicate)["pass"] is True
+    predicate["plan"]["job"]["conclusion"] = "failure"
+    assert "plan: the plan job concluded 'failure', not success" in decide_run(predicate)["reasons"]
+    predicate["plan"].update(candidates=2)
+    assert any("2 plan jobs" in reason for reason in decide_run(predicate)["reasons"])

@@ -47,8 +47,10 @@ def test_shared_paths_are_the_repo_its_venv_and_base_python_without_nesting(tmp_
 
 
 def test_the_guest_runs_the_host_venvs_packages_with_its_own_python_of_the_same_minor_version(tmp_path):
+    import sysconfig
+
     host = job.host_python(ROOT / ".venv" / "bin" / "python")
-    this = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    this = {"version": f"{sys.version_info[0]}.{sys.version_info[1]}", "soabi": sysconfig.get_config_var("SOABI")}
     made = interpreter.guest_python({"python": "/host/venv/python", "host_python": host}, this,
                                     base_python=Path(sys.executable), venv=tmp_path / "venv")
     assert made["why"] == interpreter.WHY_IMAGE and made["site_packages"] == host["site_packages"]
@@ -60,11 +62,24 @@ def test_the_guest_runs_the_host_venvs_packages_with_its_own_python_of_the_same_
     assert Path(where).resolve().is_relative_to(Path(host["site_packages"]))
 
 
-def test_another_minor_version_keeps_the_host_venvs_interpreter(tmp_path):
-    job_facts = {"python": "/host/venv/python", "host_python": {"version": "3.12", "site_packages": "/x"}}
-    kept = interpreter.guest_python(job_facts, "3.11", venv=tmp_path / "venv")
-    assert kept == {"executable": "/host/venv/python", "version": "3.12", "why": interpreter.WHY_HOST}
-    assert not (tmp_path / "venv").exists() and not interpreter.choose("", "")
+@pytest.mark.parametrize("change", [{"version": "3.12"}, {"soabi": "cpython-311t-x86_64-linux-gnu"},
+                                    {"one_site_dir": False}])
+def test_another_version_abi_or_split_site_dirs_keep_the_host_venvs_interpreter(tmp_path, change):
+    host = {"version": "3.11", "soabi": "cpython-311-x86_64-linux-gnu", "site_packages": "/x", "one_site_dir": True}
+    image = {"version": "3.11", "soabi": "cpython-311-x86_64-linux-gnu"}
+    job_facts = {"python": "/host/venv/python", "host_python": {**host, **change}}
+    kept = interpreter.guest_python(job_facts, image, venv=tmp_path / "venv")
+    assert kept["executable"] == "/host/venv/python" and kept["why"] == interpreter.WHY_HOST
+    assert not (tmp_path / "venv").exists()
+
+
+def test_a_venv_that_cannot_be_made_keeps_the_host_venvs_interpreter_saying_why(tmp_path):
+    host = {"version": "3.11", "soabi": "x", "site_packages": "/x", "one_site_dir": True}
+    (tmp_path / "venv").mkdir()  # already there: make_venv refuses to write over it
+    (tmp_path / "venv" / "bin").mkdir()
+    kept = interpreter.guest_python({"python": "/host/venv/python", "host_python": host},
+                                    {"version": "3.11", "soabi": "x"}, venv=tmp_path / "venv")
+    assert kept["executable"] == "/host/venv/python" and "could not be made" in kept["why"]
 
 
 @pytest.mark.parametrize("change", [

@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import sysconfig
 import time
 import traceback
 
@@ -60,7 +61,9 @@ def main():
         sys.path.insert(0, os.path.join(job["repo"], "tools"))
         from nfsvm import interpreter, phases
 
-        job["interpreter"] = interpreter.guest_python(job, f"{sys.version_info[0]}.{sys.version_info[1]}")
+        image = {"version": f"{sys.version_info[0]}.{sys.version_info[1]}",
+                 "soabi": sysconfig.get_config_var("SOABI")}
+        job["interpreter"] = interpreter.guest_python(job, image)
         job["python"] = job["interpreter"]["executable"]
         phases.run_all(job, out, boot_seconds=time.monotonic() - started)
     except BaseException:

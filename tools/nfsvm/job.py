@@ -34,10 +34,12 @@ def shared_paths(repo: Path, python: Path) -> list[Path]:
 def host_python(python: Path) -> dict:
     """The venv's minor version and its site-packages (real path): the guest may run them with its own
     interpreter (tools/nfsvm/interpreter.py)."""
-    code = "import sys, sysconfig; print('%d.%d' % sys.version_info[:2]); print(sysconfig.get_paths()['purelib'])"
-    version, site_packages = subprocess.run([str(python), "-I", "-c", code], capture_output=True, text=True,
-                                            check=True).stdout.splitlines()
-    return {"version": version, "site_packages": os.path.realpath(site_packages)}
+    code = ("import sys, sysconfig; p = sysconfig.get_paths(); print('%d.%d' % sys.version_info[:2]); "
+            "print(sysconfig.get_config_var('SOABI')); print(p['purelib']); print(p['platlib'])")
+    version, soabi, purelib, platlib = subprocess.run([str(python), "-I", "-c", code], capture_output=True,
+                                                      text=True, check=True).stdout.splitlines()
+    return {"version": version, "soabi": soabi, "site_packages": os.path.realpath(purelib),
+            "one_site_dir": os.path.realpath(purelib) == os.path.realpath(platlib)}
 
 
 def make_job(repo: Path, phases: list[str], gate_timeout: float) -> tuple[dict, list[dict]]:

@@ -7,6 +7,7 @@ unmount). The project's scripts run with the host's venv Python, shared at the s
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -355,10 +356,10 @@ def two_clients_phase(job: dict, out: Path, _boot: float) -> dict:
     return result
 
 
-def spawn_runner(command: list[str], cwd: str = "/tmp") -> subprocess.Popen:
+def spawn_runner(command: list[str], cwd: str = "/tmp", output: int = subprocess.PIPE) -> subprocess.Popen:
     environment = ["HOME=/home/runner", f"PATH={PATH}", "LANG=C.UTF-8"]
     return subprocess.Popen(["runuser", "-u", RUNNER, "--", "env", "-i", *environment, *command], cwd=cwd,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+                            stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
 
 
 def restart_server(export: Path) -> dict:
@@ -478,16 +479,18 @@ class WarmUp:
 
     def __init__(self, job: dict, out: Path) -> None:
         self.out, self.started = out, time.monotonic()
-        self.process = spawn_runner([job["python"], "-B", "-c", "import torch"])
+        self.process = spawn_runner([job["python"], "-B", "-c", "import torch"], output=subprocess.DEVNULL)
         self.done: dict | None = None
 
     def wait(self, limit: float = 300) -> dict:
         if self.done is None:
             try:
-                self.process.communicate(timeout=max(1.0, limit - (time.monotonic() - self.started)))
+                self.process.wait(timeout=max(1.0, limit - (time.monotonic() - self.started)))
             except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, 9)
-                self.process.communicate()
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.process.pid, 9)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.process.wait(timeout=10)
             self.done = {"exit_code": self.process.returncode, "what": "import torch once (page cache)",
                          "seconds": round(time.monotonic() - self.started, 1), "ended_at_uptime": round(uptime(), 1)}
             log(f"warm-up: import torch -> {self.done['exit_code']} in {self.done['seconds']} s")
