@@ -143,3 +143,29 @@ def test_the_action_is_ready_for_the_marketplace():
     action = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
     assert action["name"] and len(action["description"]) < 125
     assert set(action["branding"]) == {"icon", "color"}
+
+
+def _declared_inputs(uses: str) -> set[str] | None:
+    """The inputs our action or reusable workflow named by `uses:` declares (None: not ours)."""
+    target = uses.split("@", 1)[0]
+    if not target.startswith("kernodeck/platform-runtime"):
+        return None
+    relative = target.removeprefix("kernodeck/platform-runtime").strip("/")
+    if relative.endswith((".yml", ".yaml")):
+        workflow = yaml.safe_load((ROOT / relative).read_text(encoding="utf-8"))
+        triggers = workflow.get("on", workflow.get(True))
+        return set((triggers["workflow_call"] or {}).get("inputs") or {})
+    action = yaml.safe_load((ROOT / relative / "action.yml").read_text(encoding="utf-8"))
+    return set(action.get("inputs") or {})
+
+
+@pytest.mark.parametrize(("page", "body"), blocks("yaml"), ids=[f"{p}#{i}" for i, (p, _) in enumerate(blocks("yaml"))])
+def test_an_example_passes_only_inputs_our_action_or_workflow_declares(page, body):
+    document = yaml.safe_load(body)
+    jobs = document.get("jobs", {}) if isinstance(document, dict) else {}
+    for name, job in jobs.items():
+        for step in [job, *(job.get("steps") or [])]:
+            declared = _declared_inputs(str(step.get("uses", "")))
+            if declared is not None:
+                unknown = set(step.get("with") or {}) - declared
+                assert not unknown, f"{page}: job {name} passes {sorted(unknown)} to {step['uses']}"
