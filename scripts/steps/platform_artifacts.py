@@ -13,8 +13,8 @@ are re-run, so after "Re-run failed jobs" a platform that passed in attempt 1 st
 attempt-1 artifact by id; `build_evidence_index.py build --platform-artifacts` downloads each zip by
 that id and compares the zip's SHA-256 with `artifact_digest`. A platform whose job uploaded nothing
 is left out: the builder's `--platforms` fails it as missing. Outputs: `ids` (comma-separated, for
-download-artifact's artifact-ids), `digests` ({id: digest} as reported at upload; act's artifact
-server records none, so its download stand-in compares the zips it serves with these),
+download-artifact's artifact-ids), `download-path` (download-artifact's `path`, chosen so that every
+artifact lands in `artifacts/<name>/` whether one or several are downloaded: see download_path),
 `evidence-name` (this job's own artifact, named by result_dir's rule).
 
 `verdict`: ok only when the index build that ran (GitHub or act's --offline) succeeded (never when
@@ -62,6 +62,17 @@ def record(environ: Mapping[str, str]) -> dict:
     return {name: entry for name, entry in entries.items() if entry is not None}
 
 
+DOWNLOAD_ROOT = "artifacts"  # the builder's --artifacts-dir under act
+
+
+def download_path(names: list[str]) -> str:
+    """download-artifact's `path` for these artifacts, so that each lands in artifacts/<name>/.
+
+    actions/download-artifact v8.0.1 (src/download-artifact.ts L189-194) unpacks ONE artifact into `path`
+    itself and only several into `path/<artifact name>/`; for one, `path` therefore names its folder."""
+    return f"{DOWNLOAD_ROOT}/{names[0]}" if len(names) == 1 else DOWNLOAD_ROOT
+
+
 def run_record(output: Path) -> int:
     try:
         document = record(os.environ)
@@ -75,7 +86,7 @@ def run_record(output: Path) -> int:
     output.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n", encoding="utf-8", newline="\n")
     uploaded = [entry for entry in document.values() if entry["artifact_id"]]
     set_outputs({"ids": ",".join(str(entry["artifact_id"]) for entry in uploaded),
-                 "digests": json.dumps({str(entry["artifact_id"]): entry["artifact_digest"] for entry in uploaded}),
+                 "download-path": download_path([str(entry["artifact_name"]) for entry in uploaded]),
                  "evidence-name": evidence_name})
     return 0
 

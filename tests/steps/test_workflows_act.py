@@ -218,8 +218,31 @@ def test_dispatch_linux_runs_the_gate_uploads_its_json_and_the_evidence_job_hash
     assert linux["artifact"]["located_by"] == "id"
     # The recorded source of the code that ran is bound too.
     assert any(s["name"].endswith("/workflow-source.txt") for s in index["subject"])
-    assert any(f"(id {recorded['linux']['artifact_id']})" in line and "digest" in line and line.endswith("equal\n")
+    # ONE artifact: download-artifact unpacks into `path` itself (v8.0.1 src/download-artifact.ts L189-194),
+    # so the evidence job names the artifact's own folder as `path`.
+    assert any(f"(id {recorded['linux']['artifact_id']}) -> " in line
+               and line.rstrip().endswith("/artifacts/platform-runtime-linux-attempt-1")
                for line in run.output_lines("evidence")), run.output_lines("evidence")
+
+
+def test_dispatch_of_two_platforms_indexes_both_artifacts_from_their_own_folders(tmp_path, node_modules):
+    # Several artifacts: download-artifact makes path/<artifact name>/ for each (v8.0.1 L194).
+    run = run_act(tmp_path, node_modules, "workflow_dispatch", "-W", WORKFLOW, "--input", "platform=linux,windows",
+                  extra_env={"GITHUB_REPOSITORY": REPOSITORY,
+                             "PLATFORM_RUNTIME_TEST_PATTERNS": "tests/steps/test_workflows.py"})
+    results = run.job_results()
+    assert results.get("linux") == "success" and results.get("windows") == "failure", run.log[-4000:]
+    assert results.get("evidence") == "failure", run.log[-4000:]  # windows failed on this Linux host
+    index, linux = evidence_index(run, "linux")
+    _, windows = evidence_index(run, "windows")
+    _, linux_sha = read_json(run.artifact("platform-runtime-linux-attempt-1"), "platform-runtime-linux.json")
+    _, windows_sha = read_json(run.artifact("platform-runtime-windows-attempt-1"), "platform-runtime-windows.json")
+    assert [(r["name"], r["sha256"], r["ok"]) for r in linux["results"]] == [
+        ("platform-runtime-linux.json", linux_sha, True)]
+    assert ("platform-runtime-windows.json", windows_sha, False) in [(r["name"], r["sha256"], r["ok"])
+                                                                     for r in windows["results"]]
+    assert linux["artifact"]["status"] == windows["artifact"]["status"] == "local"
+    assert index["predicate"]["verdict"]["pass"] is False
 
 
 def test_dispatch_windows_on_a_linux_host_fails_honestly_and_still_uploads_its_json(tmp_path, node_modules):

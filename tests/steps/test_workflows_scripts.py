@@ -253,8 +253,19 @@ def test_each_platforms_artifact_id_name_digest_and_attempt_are_recorded(tmp_pat
     # A platform that uploaded nothing is left out; the builder's --platforms fails it as missing.
     assert "mps" not in recorded
     outputs = parse_outputs(tmp_path / "github_output")
-    assert outputs["ids"] == "11,12" and json.loads(outputs["digests"]) == {"11": "a" * 64, "12": "b" * 64}
+    assert outputs["ids"] == "11,12"
+    assert outputs["download-path"] == "artifacts"  # several: download-artifact makes artifacts/<name>/ each
     assert outputs["evidence-name"] == "p-evidence-attempt-2"
+
+
+def test_one_uploaded_artifact_is_downloaded_into_its_own_named_folder(tmp_path):
+    # download-artifact v8.0.1 src/download-artifact.ts L189-194 unpacks a single artifact into `path`
+    # itself: `path` must then name the folder the builder reads, artifacts/<name>/.
+    proc, _ = run_script(tmp_path, "platform_artifacts.py", ["record", "--output", "evidence/pa.json"],
+                         NEEDS=json.dumps(NEEDS), PLATFORMS='["linux"]', ARTIFACT_PREFIX="p", GITHUB_RUN_ATTEMPT="1")
+    assert proc.returncode == 0, proc.stderr
+    outputs = parse_outputs(tmp_path / "github_output")
+    assert outputs["ids"] == "11" and outputs["download-path"] == "artifacts/p-linux-attempt-1"
 
 
 def test_the_builder_reads_toJSON_needs_exactly_as_the_evidence_job_records_it():
