@@ -8,12 +8,15 @@
         [--summary FILE.md] [--verdict-output FILE.json]
     build ... [--platform-artifacts FILE] [--offline] [--log-patience SECONDS]
     build_evidence_index.py verify INDEX --artifacts DIR [--logs DIR] [--json FILE|-]
+    build_evidence_index.py diff OLD NEW [--old-artifacts DIR] [--new-artifacts DIR] [--json F] [--markdown F]
+    build_evidence_index.py report INDEX --artifacts DIR --html FILE [--baseline OLD --baseline-artifacts DIR]
 
 The index is an in-toto Statement v1 (schemas/evidence-index.schema.json). `build` reads the token
 from GITHUB_TOKEN and the API from GITHUB_API_URL (default https://api.github.com).
 Exit codes of build/local: 0 verdict pass; 1 verdict fail (index written); 2 usage or input error
 (nothing written); 130 interrupted. verify: 0 authentic and passes; 1 authentic, verdict fails;
-2 usage error; 3 not authentic (see `verify --help`).
+2 usage error; 3 not authentic (see `verify --help`). diff: 0 same, 1 differences, 2 usage, 3 an input not
+authentic (see `diff --help`). report: 0 written (whatever the verdict), 2 usage, 3 not authentic.
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ from evidence_index.common import FetchError, InputError, atomic_write_bytes, re
 from evidence_index.github import GitHubClient  # noqa: E402
 from evidence_index.local import build_local_index  # noqa: E402
 from evidence_index.outputs import load as load_platform_artifacts  # noqa: E402
+from evidence_index.review_cli import add_parsers as add_review_parsers  # noqa: E402
+from evidence_index.review_cli import run_diff, run_report  # noqa: E402
 from evidence_index.summary import render  # noqa: E402
 from evidence_index.verify import Report, load_statement, verify  # noqa: E402
 from evidence_index.zipsafe import Caps  # noqa: E402
@@ -119,6 +124,7 @@ def parser() -> argparse.ArgumentParser:
                        help="let an index built --offline (under act: no job log read) pass")
     check.add_argument("--json", type=Path, metavar="FILE",
                        help="also write the machine-readable report here (`-`: print it instead of the text)")
+    add_review_parsers(commands)
     return main
 
 
@@ -269,7 +275,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     token = os.environ.get("GITHUB_TOKEN")
     try:
-        return {"build": run_build, "local": run_local, "verify": run_verify}[args.command](args)
+        return {"build": run_build, "local": run_local, "verify": run_verify, "diff": run_diff,
+                "report": run_report}[args.command](args)
     except InputError as error:
         print(f"{PROG}: error: {redact_secrets(str(error), [token])}", file=sys.stderr)
         return 2

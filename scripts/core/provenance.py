@@ -57,4 +57,6 @@ def github_facts(environ: dict[str, str] | None = None) -> dict | None:
         "job_id": get("PLATFORM_RUNTIME_JOB_ID"), "repository": get("GITHUB_REPOSITORY"),
         "workflow_ref": get("GITHUB_WORKFLOW_REF"), "job": get("GITHUB_JOB"), "runner_os": get("RUNNER_OS"),
         "runner_arch": get("RUNNER_ARCH"),
+        # The hosted runner image (e.g. ubuntu24 / 20261117.1): what `diff` names when the image moved.
+        "image_os": get("ImageOS"), "image_version": get("ImageVersion"),
     }

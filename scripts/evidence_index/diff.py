@@ -1,0 +1,278 @@
+"""What changed between two runs: every difference that matters, as {platform, kind, path, old, new}.
+
+Pure functions over documents already read and verified (scripts/evidence_index/diffload.py reads them):
+`diff_documents` compares two results of one kind field by field, `diff_sides` two whole runs platform by
+platform. Each changed leaf is one record; `path` is its dotted path in the result (list items of
+dicts with a unique `name` or `id` are keyed by it, lists of scalars compare whole). Its kind says what
+it is about:
+
+    environment  torch build, device, OS and runner image, Python, file system, arguments, installer
+    source       a source file's SHA-256, the Git commit, the workflow ref
+    check        a check's measurements (counts, errors, durations beyond the tolerance)
+    verdict      ok / exit code / failures / requirements, a platform's or the index's verdict
+
+Noise is not a difference: timestamps, run/job ids and attempts, process ids, kernel mount ids and random
+workspace names, absent against null, and durations within the tolerance (both more than `seconds`
+apart and more than `ratio` of the old value apart to count).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+KINDS = ("environment", "source", "check", "verdict")  # the order a summary reads: likely cause first
+ABSENT = None
+
+_TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$")
+# Identifiers of one run, never of what ran: a new run always has new ones.
+_NOISE_LEAVES = {"run_id", "run_attempt", "job_id", "check_run_id", "mount_id", "workspace", "pid", "built_at",
+                 "started_at", "finished_at", "completed_at", "created_at", "updated_at", "timestamp"}
+_NOISE_SUFFIXES = ("_pid", "_at")
+_CONFIG_SECONDS = ("timeout", "deadline", "grace", "patience")
+_VERDICT_TOP = {"ok", "exit_code", "status", "code", "message", "failures", "problems", "reasons", "errors",
+                "all_checks_passed", "completed", "positive", "passed", "requirements", "verdict"}
+_SOURCE_TOP = {"source", "script_version"}
+_SOURCE_PATHS = ("github.sha", "github.workflow_ref", "source_root", "indexer.files")
+_ENVIRONMENT_TOP = {"device", "platform", "filesystem", "isolation", "arguments", "github", "runtime", "pytorch",
+                    "environment", "host", "protocol", "requested_device", "installer", "install", "python",
+                    "runner", "indexer", "torch", "nfs_version"}
+# Under `device`, what the device compute measured is the check's, not the environment's.
+_DEVICE_MEASURED = ("device.phases", "device.ran_on", "device.peak_allocated_bytes", "device.build_cross_check")
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """Durations differ only when both more than `seconds` and more than `ratio` of the old value apart."""
+
+    seconds: float = 0.5
+    ratio: float = 0.5
+
+    def as_dict(self) -> dict[str, float]:
+        return {"duration_seconds": self.seconds, "duration_ratio": self.ratio}
+
+
+@dataclass
+class Change:
+    platform: str | None  # None: the index as a whole
+    kind: str
+    path: str
+    old: Any
+    new: Any
+    result: str | None = None  # which result of the platform (its name), when it has one
+
+    def as_dict(self) -> dict[str, Any]:
+        record = {"platform": self.platform, "kind": self.kind, "path": self.path, "old": self.old, "new": self.new}
+        if self.result is not None and self.result != self.platform:
+            record["result"] = self.result
+        return record
+
+
+@dataclass
+class PlatformSide:
+    """One platform of one run: its verdict, its results {name: (kind, document)}, where it ran."""
+
+    verdict: dict[str, Any] | None = None
+    results: dict[str, tuple[str, Any]] = field(default_factory=dict)
+    runner: dict[str, Any] | None = None
+
+
+@dataclass
+class Side:
+    """One run as diff reads it: an index (verified) or one result file."""
+
+    kind: str  # "index" or the result's kind
+    sha256: str
+    verdict: dict[str, Any] | None = None  # the index's recomputed verdict
+    platforms: dict[str, PlatformSide] = field(default_factory=dict)
+    context: dict[str, Any] = field(default_factory=dict)  # index-wide: source_root, indexer, host
+    pair_by_kind: bool = False  # platforms are result names (a local index): pair a renamed one by its kind
+
+
+def is_duration(key: str) -> bool:
+    return key.endswith("_s") and not any(word in key for word in _CONFIG_SECONDS)
+
+
+def is_noise_key(key: str) -> bool:
+    return key in _NOISE_LEAVES or key.endswith(_NOISE_SUFFIXES)
+
+
+def kind_of(path: str) -> str:
+    """Which kind of difference a changed field is, from its dotted path in the result."""
+    top = path.split(".", 1)[0]
+    if top in _SOURCE_TOP or any(path == p or path.startswith(p + ".") for p in _SOURCE_PATHS):
+        return "source"
+    if top in _VERDICT_TOP:
+        return "verdict"
+    if any(path == p or path.startswith(p + ".") for p in _DEVICE_MEASURED):
+        return "check"
+    if top in _ENVIRONMENT_TOP or top == "setup" and ".package." in f".{path}.":
+        return "environment"
+    return "check"
+
+
+def _keyed(items: list[Any]) -> dict[str, Any] | None:
+    """A list of dicts as {name or id: item} when every item has a unique one; None otherwise."""
+    for key in ("name", "id"):
+        names = [item.get(key) for item in items if isinstance(item, dict)]
+        if len(names) == len(items) and all(isinstance(n, str) and n for n in names) and len(set(names)) == len(names):
+            return {name: item for name, item in zip(names, items)}
+    return None
+
+
+def _is_timestamp(value: Any) -> bool:
+    return isinstance(value, str) and bool(_TIMESTAMP.match(value))
+
+
+def _within(old: Any, new: Any, tolerance: Tolerance) -> bool:
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (old, new)):
+        return False
+    apart = abs(new - old)
+    return apart <= tolerance.seconds or apart <= tolerance.ratio * abs(old)
+
+
+def leaf_changes(old: Any, new: Any, path: str, tolerance: Tolerance) -> list[tuple[str, Any, Any]]:
+    """(path, old, new) for every changed leaf below `path`; noise left out."""
+    key = path.rsplit(".", 1)[-1]
+    if path and is_noise_key(key):
+        return []
+    if isinstance(old, dict) or isinstance(new, dict):
+        left = old if isinstance(old, dict) else {}
+        right = new if isinstance(new, dict) else {}
+        if not isinstance(old, (dict, type(None))) or not isinstance(new, (dict, type(None))):
+            return [(path, old, new)]  # a dict became a scalar (or the reverse): one change, whole
+        found = []
+        for name in sorted(set(left) | set(right), key=str):
+            found += leaf_changes(left.get(name), right.get(name), f"{path}.{name}" if path else str(name), tolerance)
+        return found
+    if isinstance(old, list) and isinstance(new, list):
+        left_keyed, right_keyed = _keyed(old), _keyed(new)
+        if left_keyed is not None and right_keyed is not None:
+            return leaf_changes(left_keyed, right_keyed, path, tolerance)
+        if any(isinstance(item, (dict, list)) for item in old + new) and len(old) == len(new):
+            found = []
+            for index, (left_item, right_item) in enumerate(zip(old, new)):
+                found += leaf_changes(left_item, right_item, f"{path}.{index}", tolerance)
+            return found
+    if old == new and type(old) is type(new):
+        return []
+    if _is_timestamp(old) and _is_timestamp(new):
+        return []
+    if is_duration(key) and _within(old, new, tolerance):
+        return []
+    return [(path, old, new)]
+
+
+def diff_documents(old: Any, new: Any, tolerance: Tolerance, platform: str | None,
+                   result: str | None = None) -> list[Change]:
+    """Every change between two results of one kind, each with its kind."""
+    return [Change(platform, kind_of(path), path, left, right, result)
+            for path, left, right in leaf_changes(old, new, "", tolerance)]
+
+
+def _pair(old: dict[str, Any], new: dict[str, Any], kind_of_item: Any) -> list[tuple[str | None, str | None]]:
+    """Names paired across two runs: the same name, else the one item of a kind on each side (a reprise
+    folder is named after its start time, so its verification has a new name in every run)."""
+    pairs: list[tuple[str | None, str | None]] = [(name, name) for name in old if name in new]
+    left = [name for name in old if name not in new]
+    right = [name for name in new if name not in old]
+    for name in list(left):
+        kind = kind_of_item(old[name])
+        same_left = [n for n in left if kind_of_item(old[n]) == kind]
+        same_right = [n for n in right if kind_of_item(new[n]) == kind]
+        if kind is not None and len(same_left) == 1 and len(same_right) == 1:
+            pairs.append((name, same_right[0]))
+            left.remove(name)
+            right.remove(same_right[0])
+    return pairs + [(name, None) for name in left] + [(None, name) for name in right]
+
+
+def _platform_changes(name: str, old: PlatformSide | None, new: PlatformSide | None,
+                      tolerance: Tolerance) -> list[Change]:
+    changes: list[Change] = []
+    if old is None or new is None:
+        return [Change(name, "verdict", "selected", old is not None or ABSENT, new is not None or ABSENT)]
+    for path, left, right in leaf_changes(old.verdict or {}, new.verdict or {}, "verdict", tolerance):
+        changes.append(Change(name, "verdict", path, left, right))
+    for path, left, right in leaf_changes(old.runner or {}, new.runner or {}, "runner", tolerance):
+        changes.append(Change(name, "environment", path, left, right))
+    for left_name, right_name in _pair(old.results, new.results, lambda item: item[0]):
+        if left_name is None or right_name is None:
+            present = right_name or left_name
+            kind = (new.results if right_name else old.results)[present][0]
+            changes.append(Change(name, "verdict", f"results.{present}", kind if left_name else ABSENT,
+                                  kind if right_name else ABSENT, present))
+            continue
+        left_kind, left_doc = old.results[left_name]
+        right_kind, right_doc = new.results[right_name]
+        if left_kind != right_kind:
+            changes.append(Change(name, "verdict", "kind", left_kind, right_kind, right_name))
+            continue
+        changes += diff_documents(left_doc, right_doc, tolerance, name, right_name)
+    return changes
+
+
+def _order(change: Change) -> tuple:
+    return (change.platform is not None, change.platform or "", KINDS.index(change.kind), change.result or "",
+            change.path)
+
+
+def diff_sides(old: Side, new: Side, tolerance: Tolerance) -> list[Change]:
+    """Every change between two runs: the index's own (platform None), then platform by platform, each in
+    the order environment, source, check, verdict."""
+    changes: list[Change] = []
+    for path, left, right in leaf_changes(old.verdict or {}, new.verdict or {}, "verdict", tolerance):
+        if not path.startswith("verdict.platforms"):  # each platform's own verdict is that platform's
+            changes.append(Change(None, "verdict", path, left, right))
+    for path, left, right in leaf_changes(old.context, new.context, "", tolerance):
+        changes.append(Change(None, kind_of(path), path, left, right))
+    def single_kind(side: PlatformSide) -> str | None:
+        kinds = {kind for kind, _ in side.results.values()}
+        return kinds.pop() if len(kinds) == 1 and old.pair_by_kind and new.pair_by_kind else None
+
+    pairs = _pair(old.platforms, new.platforms, single_kind)
+    for left_name, right_name in pairs:
+        name = right_name or left_name
+        assert name is not None
+        changes += _platform_changes(name, old.platforms.get(left_name or ""), new.platforms.get(right_name or ""),
+                                     tolerance)
+    return sorted(changes, key=_order)
+
+
+def _show(value: Any, limit: int = 40) -> str:
+    text = "absent" if value is None else value if isinstance(value, str) else repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def summary_line(platform: str | None, changes: list[Change], max_listed: int = 3) -> str:
+    """One line: the verdict's move if any, then the kinds in the order environment, source, check."""
+    mine = [c for c in changes if c.platform == platform]
+    label = platform or "index"
+    if not mine:
+        return f"{label}: no differences"
+    parts = []
+    moved = [c for c in mine if c.kind == "verdict" and c.path in ("verdict.ok", "verdict.pass", "selected")]
+    for change in moved:
+        parts.append(f"verdict {_word(change.old)} -> {_word(change.new)}")
+    for kind in KINDS:
+        of_kind = [c for c in mine if c.kind == kind and c not in moved]
+        if not of_kind:
+            continue
+        listed = "; ".join(f"{c.path} {_show(c.old)} -> {_show(c.new)}" for c in of_kind[:max_listed])
+        more = f" (+{len(of_kind) - max_listed} more)" if len(of_kind) > max_listed else ""
+        parts.append(f"{kind}: {listed}{more}")
+    return f"{label}: " + " | ".join(parts)
+
+
+def _word(value: Any) -> str:
+    if value is None or isinstance(value, bool):
+        return {True: "PASS", False: "FAIL", None: "absent"}[value]
+    return str(value)
+
+
+def summaries(changes: list[Change], old: Side, new: Side) -> dict[str, str]:
+    """{platform or "index": its one line}, for every platform either run has."""
+    names: list[str | None] = ([None] if old.kind == "index" else []) + sorted(set(old.platforms) | set(new.platforms)
+                                             | {c.platform for c in changes if c.platform is not None})
+    return {name or "index": summary_line(name, changes) for name in dict.fromkeys(names)}

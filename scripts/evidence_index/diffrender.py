@@ -1,0 +1,56 @@
+"""A diff as JSON (the records, for tools) and as Markdown (for $GITHUB_STEP_SUMMARY)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from core.markdown import markdown_cell
+
+from .diff import Change, Side, Tolerance
+
+DIFF_SCHEMA_ID = "kernodeck.evidence-diff/v1"
+MAX_ROWS = 300  # a step summary holds 1 MiB: the JSON file keeps every record
+
+
+def as_document(changes: list[Change], lines: dict[str, str], old: Side, new: Side,
+                tolerance: Tolerance) -> dict[str, Any]:
+    """The diff's JSON: its inputs by SHA-256 (no paths), the tolerance, one line per platform, the records."""
+    def side(s: Side) -> dict[str, Any]:
+        return {"kind": s.kind, "sha256": s.sha256, "verdict": (s.verdict or {}).get("pass"),
+                "platforms": sorted(s.platforms)}
+
+    return {"schema": DIFF_SCHEMA_ID, "old": side(old), "new": side(new), "tolerance": tolerance.as_dict(),
+            "differences": len(changes), "summary": lines, "changes": [c.as_dict() for c in changes]}
+
+
+def _value(value: Any) -> str:
+    if value is None:
+        return "*absent*"
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    text = text if len(text) <= 120 else text[:117] + "..."
+    return f"`{markdown_cell(text).replace('`', chr(39))}`"
+
+
+def markdown(changes: list[Change], lines: dict[str, str], old: Side, new: Side, tolerance: Tolerance,
+             title: str = "What changed since the baseline") -> str:
+    out = [f"## {title}: {len(changes)} difference(s)", ""]
+    out.append(f"Old `{old.sha256[:12]}` ({old.kind}, verdict {_verdict(old)}), new `{new.sha256[:12]}` "
+               f"({new.kind}, verdict {_verdict(new)}). Noise left out: timestamps, run and job ids, durations "
+               f"within {tolerance.seconds:g} s or {tolerance.ratio:.0%}.")
+    out.append("")
+    out += [f"- {markdown_cell(line)}" for line in lines.values()]
+    if changes:
+        out += ["", "| platform | kind | path | old | new |", "| --- | --- | --- | --- | --- |"]
+        for change in changes[:MAX_ROWS]:
+            where = change.path if change.result in (None, change.platform) else f"{change.result}: {change.path}"
+            out.append(f"| {markdown_cell(change.platform or 'index')} | {change.kind} | `{markdown_cell(where)}` | "
+                       f"{_value(change.old)} | {_value(change.new)} |")
+        if len(changes) > MAX_ROWS:
+            out.append(f"\n{len(changes) - MAX_ROWS} more in the diff's JSON file.")
+    return "\n".join(out) + "\n\n"
+
+
+def _verdict(side: Side) -> str:
+    passed = (side.verdict or {}).get("pass")
+    return "-" if passed is None else "PASS" if passed else "FAIL"

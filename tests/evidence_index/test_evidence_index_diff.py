@@ -1,0 +1,256 @@
+"""`build_evidence_index.py diff OLD NEW` (issue 22): every seeded change named with its path and kind, and
+nothing else; noise left out; exit codes as git diff --exit-code. Inputs are real committed results and
+indexes built by the CLI over copies of them (a local index) or from a GitHub-shaped server (a run index)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, SCRIPTS
+from tests.evidence_index.fake_github import FakeGitHub, make_zip, source_hashes, standard_run
+
+CLI = SCRIPTS / "build_evidence_index.py"
+FILESYSTEMS = ROOT / "evidence" / "local" / "filesystems"
+TMPFS = "platform-runtime-cpu-tmpfs.json"
+
+
+def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    environ = {k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"} if env is None else env
+    return subprocess.run([sys.executable, "-B", str(CLI), *map(str, args)], capture_output=True, text=True,
+                          timeout=120, env=environ)
+
+
+def records(path: Path) -> set[tuple]:
+    document = json.loads(path.read_text())
+    return {(c["platform"], c["kind"], c["path"], json.dumps(c["old"]), json.dumps(c["new"]))
+            for c in document["changes"]}
+
+
+def seeded_tmpfs(edit: Callable[[dict], None], folder: Path, name: str = "new.json") -> Path:
+    document = json.loads((FILESYSTEMS / TMPFS).read_text())
+    edit(document)
+    path = folder / name
+    path.write_text(json.dumps(document, indent=2))
+    return path
+
+
+def fail_jsonl(document: dict, missing: int = 7) -> None:
+    """A consistent failure, as the gate would write it: the measurement, the check's ok, the verdict."""
+    check = document["checks"]["jsonl_append"]
+    check.update(missing=missing, valid_records=check["valid_records"] - missing, ok=False,
+                 reason=f"{missing} records missing")
+    document.update(ok=False, exit_code=1, failures=[f"jsonl_append: {missing} records missing"])
+
+
+def test_two_results_name_each_seeded_change_with_its_path_and_kind_and_nothing_else(tmp_path):
+    def edit(document: dict) -> None:
+        document["device"]["torch_build"]["version"] = "2.14.0+cpu"
+        document["source"]["files"]["scripts/platform_runtime/jsonl.py"] = "0" * 64
+        fail_jsonl(document)
+
+    new = seeded_tmpfs(edit, tmp_path)
+    done = cli("diff", FILESYSTEMS / TMPFS, new, "--json", tmp_path / "d.json")
+    assert done.returncode == 1, done.stdout + done.stderr
+    old_source = json.loads((FILESYSTEMS / TMPFS).read_text())["source"]["files"]["scripts/platform_runtime/jsonl.py"]
+    assert records(tmp_path / "d.json") == {
+        ("linux", "environment", "device.torch_build.version", '"2.13.0+cpu"', '"2.14.0+cpu"'),
+        ("linux", "source", "source.files.scripts/platform_runtime/jsonl.py", json.dumps(old_source),
+         json.dumps("0" * 64)),
+        ("linux", "check", "checks.jsonl_append.missing", "0", "7"),
+        ("linux", "check", "checks.jsonl_append.valid_records", "1600", "1593"),
+        ("linux", "check", "checks.jsonl_append.ok", "true", "false"),
+        ("linux", "check", "checks.jsonl_append.reason", "null", '"7 records missing"'),
+        ("linux", "verdict", "ok", "true", "false"),
+        ("linux", "verdict", "exit_code", "0", "1"),
+        ("linux", "verdict", "failures", "[]", '["jsonl_append: 7 records missing"]'),
+    }
+
+
+def test_the_summary_line_reads_the_likely_cause_first(tmp_path):
+    def edit(document: dict) -> None:
+        fail_jsonl(document)
+        document["filesystem"]["type"] = "nfs4"
+
+    done = cli("diff", FILESYSTEMS / TMPFS, seeded_tmpfs(edit, tmp_path))
+    line = next(line for line in done.stdout.splitlines() if line.startswith("linux:"))
+    assert line.index("environment: filesystem.type tmpfs -> nfs4") < line.index("check: checks.jsonl_append")
+    assert line.index("check:") < line.index("verdict:")
+
+
+def test_noise_is_not_a_difference(tmp_path):
+    def edit(document: dict) -> None:
+        document["started_at"] = "2026-12-24T23:59:59+00:00"
+        document["workspace_cleanup"]["workspace"] = "platform-runtime-ffffffffffff"
+        document["filesystem"]["mount_id"] = 977
+        document["checks"]["jsonl_append"]["duration_s"] += 0.4  # within 0.5 s
+        document["checks"]["concurrent_replace"]["duration_s"] *= 1.3  # within 50 %
+        document["github"] = {"run_id": "1", "run_attempt": "2", "job_id": "3", "image_os": None}
+
+    done = cli("diff", FILESYSTEMS / TMPFS, seeded_tmpfs(edit, tmp_path), "--json", tmp_path / "d.json")
+    assert done.returncode == 0, done.stdout
+    assert json.loads((tmp_path / "d.json").read_text())["changes"] == []
+
+
+def test_a_duration_beyond_the_stated_tolerance_is_a_check_difference(tmp_path):
+    def edit(document: dict) -> None:
+        document["checks"]["concurrent_replace"]["duration_s"] = 9.0
+
+    new = seeded_tmpfs(edit, tmp_path)
+    assert cli("diff", FILESYSTEMS / TMPFS, new, "--json", tmp_path / "d.json").returncode == 1
+    assert records(tmp_path / "d.json") == {("linux", "check", "checks.concurrent_replace.duration_s", "1.561", "9.0")}
+    assert cli("diff", FILESYSTEMS / TMPFS, new, "--duration-seconds", "10").returncode == 0
+    tolerance = json.loads((tmp_path / "d.json").read_text())["tolerance"]
+    assert tolerance == {"duration_seconds": 0.5, "duration_ratio": 0.5}
+
+
+def test_the_runner_image_is_recorded_in_results_and_named_by_diff(tmp_path):
+    from core.provenance import github_facts
+
+    facts = github_facts({"GITHUB_ACTIONS": "true", "ImageOS": "ubuntu24", "ImageVersion": "20261117.1"})
+    assert facts["image_os"] == "ubuntu24" and facts["image_version"] == "20261117.1"
+    assert github_facts({"GITHUB_ACTIONS": "true"})["image_os"] is None
+
+    def with_image(version: str) -> Callable[[dict], None]:
+        def edit(document: dict) -> None:
+            document["github"] = {"run_id": version, "image_os": "ubuntu24", "image_version": version}
+        return edit
+
+    old = seeded_tmpfs(with_image("20261110.1"), tmp_path, "old.json")
+    new = seeded_tmpfs(with_image("20261117.1"), tmp_path, "new.json")
+    assert cli("diff", old, new, "--json", tmp_path / "d.json").returncode == 1
+    assert records(tmp_path / "d.json") == {
+        ("linux", "environment", "github.image_version", '"20261110.1"', '"20261117.1"')}
+
+
+def test_exit_codes_follow_git_diff(tmp_path):
+    assert cli("diff", FILESYSTEMS / TMPFS, FILESYSTEMS / TMPFS).returncode == 0
+    other = FILESYSTEMS / "platform-runtime-cpu-xfs-loop.json"
+    assert cli("diff", FILESYSTEMS / TMPFS, other).returncode == 1
+    missing = cli("diff", FILESYSTEMS / TMPFS, tmp_path / "nope.json")
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr
+    diagnostic = ROOT / "evidence" / "local" / "run-local" / "kernodeck-diagnostic-cpu.json"
+    kinds = cli("diff", FILESYSTEMS / TMPFS, diagnostic)
+    assert kinds.returncode == 2 and "two kinds" in kinds.stderr
+    mixed = cli("diff", FILESYSTEMS / "evidence-index.json", FILESYSTEMS / TMPFS, "--old-artifacts", FILESYSTEMS)
+    assert mixed.returncode == 2 and "Traceback" not in mixed.stderr
+    no_folder = cli("diff", FILESYSTEMS / "evidence-index.json", FILESYSTEMS / "evidence-index.json")
+    assert no_folder.returncode == 2 and "artifacts" in no_folder.stderr
+
+
+def test_a_result_whose_ok_its_measurements_refute_is_not_authentic(tmp_path):
+    def edit(document: dict) -> None:
+        fail_jsonl(document)
+        document["ok"], document["exit_code"], document["failures"] = True, 0, []
+
+    done = cli("diff", FILESYSTEMS / TMPFS, seeded_tmpfs(edit, tmp_path))
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "not authentic" in done.stderr
+
+
+def copy_local(tmp_path: Path, name: str, edit: Callable[[dict], None] | None = None) -> Path:
+    folder = tmp_path / name
+    shutil.copytree(FILESYSTEMS, folder)
+    (folder / "evidence-index.json").unlink()
+    if edit is not None:
+        path = folder / TMPFS
+        document = json.loads(path.read_text())
+        edit(document)
+        path.write_text(json.dumps(document, indent=2))
+    built = cli("local", "--results", folder, "--output", tmp_path / f"{name}.json")
+    assert built.returncode in (0, 1), built.stderr
+    return tmp_path / f"{name}.json"
+
+
+def test_two_local_indexes_each_verified_then_diffed_result_by_result(tmp_path):
+    old = copy_local(tmp_path, "old")
+    new = copy_local(tmp_path, "new", fail_jsonl)
+    done = cli("diff", old, new, "--old-artifacts", tmp_path / "old", "--new-artifacts", tmp_path / "new",
+               "--json", tmp_path / "d.json", "--markdown", tmp_path / "d.md")
+    assert done.returncode == 1, done.stdout + done.stderr
+    found = records(tmp_path / "d.json")
+    # the index's own verdict (platform null) gained the tmpfs result's reasons
+    assert (None, "verdict", "verdict.reasons") in {f[:3] for f in found}
+    assert (TMPFS, "check", "checks.jsonl_append.missing", "0", "7") in found
+    assert (TMPFS, "verdict", "verdict.ok", "true", "false") in found
+    assert {f[0] for f in found} == {None, TMPFS}  # the other four file systems did not change
+    markdown = (tmp_path / "d.md").read_text()
+    assert markdown.startswith("## What changed since the baseline:") and "`checks.jsonl_append.missing`" in markdown
+    # a byte of a bound file changed after indexing: not authentic, nothing compared
+    (tmp_path / "new" / "platform-runtime-cpu-xfs-loop.json").write_text("{}")
+    assert cli("diff", old, new, "--old-artifacts", tmp_path / "old", "--new-artifacts",
+               tmp_path / "new").returncode == 3
+
+
+def run_index(tmp_path: Path, name: str, run_id: int, edit: Callable[[str, dict], None] | None = None) -> Path:
+    """A run index of five platforms built by the CLI from a GitHub-shaped server on loopback."""
+    from tests.evidence_index.fake_github import gate_result
+
+    out = tmp_path / name
+    sources = source_hashes(ROOT, ["scripts/build_evidence_index.py"])
+    with FakeGitHub(run_id=run_id) as fake:
+        made = standard_run(fake, ("linux", "windows", "mps", "cuda", "nfs"), sources)
+        for platform, (job, artifact) in made.items():
+            document = gate_result(platform, sources=sources, run_id=run_id, job_id=job.id,
+                                   repository=fake.repository, sha=fake.head_sha)
+            if edit is not None:
+                edit(platform, document)
+            artifact.content = make_zip({f"platform-runtime-{platform}.json": json.dumps(document, indent=2).encode()})
+        env = dict(os.environ, GITHUB_API_URL=fake.api_url, GITHUB_TOKEN=fake.token)
+        done = cli("build", "--repository", fake.repository, "--run-id", run_id, "--output", out / "index.json",
+                   "--logs-dir", out / "logs", "--download-dir", out / "artifacts", "--source-root", ROOT,
+                   "--log-patience", "0", env=env)
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    return out
+
+
+def test_two_run_indexes_are_diffed_platform_by_platform_without_run_ids(tmp_path):
+    def edit(platform: str, document: dict) -> None:
+        if platform == "cuda":
+            document["device"]["torch"] = {"version": "2.14.0+cu130", "cuda": "13.0", "hip": None}
+            document["checks"]["jsonl_append"]["duration_s"] = 30.0
+
+    old = run_index(tmp_path, "old", 17320001234)
+    new = run_index(tmp_path, "new", 17320005678, edit)
+    done = cli("diff", old / "index.json", new / "index.json", "--old-artifacts", old / "artifacts", "--old-logs",
+               old / "logs", "--new-artifacts", new / "artifacts", "--new-logs", new / "logs", "--json",
+               tmp_path / "d.json")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert records(tmp_path / "d.json") == {
+        ("cuda", "environment", "device.torch.version", "null", '"2.14.0+cu130"'),
+        ("cuda", "environment", "device.torch.cuda", "null", '"13.0"'),
+        ("cuda", "check", "checks.jsonl_append.duration_s", "0.5", "30.0"),
+    }
+    summary = dict(line.split(": ", 1) for line in done.stdout.splitlines() if ": " in line)
+    assert summary["linux"] == "no differences" and summary["cuda"].startswith("environment: device.torch")
+    # the same run against itself: nothing, exit 0
+    assert cli("diff", old / "index.json", old / "index.json", "--old-artifacts", old / "artifacts", "--old-logs",
+               old / "logs", "--new-artifacts", old / "artifacts", "--new-logs", old / "logs").returncode == 0
+    # an index that binds job logs needs its logs folder: usage, not a silent partial diff
+    assert cli("diff", old / "index.json", new / "index.json", "--old-artifacts", old / "artifacts",
+               "--new-artifacts", new / "artifacts").returncode == 2
+
+
+def test_an_edited_run_index_is_not_authentic(tmp_path):
+    old = run_index(tmp_path, "old", 17320001234)
+    index = json.loads((old / "index.json").read_text())
+    forged = copy.deepcopy(index)
+    forged["predicate"]["verdict"]["pass"] = not index["predicate"]["verdict"]["pass"]
+    (tmp_path / "forged.json").write_text(json.dumps(forged))
+    done = cli("diff", old / "index.json", tmp_path / "forged.json", "--old-artifacts", old / "artifacts",
+               "--old-logs", old / "logs", "--new-artifacts", old / "artifacts", "--new-logs", old / "logs")
+    assert done.returncode == 3 and "verdict" in done.stderr
+
+
+@pytest.mark.parametrize("flag", ["--json", "--markdown"])
+def test_an_output_that_is_a_folder_is_a_usage_error(tmp_path, flag):
+    done = cli("diff", FILESYSTEMS / TMPFS, FILESYSTEMS / TMPFS, flag, tmp_path)
+    assert done.returncode == 2 and "folder" in done.stderr
