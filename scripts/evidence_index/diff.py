@@ -254,7 +254,10 @@ def summary_line(platform: str | None, changes: list[Change], max_listed: int = 
     parts = []
     moved = [c for c in mine if c.kind == "verdict" and c.path in ("verdict.ok", "verdict.pass", "selected")]
     for change in moved:
-        parts.append(f"verdict {_word(change.old)} -> {_word(change.new)}")
+        if change.path == "selected":
+            parts.append("not in the old run" if change.old is None else "not in the new run")
+        else:
+            parts.append(f"verdict {_word(change.old)} -> {_word(change.new)}")
     for kind in KINDS:
         of_kind = [c for c in mine if c.kind == kind and c not in moved]
         if not of_kind:
@@ -273,6 +276,8 @@ def _word(value: Any) -> str:
 
 def summaries(changes: list[Change], old: Side, new: Side) -> dict[str, str]:
     """{platform or "index": its one line}, for every platform either run has."""
-    names: list[str | None] = ([None] if old.kind == "index" else []) + sorted(set(old.platforms) | set(new.platforms)
-                                             | {c.platform for c in changes if c.platform is not None})
+    # A platform of the old run only is named by its records ("selected"); one paired under a new name is not
+    # listed twice.
+    names: list[str | None] = ([None] if old.kind == "index" else []) + sorted(
+        set(new.platforms) | {c.platform for c in changes if c.platform is not None})
     return {name or "index": summary_line(name, changes) for name in dict.fromkeys(names)}

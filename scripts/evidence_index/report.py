@@ -193,6 +193,9 @@ def render_report(loaded: Loaded, compared: Any = None) -> str:
             f"file(s) re-hashed and every recorded judgement recomputed from their bytes.</p>"]
     body.append("<ul>" + "".join(f"<li>{esc(r)}</li>" for r in reasons) + "</ul>" if reasons
                 else "<p>Every platform is proven by its own result.</p>")
+    if compared is not None:  # the likely cause, one line per platform, before the detail (the table ends the page)
+        body.append(f'<p><a href="#diff">{len(compared.changes)} difference(s) since the baseline</a>:</p><ul>'
+                    + "".join(f"<li>{esc(line)}</li>" for line in compared.lines.values()) + "</ul>")
     body.append(_overview(loaded))
     body += [_platform(name, side) for name, side in loaded.side.platforms.items()]
     body += [_files(loaded), _diff(compared), "</body></html>\n"]
