@@ -43,8 +43,9 @@ def markdown(changes: list[Change], lines: dict[str, str], old: Side, new: Side,
     if changes:
         out += ["", "| platform | kind | path | old | new |", "| --- | --- | --- | --- | --- |"]
         for change in changes[:MAX_ROWS]:
-            where = change.path if change.result in (None, change.platform) else f"{change.result}: {change.path}"
-            out.append(f"| {markdown_cell(change.platform or 'index')} | {change.kind} | `{markdown_cell(where)}` | "
+            where = f"`{markdown_cell(change.path)}`" + ("" if change.result in (None, change.platform)
+                                                           else f" in {markdown_cell(change.result)}")
+            out.append(f"| {markdown_cell(change.platform or 'index')} | {change.kind} | {where} | "
                        f"{_value(change.old)} | {_value(change.new)} |")
         if len(changes) > MAX_ROWS:
             out.append(f"\n{len(changes) - MAX_ROWS} more in the diff's JSON file.")

@@ -163,7 +163,7 @@ def _diff(compared: Any) -> str:
         return ""
     lines = "".join(f"<li>{esc(line)}</li>" for line in compared.lines.values())
     rows = [[esc(c.platform or "index"), esc(c.kind),
-             f"<code>{esc(c.path if c.result in (None, c.platform) else f'{c.result}: {c.path}')}</code>",
+             f"<code>{esc(c.path)}</code>" + ("" if c.result in (None, c.platform) else f" in {esc(c.result)}"),
              f"<code>{esc(c.old)}</code>", f"<code>{esc(c.new)}</code>"] for c in compared.changes]
     return (f"<h2 id=\"diff\">What changed since the baseline: {len(compared.changes)} difference(s)</h2>"
             f"<p class=\"meta\">Baseline <code>{esc(compared.old.side.sha256)}</code>; noise left out (timestamps, "

@@ -216,6 +216,9 @@ def test_dispatch_linux_runs_the_gate_uploads_its_json_and_the_evidence_job_hash
     assert recorded["linux"]["artifact_digest"] == hashlib.sha256(stored).hexdigest()
     assert linux["artifact"]["id"] == int(recorded["linux"]["artifact_id"]) and linux["artifact"]["from_attempt"] == 1
     assert linux["artifact"]["located_by"] == "id"
+    # The reviewer's page lies beside the index (issue 22): this run's verdict, the linux gate's checks.
+    page = run.artifact("platform-runtime-evidence-attempt-1").read("platform-runtime-evidence.html").decode()
+    assert "Verdict: PASS" in page and "jsonl_append" in page and "default-src 'none'" in page
     # The recorded source of the code that ran is bound too.
     assert any(s["name"].endswith("/workflow-source.txt") for s in index["subject"])
     # ONE artifact: download-artifact unpacks into `path` itself (v8.0.1 src/download-artifact.ts L189-194),

@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""The evidence job's review step: the HTML report beside the index and, given a baseline run, the diff.
+
+    python scripts/steps/review.py --index evidence/platform-runtime-evidence.json --artifacts artifacts \
+        --logs evidence/logs --out-dir evidence
+    env: BASELINE_RUN_ID (empty: no baseline), REPOSITORY, GITHUB_TOKEN, GITHUB_API_URL, GITHUB_WORKFLOW_REF,
+         ARTIFACT_PREFIX
+
+Writes into --out-dir (the evidence artifact): platform-runtime-evidence.html and, with a baseline,
+baseline-diff.json and baseline-diff.md; appends the diff (or why there is none) to the step summary.
+The baseline (scripts/evidence_index/baseline.py) is downloaded through the REST API and verified like
+any input of `diff`. A baseline that cannot be fetched or verified is reported (a warning annotation and
+a summary line) and never fails the job: this step exits 0 whatever happens to the report or the baseline,
+the job's verdict is the verdict step's alone. Exit 2 only for a usage mistake in the YAML (no index).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
+
+from action_io import annotate, append_summary, fail  # noqa: E402
+from core.contract import ARTIFACT_PREFIX  # noqa: E402
+from core.files import encode_json  # noqa: E402
+from evidence_index.baseline import BaselineError, fetch_baseline, workflow_path  # noqa: E402
+from evidence_index.common import InputError, atomic_write_bytes, redact_secrets  # noqa: E402
+from evidence_index.diff import Tolerance  # noqa: E402
+from evidence_index.diffload import Loaded, Unauthentic, load  # noqa: E402
+from evidence_index.diffrender import as_document, markdown  # noqa: E402
+from evidence_index.github import GitHubClient  # noqa: E402
+from evidence_index.report import render_report  # noqa: E402
+from evidence_index.review_cli import Compared, compare  # noqa: E402
+
+REPORT_NAME = "platform-runtime-evidence.html"
+
+
+def baseline_diff(current: Loaded, env: dict[str, str], work: Path) -> Compared:
+    """The diff against the baseline run; BaselineError (with why) when it cannot be fetched or verified."""
+    repository = env.get("REPOSITORY") or env.get("GITHUB_REPOSITORY") or ""
+    if env.get("ACT") == "true":
+        raise BaselineError("act serves no REST API to download it from")
+    client = GitHubClient(env.get("GITHUB_API_URL") or None, env.get("GITHUB_TOKEN") or None, max_wait=60.0,
+                          timeout=(10.0, 60.0), max_attempts=4)
+    fetched = fetch_baseline(client, repository, env["BASELINE_RUN_ID"].strip(), work,
+                             env.get("ARTIFACT_PREFIX") or ARTIFACT_PREFIX,
+                             workflow_path(env.get("GITHUB_WORKFLOW_REF")))
+    try:
+        old = load(fetched.index, fetched.artifacts, fetched.logs, "the baseline")
+    except Unauthentic as error:
+        raise BaselineError(f"its index does not verify: {'; '.join(error.problems[:3])}") from error
+    except InputError as error:
+        raise BaselineError(str(error)) from error
+    return compare(old, current, Tolerance())
+
+
+def run(args: argparse.Namespace, env: dict[str, str]) -> int:
+    if not args.index.is_file():
+        print(f"no index at {args.index}: nothing to report (the index step failed; its log says why)")
+        return 0
+    try:
+        # Under act the index is built --offline (no job log to read) and says so; its report follows its verdict.
+        current = load(args.index, args.artifacts, args.logs if args.logs.is_dir() else None, "this run's index",
+                       allow_offline=env.get("ACT") == "true")
+    except (Unauthentic, InputError) as error:
+        annotate("warning", f"the report was not written: {error}", "evidence report")
+        return 0
+    compared = None
+    if (env.get("BASELINE_RUN_ID") or "").strip():
+        secret = env.get("GITHUB_TOKEN")
+        try:
+            with tempfile.TemporaryDirectory(prefix="baseline-") as scratch:
+                compared = baseline_diff(current, env, Path(scratch))
+        except (BaselineError, InputError) as error:
+            why = redact_secrets(str(error), [secret])
+            annotate("warning", f"baseline run {env['BASELINE_RUN_ID'].strip()}: no diff, {why}", "baseline")
+            append_summary(f"## What changed since the baseline\n\nBaseline run `{env['BASELINE_RUN_ID'].strip()}` "
+                           f"could not be compared: {why}. This run's verdict does not depend on it.\n")
+    if compared is not None:
+        old, new = compared.old.side, compared.new.side
+        atomic_write_bytes(args.out_dir / "baseline-diff.json", encode_json(
+            as_document(compared.changes, compared.lines, old, new, compared.tolerance)))
+        text = markdown(compared.changes, compared.lines, old, new, compared.tolerance,
+                        f"What changed since baseline run {env['BASELINE_RUN_ID'].strip()}")
+        atomic_write_bytes(args.out_dir / "baseline-diff.md", text.encode("utf-8"))
+        append_summary(text)
+    atomic_write_bytes(args.out_dir / REPORT_NAME, render_report(current, compared).encode("utf-8"))
+    print(f"report -> {args.out_dir / REPORT_NAME}" + (f"; {len(compared.changes)} difference(s) since the baseline"
+                                                       if compared is not None else ""))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--index", type=Path, required=True)
+    parser.add_argument("--artifacts", type=Path, required=True)
+    parser.add_argument("--logs", type=Path, required=True)
+    parser.add_argument("--out-dir", type=Path, required=True)
+    args = parser.parse_args(argv)
+    try:
+        return run(args, dict(os.environ))
+    except Exception as error:  # the report is for reading: it must never turn a green run red
+        if os.environ.get("EVIDENCE_INDEX_DEBUG"):
+            raise
+        annotate("warning", f"the evidence report failed: {type(error).__name__}: "
+                 f"{redact_secrets(str(error), [os.environ.get('GITHUB_TOKEN')])[:300]}", "evidence report")
+        return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 1:
+        sys.exit(fail("usage: review.py --index FILE --artifacts DIR --logs DIR --out-dir DIR"))
+    sys.exit(main())
