@@ -149,7 +149,14 @@ def leaf_changes(old: Any, new: Any, path: str, tolerance: Tolerance) -> list[tu
     if isinstance(old, list) and isinstance(new, list):
         left_keyed, right_keyed = _keyed(old), _keyed(new)
         if left_keyed is not None and right_keyed is not None:
-            return leaf_changes(left_keyed, right_keyed, path, tolerance)
+            found = []
+            for name in sorted(set(left_keyed) | set(right_keyed)):
+                where = f"{path}.{name}"
+                if name in left_keyed and name in right_keyed:
+                    found += leaf_changes(left_keyed[name], right_keyed[name], where, tolerance)
+                else:  # an item (a requirement, say) only one run has: one record, the item whole
+                    found.append((where, left_keyed.get(name), right_keyed.get(name)))
+            return found
         if any(isinstance(item, (dict, list)) for item in old + new) and len(old) == len(new):
             found = []
             for index, (left_item, right_item) in enumerate(zip(old, new)):

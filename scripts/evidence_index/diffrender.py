@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 from typing import Any
 
@@ -29,6 +30,11 @@ def _value(value: Any) -> str:
         return "*absent*"
     text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
     text = text if len(text) <= 120 else text[:117] + "..."
+    return _code(text)
+
+
+def _code(text: str) -> str:
+    """A code span: nothing inside renders as Markdown or HTML, and a backtick cannot close it early."""
     return f"`{markdown_cell(text).replace('`', chr(39))}`"
 
 
@@ -39,13 +45,15 @@ def markdown(changes: list[Change], lines: dict[str, str], old: Side, new: Side,
                f"({new.kind}, verdict {_verdict(new)}). Noise left out: timestamps, run and job ids, durations "
                f"within {tolerance.seconds:g} s or {tolerance.ratio:.0%}.")
     out.append("")
-    out += [f"- {markdown_cell(line)}" for line in lines.values()]
+    # A summary renders the HTML GitHub allows: text from results outside code spans is escaped.
+    out += [f"- {markdown_cell(html.escape(line, quote=False))}" for line in lines.values()]
     if changes:
         out += ["", "| platform | kind | path | old | new |", "| --- | --- | --- | --- | --- |"]
         for change in changes[:MAX_ROWS]:
-            where = f"`{markdown_cell(change.path)}`" + ("" if change.result in (None, change.platform)
-                                                           else f" in {markdown_cell(change.result)}")
-            out.append(f"| {markdown_cell(change.platform or 'index')} | {change.kind} | {where} | "
+            where = _code(change.path) + ("" if change.result in (None, change.platform)
+                                                           else f" in {markdown_cell(html.escape(change.result))}")
+            platform = html.escape(change.platform or "index", quote=False)
+            out.append(f"| {markdown_cell(platform)} | {change.kind} | {where} | "
                        f"{_value(change.old)} | {_value(change.new)} |")
         if len(changes) > MAX_ROWS:
             out.append(f"\n{len(changes) - MAX_ROWS} more in the diff's JSON file.")

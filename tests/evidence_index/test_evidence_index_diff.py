@@ -254,3 +254,32 @@ def test_an_edited_run_index_is_not_authentic(tmp_path):
 def test_an_output_that_is_a_folder_is_a_usage_error(tmp_path, flag):
     done = cli("diff", FILESYSTEMS / TMPFS, FILESYSTEMS / TMPFS, flag, tmp_path)
     assert done.returncode == 2 and "folder" in done.stderr
+
+
+def test_a_requirement_only_one_run_has_is_one_record_with_the_item_whole(tmp_path):
+    def edit(document: dict) -> None:  # the same gate run without --require-filesystem
+        document["requirements"] = [r for r in document["requirements"] if r["name"] != "filesystem=tmpfs"]
+        document["arguments"]["require_filesystem"] = None
+
+    done = cli("diff", FILESYSTEMS / TMPFS, seeded_tmpfs(edit, tmp_path), "--json", tmp_path / "d.json")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert records(tmp_path / "d.json") == {
+        ("linux", "environment", "arguments.require_filesystem", '"tmpfs"', "null"),
+        ("linux", "verdict", "requirements.filesystem=tmpfs", json.dumps(
+            {"name": "filesystem=tmpfs", "ok": True, "reason": "the work dir's file system is tmpfs"}), "null")}
+
+
+def test_markup_from_a_result_stays_text_in_the_markdown(tmp_path):
+    markup = '<img src="https://example.invalid/x.png">`|[link](https://example.invalid)'
+
+    def edit(document: dict) -> None:
+        fail_jsonl(document)
+        document["checks"]["jsonl_append"]["reason"] = markup
+
+    cli("diff", FILESYSTEMS / TMPFS, seeded_tmpfs(edit, tmp_path), "--markdown", tmp_path / "d.md")
+    text = (tmp_path / "d.md").read_text()
+    bullets = [line for line in text.splitlines() if line.startswith("- ")]
+    assert bullets and all("<img" not in line for line in bullets)  # escaped: &lt;img
+    (row,) = [line for line in text.splitlines() if "`checks.jsonl_append.reason`" in line]
+    assert row.count("|") - row.count("\\|") == 6  # the value's | stays inside its cell
+    assert "`" + "<img" in row and "'|" not in row.split("`<img", 1)[1].split("` |", 1)[0].replace("\\|", "")
