@@ -194,3 +194,13 @@ def test_the_request_detector_sees_a_page_that_does_fetch(tmp_path):
     assert "/leak.png" in recorder.paths
     assert url.replace("leaky.html", "leak.png") in page_requests(urls, url)  # (and its favicon.ico, which
     # our page's default-src 'none' forbids too)
+
+
+@needs_chromium
+def test_the_blank_detector_sees_a_blank_screenshot(tmp_path):
+    """The control: a page with nothing on it decodes to one or two pixel values, far below the bar above."""
+    (tmp_path / "blank.html").write_text("<!DOCTYPE html><html><body></body></html>")
+    shot = tmp_path / "blank.png"
+    chromium((tmp_path / "blank.html").as_uri(), f"--screenshot={shot}")
+    _, _, pixels = png_pixels(shot.read_bytes())
+    assert len(pixels) <= 2, len(pixels)
