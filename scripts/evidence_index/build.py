@@ -13,6 +13,7 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from .github import GitHubClient
 from .judge import Observed, judge_run
 from .logparse import LogScanner
 from .results import MAX_RESULT_BYTES, REPO_ROOT, parse_json
-from .runfacts import api_subject, artifact_record, plan_job, run_record, split_jobs
+from .runfacts import api_subject, artifact_record, jobs_of_attempt, plan_job, run_record, split_jobs
 from .sources import digest_of_files, hash_sources, indexer_files
 from .statement import make_statement, now_utc
 from .zipsafe import Caps, UnsafeArchive, safe_extract
@@ -88,16 +89,17 @@ class _Build:
 
 def _list_run(client: GitHubClient, options: BuildOptions,
               progress: Callable[[str], None]) -> tuple[dict[str, Any], list[dict], list[dict], int]:
-    """The run, its jobs (latest, or of --attempt) and its artifacts (of every attempt)."""
+    """The run, its jobs of EVERY attempt (runfacts.jobs_of_attempt picks each job's newest execution up to
+    the attempt: right whether or not GitHub lists carried-over jobs under a re-run's attempt) and its
+    artifacts (of every attempt)."""
     base = f"/repos/{options.repository}/actions/runs/{options.run_id}"
     run, _ = client.get_json(base)
     if not isinstance(run, dict):
         raise FetchError(f"{base}: the answer is not a workflow run object")
     latest = run.get("run_attempt")
     attempt = options.attempt or (latest if isinstance(latest, int) and latest > 0 else 1)
-    jobs_path = f"{base}/attempts/{attempt}/jobs" if options.attempt else f"{base}/jobs?filter=latest"
     # Items that are not objects are dropped here rather than crashing later; they cannot be evidence.
-    jobs = [job for job in client.paginate(jobs_path, "jobs") if isinstance(job, dict)]
+    jobs = [job for job in client.paginate(f"{base}/jobs?filter=all", "jobs") if isinstance(job, dict)]
     artifacts = [a for a in client.paginate(f"{base}/artifacts", "artifacts") if isinstance(a, dict)]
     progress(f"run {options.run_id} attempt {attempt}: {len(jobs)} jobs, {len(artifacts)} artifacts")
     return run, jobs, artifacts, attempt
@@ -175,8 +177,9 @@ def build_run_index(client: GitHubClient, options: BuildOptions,
     if not options.offline:
         _bind_api(state, {"run": run, "jobs": jobs, "artifacts": artifacts})
     try:
-        platforms, other_jobs = _index_jobs(state, jobs, progress)
-        plan = _plan(state, jobs)
+        chosen = jobs_of_attempt(jobs, attempt)
+        platforms, other_jobs = _index_jobs(state, chosen, progress)
+        plan = _plan(state, chosen)
     finally:
         if temporary is not None:
             shutil.rmtree(temporary, ignore_errors=True)
@@ -241,12 +244,21 @@ def _locate(state: _Build, entry: dict[str, Any]) -> dict[str, Any]:
                 "from_attempt": _as_int(given.get("attempt")), "job_result": given.get("job_result"),
                 "job_output_digest": given.get("artifact_digest"), "located_by": "id"}
     name = artifact_name(platform, entry["job"].get("run_attempt") or state.attempt)
-    matches = [a for a in state.listed if a.get("name") == name]
-    # Names are unique per run; should the list still repeat one, the newest unexpired copy is the one to read.
-    api = next((a for a in reversed(matches) if not a.get("expired")), matches[-1] if matches else None)
+    # Names are unique per run; should the list still repeat one, the newest unexpired copy (by created_at:
+    # the list's order is not age, its documented default is direction=desc) is the one to read.
+    matches = sorted((a for a in state.listed if a.get("name") == name), key=_created, reverse=True)
+    api = next((a for a in matches if not a.get("expired")), matches[0] if matches else None)
     return {"name": name, "listed": api is not None, "id": api.get("id") if api else None,
             "api_digest": api.get("digest") if api else None, "expired": bool(api and api.get("expired")),
             "from_attempt": entry["job"].get("run_attempt") or state.attempt, "located_by": "name"}
+
+
+def _created(artifact: dict[str, Any]) -> float:
+    """An artifact's created_at as a timestamp; one without a readable date sorts oldest."""
+    try:
+        return datetime.fromisoformat(str(artifact.get("created_at")).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return float("-inf")
 
 
 def _as_int(value: Any) -> Any:

@@ -25,19 +25,27 @@ def duration(job: dict[str, Any]) -> float | None:
     return round((end - start).total_seconds(), 3)
 
 
+def workflow_ref(run: dict[str, Any]) -> str | None:
+    """The run's workflow ref as the run itself states it, or None.
+
+    GitHub's description gives `path` as "the full path of the workflow", example
+    `octocat/octo-repo/.github/workflows/ci.yml@main`: when `path` has that form it IS the ref. A bare
+    `.github/workflows/x.yml` (what runs also answer) says no ref, and none is made up from head_branch:
+    that is wrong for tags, pull requests and reusable workflows."""
+    path = run.get("path")
+    return path if isinstance(path, str) and "@" in path and "/" in path.split("@", 1)[0] else None
+
+
 def run_record(run: dict[str, Any], repository: str, run_id: str, attempt: int) -> dict[str, Any]:
     path = run.get("path")
     ref = run.get("head_branch")
-    workflow_ref = f"{repository}/{path}@refs/heads/{ref}" if path and ref and "@" not in str(path) else None
-    if path and "@" in str(path):
-        workflow_ref = f"{repository}/{path}"
     return {
         "repository": repository,
         "run_id": str(run_id),
         "attempt": attempt,
         "latest_attempt": run.get("run_attempt"),
         "workflow_path": path,
-        "workflow_ref": workflow_ref,
+        "workflow_ref": workflow_ref(run),
         "referenced_workflows": [{k: w.get(k) for k in ("path", "sha", "ref")}
                                  for w in run.get("referenced_workflows") or [] if isinstance(w, dict)],
         "head_sha": run.get("head_sha"),
@@ -60,6 +68,32 @@ def job_entry(job: dict[str, Any], platform: str) -> dict[str, Any]:
                                       "completed_at", "labels", "html_url", "head_sha")}
     record["duration_s"] = duration(job)
     return {"platform": platform, "selected": job.get("conclusion") != "skipped", "job": record}
+
+
+def _attempt_of(job: dict[str, Any]) -> int:
+    value = job.get("run_attempt")
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def jobs_of_attempt(jobs: list[dict[str, Any]], attempt: Any) -> list[dict[str, Any]]:
+    """The jobs attempt `attempt` stands on, from the run's jobs of EVERY attempt (`filter=all`).
+
+    Per job name, its newest execution up to that attempt that ran (not skipped), else its newest. After
+    "Re-run failed jobs" a job that passed in attempt 1 is not run again: whether GitHub lists it again
+    under attempt N is not stated in its description, so the attempt's own list is not relied on; this
+    answer is the same either way. A job listed twice (same id) counts once; API order is kept."""
+    limit = attempt if isinstance(attempt, int) and not isinstance(attempt, bool) and attempt > 0 else None
+    unique: dict[Any, dict[str, Any]] = {}
+    for job in jobs:
+        if isinstance(job, dict) and (limit is None or _attempt_of(job) <= limit):
+            unique.setdefault(job.get("id") if job.get("id") is not None else id(job), job)
+    best: dict[str, tuple[bool, int]] = {}
+    for job in unique.values():
+        rank = (job.get("conclusion") != "skipped", _attempt_of(job))
+        name = str(job.get("name", ""))
+        best[name] = max(best.get(name, rank), rank)
+    return [job for job in unique.values()
+            if (job.get("conclusion") != "skipped", _attempt_of(job)) == best[str(job.get("name", ""))]]
 
 
 def split_jobs(jobs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -100,7 +134,8 @@ def facts_from_api(predicate: dict[str, Any], api: dict[str, Any]) -> None:
     run = predicate.get("run") or {}
     predicate["run"] = run_record(api.get("run") or {}, run.get("repository"), run.get("run_id"), run.get("attempt"))
     recorded = {(e.get("job") or {}).get("id"): e for e in predicate.get("platforms") or [] if isinstance(e, dict)}
-    entries, others = split_jobs(api.get("jobs") or [])
+    jobs = jobs_of_attempt(api.get("jobs") or [], run.get("attempt"))
+    entries, others = split_jobs(jobs)
     for entry in entries:
         old = recorded.get(entry["job"]["id"]) or {}
         if entry["selected"]:
@@ -109,7 +144,7 @@ def facts_from_api(predicate: dict[str, Any], api: dict[str, Any]) -> None:
             entry["results"] = old.get("results") or []
     predicate["platforms"] = entries
     predicate["other_jobs"] = others
-    job, candidates = plan_job(api.get("jobs") or [])
+    job, candidates = plan_job(jobs)
     plan = predicate.get("plan") if isinstance(predicate.get("plan"), dict) else {}
     predicate["plan"] = None if job is None else {
         "job": job, "candidates": candidates,

@@ -3,11 +3,20 @@
 It answers with the REST API's real response shapes for what the evidence index reads:
 
     GET /repos/{o}/{r}/actions/runs/{run_id}                          the run (head_sha, event, path, run_attempt)
+    GET /repos/{o}/{r}/actions/runs/{run_id}/attempts/{n}             the run as of attempt n (404 past it)
     GET /repos/{o}/{r}/actions/runs/{run_id}/jobs?filter=latest|all   jobs, paginated with Link headers
-    GET /repos/{o}/{r}/actions/runs/{run_id}/attempts/{n}/jobs        jobs of one attempt
+    GET /repos/{o}/{r}/actions/runs/{run_id}/attempts/{n}/jobs        jobs of one attempt (404 past the last)
     GET /repos/{o}/{r}/actions/jobs/{job_id}/logs                     302 to the blob host (404 if none)
-    GET /repos/{o}/{r}/actions/runs/{run_id}/artifacts                artifacts, paginated
+    GET /repos/{o}/{r}/actions/runs/{run_id}/artifacts?name=&direction=  artifacts, newest first by default
+    GET /repos/{o}/{r}/actions/artifacts/{id}                         one artifact (404 if none)
     GET /repos/{o}/{r}/actions/artifacts/{id}/zip                     302 to the blob host, 410 if expired
+
+Every body fits the schema GitHub's description gives for that operation and status
+(tests/evidence_index/github-api/, checked by test_fake_github_schema.py over `fake.responses`).
+Re-runs: each job carries the attempt it ran in (`run_attempt`); what an attempt's job list shows of
+the jobs that were NOT re-run in it is not stated in the description, so `carry_over` offers both:
+"listed" (attempt N lists them as they are, with their own attempt) or "omitted" (attempt N lists only
+the jobs that ran in it). `filter=all` lists every execution of every attempt either way.
 
 Pagination links use GitHub's `/repositories/{id}/...` form, as the real API does. Logs and zips live
 on a SECOND server (another port: another origin) behind signed URLs valid `blob_ttl` seconds; that
@@ -40,9 +49,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from tests.evidence_index import fake_github_shapes as shapes
+
 DEFAULT_TOKEN = "ghs_FAKEtoken0123456789abcdefghijklmnopqrs"
 REPOSITORY = "kernodeck/platform-runtime"
-REPO_ID = 812345678
+REPO_ID = shapes.REPO_ID
+CARRY_OVER = ("listed", "omitted")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -69,6 +81,7 @@ class FakeArtifact:
     content: bytes | Path  # the zip's bytes, or a file holding them
     expired: bool = False
     digest: str | None = "auto"  # "auto": sha256 of content, as upload-artifact v4 records it; None: absent
+    created_at: str = "2026-08-24T10:03:30Z"
 
     def size(self) -> int:
         return self.content.stat().st_size if isinstance(self.content, Path) else len(self.content)
@@ -102,6 +115,9 @@ class Recorded:
     path: str
     headers: dict[str, str]
     status: int = 0
+    body: bytes = b""  # what was answered (API host only; blob bodies are not kept)
+    route: str = ""  # the API path as /repos/{o}/{r}/..., without a GHES prefix
+    response_headers: dict[str, str] = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -118,6 +134,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's name
         record = Recorded(self.host_kind, self.path, {k.lower(): v for k, v in self.headers.items()})
+        self._record_of_this_request = record
         self.fake._record(record)
         fault = self.fake._take_fault(self.host_kind, urlsplit(self.path).path)
         if fault is not None and not fault.truncate:
@@ -130,6 +147,10 @@ class _Handler(BaseHTTPRequestHandler):
             self.fake._blob(self, record, truncate=fault is not None)
 
     def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+        record = getattr(self, "_record_of_this_request", None)
+        if record is not None and self.host_kind == "api":
+            record.status, record.body = status, body
+            record.response_headers = {k.lower(): v for k, v in (headers or {}).items()}
         self.send_response(status)
         for key, value in (headers or {}).items():
             self.send_header(key, value)
@@ -176,7 +197,9 @@ class FakeGitHub:
     def __init__(self, *, token: str | None = DEFAULT_TOKEN, repository: str = REPOSITORY, run_id: int = 17320001234,
                  run_attempt: int = 1, head_sha: str = "1928efbf98b33bc87fea7962539525f57a349d25",
                  event: str = "workflow_dispatch", workflow_path: str = ".github/workflows/platform-runtime.yml",
-                 head_branch: str = "main", blob_ttl: float = 60.0) -> None:
+                 head_branch: str = "main", blob_ttl: float = 60.0, carry_over: str = "listed") -> None:
+        if carry_over not in CARRY_OVER:
+            raise ValueError(f"carry_over must be one of {CARRY_OVER}")
         self.token = token
         self.repository = repository
         self.run_id = run_id
@@ -185,11 +208,14 @@ class FakeGitHub:
         self.event = event
         self.workflow_path = workflow_path
         self.head_branch = head_branch
+        self.carry_over = carry_over
+        self.status, self.conclusion = "in_progress", None  # the evidence job reads its own run
+        self.referenced_workflows: list[dict[str, str]] = []
         self.blob_ttl = blob_ttl
         self.gzip_blobs = False  # serve blobs with Content-Encoding: gzip, as some blob stores do
         self.api_prefix = ""  # "/api/v3": the REST API under a path, as GitHub Enterprise Server serves it
         self.jobs: list[FakeJob] = []
-        self.attempt_jobs: dict[int, list[FakeJob]] = {}  # jobs of earlier attempts, for /attempts/{n}/jobs
+        self.attempt_jobs: dict[int, list[FakeJob]] = {}  # more jobs (of any attempt), beside self.jobs
         self.artifacts: list[FakeArtifact] = []
         self.faults: list[Fault] = []
         self.requests: list[Recorded] = []
@@ -281,9 +307,7 @@ class FakeGitHub:
 
     def _api(self, handler: _Handler, record: Recorded, truncate: bool) -> None:
         if self.token is not None and record.headers.get("authorization") != f"Bearer {self.token}":
-            record.status = 401
-            handler._send_json({"message": "Bad credentials", "documentation_url": "https://docs.github.com/rest",
-                                "status": "401"}, 401)
+            handler._send_json(shapes.error(401, "Bad credentials"), 401)
             return
         parts = urlsplit(handler.path)
         query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
@@ -292,16 +316,18 @@ class FakeGitHub:
             path = path[len(self.api_prefix):] if path.startswith(self.api_prefix + "/") else "/not-under-prefix"
         # The /repositories/{id}/... form (what GitHub's Link headers use) names the same repository.
         path = re.sub(rf"^/repositories/{REPO_ID}/", f"/repos/{self.repository}/", path)
+        record.route = path
         prefix = f"/repos/{self.repository}/actions"
+        run = rf"{prefix}/runs/{self.run_id}"
         routes = [
-            (rf"^{prefix}/runs/{self.run_id}$", lambda m: handler._send_json(self._run_json())),
-            (rf"^{prefix}/runs/{self.run_id}/jobs$", lambda m: self._page(handler, path, query, "jobs",
-                                                                          self._jobs_for(None, query))),
-            (rf"^{prefix}/runs/{self.run_id}/attempts/(\d+)/jobs$",
-             lambda m: self._page(handler, path, query, "jobs", self._jobs_for(int(m.group(1)), query))),
-            (rf"^{prefix}/runs/{self.run_id}/artifacts$",
-             lambda m: self._page(handler, path, query, "artifacts", [self._artifact_json(a) for a in self.artifacts])),
+            (rf"^{run}$", lambda m: handler._send_json(shapes.workflow_run(self, self.run_attempt))),
+            (rf"^{run}/attempts/(\d+)$", lambda m: self._attempt(handler, int(m.group(1)))),
+            (rf"^{run}/jobs$", lambda m: self._page(handler, path, query, "jobs", self._jobs_listed(None, query))),
+            (rf"^{run}/attempts/(\d+)/jobs$", lambda m: self._attempt_jobs(handler, path, query, int(m.group(1)))),
+            (rf"^{run}/artifacts$",
+             lambda m: self._page(handler, path, query, "artifacts", self._artifacts_listed(query))),
             (rf"^{prefix}/jobs/(\d+)/logs$", lambda m: self._log_redirect(handler, int(m.group(1)))),
+            (rf"^{prefix}/artifacts/(\d+)$", lambda m: self._artifact(handler, int(m.group(1)))),
             (rf"^{prefix}/artifacts/(\d+)/zip$", lambda m: self._zip_redirect(handler, int(m.group(1)))),
         ]
         for pattern, action in routes:
@@ -309,16 +335,48 @@ class FakeGitHub:
             if match:
                 action(match)
                 return
-        record.status = 404
-        handler._send_json({"message": "Not Found", "documentation_url": "https://docs.github.com/rest",
-                            "status": "404"}, 404)
+        handler._send_json(shapes.error(404, "Not Found"), 404)
 
-    def _jobs_for(self, attempt: int | None, query: dict[str, str]) -> list[dict[str, Any]]:
-        if attempt is None or attempt == self.run_attempt:
-            jobs = self.jobs
-        else:
-            jobs = self.attempt_jobs.get(attempt, [])
-        return [self._job_json(job) for job in jobs]
+    # -- what each operation lists --------------------------------------------------------------
+
+    def _all_jobs(self) -> list[FakeJob]:
+        """Every execution of every job, of every attempt."""
+        return self.jobs + [job for jobs in self.attempt_jobs.values() for job in jobs]
+
+    def _jobs_listed(self, attempt: int | None, query: dict[str, str]) -> list[dict[str, Any]]:
+        """filter=all: every execution; filter=latest (the default) and /attempts/{n}/jobs: one attempt's."""
+        if attempt is None and query.get("filter", "latest") == "all":
+            return [shapes.job(self, job) for job in self._all_jobs()]
+        attempt = self.run_attempt if attempt is None else attempt
+        ran = [job for job in self._all_jobs() if job.run_attempt == attempt]
+        if self.carry_over == "listed":
+            # The jobs not re-run in this attempt, each as its newest earlier execution.
+            names = {job.name for job in ran}
+            earlier: dict[str, FakeJob] = {}
+            for job in self._all_jobs():
+                if job.run_attempt < attempt and job.name not in names:
+                    if job.name not in earlier or job.run_attempt >= earlier[job.name].run_attempt:
+                        earlier[job.name] = job
+            ran = [job for job in self._all_jobs() if job in ran or earlier.get(job.name) is job]
+        return [shapes.job(self, job) for job in ran]
+
+    def _attempt(self, handler: _Handler, attempt: int) -> None:
+        if not 1 <= attempt <= self.run_attempt:
+            handler._send_json(shapes.error(404, "Not Found"), 404)
+            return
+        handler._send_json(shapes.workflow_run(self, attempt))
+
+    def _attempt_jobs(self, handler: _Handler, path: str, query: dict[str, str], attempt: int) -> None:
+        if not 1 <= attempt <= self.run_attempt:  # the description's 404 for this operation
+            handler._send_json(shapes.error(404, "Not Found"), 404)
+            return
+        self._page(handler, path, query, "jobs", self._jobs_listed(attempt, query))
+
+    def _artifacts_listed(self, query: dict[str, str]) -> list[dict[str, Any]]:
+        """`name` filters; `direction` (desc by default, as described) orders by created_at."""
+        chosen = [a for a in self.artifacts if "name" not in query or a.name == query["name"]]
+        chosen.sort(key=lambda a: (a.created_at, a.id), reverse=query.get("direction", "desc") != "asc")
+        return [shapes.artifact(self, a) for a in chosen]
 
     def _page(self, handler: _Handler, path: str, query: dict[str, str], key: str, items: list[Any]) -> None:
         per_page = max(1, min(100, int(query.get("per_page", "30"))))
@@ -337,93 +395,29 @@ class FakeGitHub:
         headers = {"Link": ", ".join(links)} if links else {}
         handler._send_json({"total_count": len(items), key: chunk}, headers=headers)
 
-    def _all_jobs(self) -> list[FakeJob]:
-        return self.jobs + [job for jobs in self.attempt_jobs.values() for job in jobs]
-
     def _log_redirect(self, handler: _Handler, job_id: int) -> None:
         job = next((j for j in self._all_jobs() if j.id == job_id), None)
         if job is None or job.log is None:
-            handler._send_json({"message": "Not Found", "documentation_url": "https://docs.github.com/rest",
-                                "status": "404"}, 404)
+            handler._send_json(shapes.error(404, "Not Found"), 404)
             return
         handler._send(302, b"", {"Location": self._sign(job.log, "text/plain; charset=utf-8", "logs")})
+
+    def _artifact(self, handler: _Handler, artifact_id: int) -> None:
+        artifact = next((a for a in self.artifacts if a.id == artifact_id), None)
+        if artifact is None:
+            handler._send_json(shapes.error(404, "Not Found"), 404)
+            return
+        handler._send_json(shapes.artifact(self, artifact))
 
     def _zip_redirect(self, handler: _Handler, artifact_id: int) -> None:
         artifact = next((a for a in self.artifacts if a.id == artifact_id), None)
         if artifact is None:
-            handler._send_json({"message": "Not Found", "status": "404"}, 404)
+            handler._send_json(shapes.error(404, "Not Found"), 404)
             return
-        if artifact.expired:
-            handler._send_json({"message": "Artifact has expired",
-                                "documentation_url": "https://docs.github.com/rest/actions/artifacts", "status": "410"},
-                               410)
+        if artifact.expired:  # the description's 410 for this operation
+            handler._send_json(shapes.error(410, "Artifact has expired"), 410)
             return
         handler._send(302, b"", {"Location": self._sign(artifact.content, "application/zip", "artifacts")})
-
-    # -- the REST shapes ------------------------------------------------------------------------
-
-    def _run_json(self) -> dict[str, Any]:
-        owner = self.repository.split("/")[0]
-        api = f"{self.api_url}/repos/{self.repository}"
-        html = f"https://github.com/{self.repository}"
-        return {
-            "id": self.run_id, "name": "platform runtime", "node_id": "WFR_kwLOAbCdEf8AAAAEAbCdEf",
-            "head_branch": self.head_branch, "head_sha": self.head_sha, "path": self.workflow_path,
-            "display_title": "platform runtime", "run_number": 412, "event": self.event, "status": "in_progress",
-            "conclusion": None, "workflow_id": 161335, "check_suite_id": 42050993234,
-            "check_suite_node_id": "CS_kwDOAbCdEf8AAAAJyX", "url": f"{api}/actions/runs/{self.run_id}",
-            "html_url": f"{html}/actions/runs/{self.run_id}", "pull_requests": [],
-            "created_at": "2026-08-24T10:00:00Z", "updated_at": "2026-08-24T10:04:00Z",
-            "actor": {"login": owner, "id": 1, "type": "Organization"}, "run_attempt": self.run_attempt,
-            "referenced_workflows": [], "run_started_at": "2026-08-24T10:00:00Z",
-            "triggering_actor": {"login": owner, "id": 1, "type": "Organization"},
-            "jobs_url": f"{api}/actions/runs/{self.run_id}/jobs", "logs_url": f"{api}/actions/runs/{self.run_id}/logs",
-            "check_suite_url": f"{api}/check-suites/42050993234",
-            "artifacts_url": f"{api}/actions/runs/{self.run_id}/artifacts",
-            "cancel_url": f"{api}/actions/runs/{self.run_id}/cancel",
-            "rerun_url": f"{api}/actions/runs/{self.run_id}/rerun",
-            "previous_attempt_url": (f"{api}/actions/runs/{self.run_id}/attempts/{self.run_attempt - 1}"
-                                     if self.run_attempt > 1 else None),
-            "workflow_url": f"{api}/actions/workflows/161335",
-            "head_commit": {"id": self.head_sha, "tree_id": "0" * 40, "message": "platform runtime",
-                            "timestamp": "2026-08-24T09:58:00Z"},
-            "repository": {"id": REPO_ID, "full_name": self.repository},
-            "head_repository": {"id": REPO_ID, "full_name": self.repository},
-        }
-
-    def _job_json(self, job: FakeJob) -> dict[str, Any]:
-        api = f"{self.api_url}/repos/{self.repository}"
-        html = f"https://github.com/{self.repository}"
-        steps = ["Set up job", "Run actions/checkout", "Run platform runtime gate", "Upload results",
-                 "Post Run actions/checkout", "Complete job"]
-        return {
-            "id": job.id, "run_id": self.run_id, "workflow_name": "platform runtime",
-            "head_branch": self.head_branch, "run_url": f"{api}/actions/runs/{self.run_id}",
-            "run_attempt": job.run_attempt, "node_id": f"CR_kwDO{job.id}", "head_sha": self.head_sha,
-            "url": f"{api}/actions/jobs/{job.id}", "html_url": f"{html}/actions/runs/{self.run_id}/job/{job.id}",
-            "status": job.status, "conclusion": job.conclusion, "created_at": "2026-08-24T10:00:02Z",
-            "started_at": job.started_at, "completed_at": job.completed_at if job.status == "completed" else None,
-            "name": job.name,
-            "steps": [{"name": name, "status": job.status, "conclusion": job.conclusion, "number": number,
-                       "started_at": job.started_at, "completed_at": job.completed_at}
-                      for number, name in enumerate(steps, 1)],
-            "check_run_url": f"{api}/check-runs/{job.id}", "labels": job.labels,
-            "runner_id": 1000 + job.id % 1000, "runner_name": "GitHub Actions 1000",
-            "runner_group_id": 2, "runner_group_name": "GitHub Actions",
-        }
-
-    def _artifact_json(self, artifact: FakeArtifact) -> dict[str, Any]:
-        api = f"{self.api_url}/repos/{self.repository}"
-        digest = f"sha256:{artifact.sha256()}" if artifact.digest == "auto" else artifact.digest
-        return {
-            "id": artifact.id, "node_id": f"MDg6QXJ0aWZhY3Q{artifact.id}", "name": artifact.name,
-            "size_in_bytes": artifact.size(), "url": f"{api}/actions/artifacts/{artifact.id}",
-            "archive_download_url": f"{api}/actions/artifacts/{artifact.id}/zip", "expired": artifact.expired,
-            "created_at": "2026-08-24T10:03:30Z", "expires_at": "2026-11-22T10:03:30Z",
-            "updated_at": "2026-08-24T10:03:30Z", "digest": digest,
-            "workflow_run": {"id": self.run_id, "repository_id": REPO_ID, "head_repository_id": REPO_ID,
-                             "head_branch": self.head_branch, "head_sha": self.head_sha},
-        }
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -602,7 +596,8 @@ def standard_run(fake: FakeGitHub, platforms: tuple[str, ...], sources: dict[str
 
     prefix = f"{caller} / " if caller else ""
     made: dict[str, tuple[FakeJob, FakeArtifact]] = {}
-    fake.jobs.append(FakeJob(id=first_job_id, name=f"{prefix}plan", log=plan_log((plan_log_line(platforms),))))
+    fake.jobs.append(FakeJob(id=first_job_id, name=f"{prefix}plan", run_attempt=fake.run_attempt,
+                             log=plan_log((plan_log_line(platforms),))))
     for offset, platform in enumerate(platforms, 1):
         job_id = first_job_id + offset * 7
         job = FakeJob(id=job_id, name=f"{prefix}{platform}", run_attempt=fake.run_attempt,
@@ -616,7 +611,7 @@ def standard_run(fake: FakeGitHub, platforms: tuple[str, ...], sources: dict[str
         fake.artifacts.append(artifact)
         made[platform] = (job, artifact)
     fake.jobs.append(FakeJob(id=first_job_id + 999, name=f"{prefix}evidence", status="in_progress", conclusion=None,
-                             log=None))
+                             run_attempt=fake.run_attempt, log=None))
     return made
 
 

@@ -116,7 +116,8 @@ def test_the_predicate_records_the_run_and_each_platform_job(fake, sources, tmp_
     run = built.predicate["run"]
     assert run["repository"] == fake.repository and run["run_id"] == str(fake.run_id) and run["attempt"] == 1
     assert run["head_sha"] == fake.head_sha and run["event"] == "workflow_dispatch"
-    assert run["workflow_ref"] == f"{fake.repository}/.github/workflows/platform-runtime.yml@refs/heads/main"
+    # The run's path names no ref: none is made up from head_branch (wrong for tags and pull requests).
+    assert run["workflow_path"] == ".github/workflows/platform-runtime.yml" and run["workflow_ref"] is None
     windows = built.platform("windows")
     assert windows["job"]["conclusion"] == "success" and windows["job"]["name"] == "platform-runtime / windows"
     assert windows["runner"]["image"] == "win25-vs2026" and windows["runner"]["image_version"] == "20260824.214.3"
@@ -129,6 +130,17 @@ def test_the_predicate_records_the_run_and_each_platform_job(fake, sources, tmp_
     assert windows["log"]["error_lines"] == [] and windows["log"]["nonzero_exits"] == []
     assert [j["name"] for j in built.predicate["other_jobs"]] == ["platform-runtime / plan",
                                                                   "platform-runtime / evidence"]
+
+
+@pytest.mark.parametrize("head_branch", ["main", "v1.2.0", None])
+def test_a_path_in_the_descriptions_full_form_is_the_workflow_ref_as_given(fake, sources, tmp_path, head_branch):
+    # GitHub's description: workflow-run.path is "the full path of the workflow",
+    # e.g. octocat/octo-repo/.github/workflows/ci.yml@main -- the repository is in it once.
+    fake.workflow_path = f"{fake.repository}/.github/workflows/platform-runtime.yml@refs/tags/v1.2.0"
+    fake.head_branch = head_branch
+    standard_run(fake, ("linux",), sources)
+    run = build(fake, tmp_path).predicate["run"]
+    assert run["workflow_ref"] == f"{fake.repository}/.github/workflows/platform-runtime.yml@refs/tags/v1.2.0"
 
 
 def test_the_summary_puts_the_verdict_first_and_one_row_per_platform(fake, sources, tmp_path):
