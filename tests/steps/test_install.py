@@ -314,8 +314,8 @@ def test_the_cache_key_names_os_arch_python_uv_and_the_pins_digest(offline):
     assert outputs["cache-key"] == (f"platform-runtime-install-{made_for['os']}-{made_for['machine']}-"
                                     f"py{made_for['python']}-uv{made_for['uv']}-{digest[:32]}")
     assert outputs["cache-key"].startswith(outputs["cache-restore-prefix"])
-    assert outputs["cache-paths"].splitlines() == [(offline.cache_root / "uv-cache").as_posix(),
-                                                   (offline.cache_root / installer.MANIFEST).as_posix()]
+    assert outputs["cache-paths"].splitlines() == [(offline.cache_root / name).as_posix() for name in (
+        "uv-cache", installer.MANIFEST, f"uv-tool-{installer.uv_version()}")]
 
 
 def test_the_default_cache_is_the_runners_tool_cache_else_the_user_cache(tmp_path):

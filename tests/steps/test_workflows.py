@@ -59,7 +59,7 @@ def unpinned_uses(doc: dict) -> list[str]:
 
 def uses_lines_without_version(text: str) -> list[str]:
     return [line.strip() for line in text.splitlines()
-            if re.search(r"uses: [\w.-]+/[\w.-]+@", line) and "@v1 # zizmor" not in line
+            if re.search(r"uses: [\w.-]+/[\w./-]+@", line) and "@v1 # zizmor" not in line
             and not VERSION_COMMENT.search(line.strip())]
 
 

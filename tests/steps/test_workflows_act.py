@@ -34,7 +34,7 @@ VENV_BIN = Path(sys.executable).parent
 ACT = VENV_BIN / "act"
 REPOSITORY = "kernodeck/platform-runtime"
 WORKFLOW = ".github/workflows/platform-runtime.yml"
-USES = re.compile(r"uses:\s*([\w.-]+/[\w.-]+)@([0-9a-f]{40})\b")
+USES = re.compile(r"uses:\s*([\w.-]+/[\w.-]+)(?:/[\w./-]+)?@([0-9a-f]{40})\b")
 
 pytestmark = [
     pytest.mark.slow,
