@@ -34,7 +34,7 @@ _CONFIG_SECONDS = ("timeout", "deadline", "grace", "patience")
 _VERDICT_TOP = {"ok", "exit_code", "status", "code", "message", "failures", "problems", "reasons", "errors",
                 "all_checks_passed", "completed", "positive", "passed", "requirements", "verdict"}
 _SOURCE_TOP = {"source", "script_version"}
-_SOURCE_PATHS = ("github.sha", "github.workflow_ref", "source_root", "indexer.files")
+_SOURCE_PATHS = ("github.sha", "github.workflow_ref", "run.head_sha", "run.workflow_path")
 _ENVIRONMENT_TOP = {"device", "platform", "filesystem", "isolation", "arguments", "github", "runtime", "pytorch",
                     "environment", "host", "protocol", "requested_device", "installer", "install", "python",
                     "runner", "indexer", "torch", "nfs_version"}
@@ -86,7 +86,7 @@ class Side:
     sha256: str
     verdict: dict[str, Any] | None = None  # the index's recomputed verdict
     platforms: dict[str, PlatformSide] = field(default_factory=dict)
-    context: dict[str, Any] = field(default_factory=dict)  # index-wide: source_root, indexer, host
+    context: dict[str, Any] = field(default_factory=dict)  # index-wide: a run's head commit and workflow
     pair_by_kind: bool = False  # platforms are result names (a local index): pair a renamed one by its kind
 
 

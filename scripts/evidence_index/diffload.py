@@ -137,10 +137,13 @@ def load_index(statement: dict[str, Any], sha256: str, artifacts: Path | None, l
     verdict = report.verdict or {}
     side = Side(kind="index", sha256=sha256, verdict={"pass": verdict.get("pass"), "reasons": verdict.get("reasons")},
                 pair_by_kind=predicate.get("kind") == "local")
-    # The sources the platforms are compared with (the head commit's); who built the index and where
-    # (indexer, host, built_at) is about the indexing, not the run, and is left out.
-    side.context["source_root"] = {k: v for k, v in (predicate.get("source_root") or {}).items()
-                                   if k in ("files", "git")}
+    # What ran is each result's own `source` (compared result by result) and, for a run, its head commit.
+    # Who built the index, where and against which checkout (indexer, host, built_at, source_root) is about
+    # the indexing, not the run: left out (a source_root that differs from what ran fails the verdict,
+    # and the verdict is compared).
+    if predicate.get("kind") != "local":
+        run = predicate.get("run") or {}
+        side.context["run"] = {"head_sha": run.get("head_sha"), "workflow_path": run.get("workflow_path")}
 
     def results(records: list[Any]) -> dict[str, tuple[str, Any]]:
         found = {}

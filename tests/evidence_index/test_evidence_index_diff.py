@@ -190,13 +190,14 @@ def test_two_local_indexes_each_verified_then_diffed_result_by_result(tmp_path):
                tmp_path / "new").returncode == 3
 
 
-def run_index(tmp_path: Path, name: str, run_id: int, edit: Callable[[str, dict], None] | None = None) -> Path:
+def run_index(tmp_path: Path, name: str, run_id: int, edit: Callable[[str, dict], None] | None = None,
+              head_sha: str = "1928efbf98b33bc87fea7962539525f57a349d25") -> Path:
     """A run index of five platforms built by the CLI from a GitHub-shaped server on loopback."""
     from tests.evidence_index.fake_github import gate_result
 
     out = tmp_path / name
     sources = source_hashes(ROOT, ["scripts/build_evidence_index.py"])
-    with FakeGitHub(run_id=run_id) as fake:
+    with FakeGitHub(run_id=run_id, head_sha=head_sha) as fake:
         made = standard_run(fake, ("linux", "windows", "mps", "cuda", "nfs"), sources)
         for platform, (job, artifact) in made.items():
             document = gate_result(platform, sources=sources, run_id=run_id, job_id=job.id,
@@ -283,3 +284,18 @@ def test_markup_from_a_result_stays_text_in_the_markdown(tmp_path):
     (row,) = [line for line in text.splitlines() if "`checks.jsonl_append.reason`" in line]
     assert row.count("|") - row.count("\\|") == 6  # the value's | stays inside its cell
     assert "`" + "<img" in row and "'|" not in row.split("`<img", 1)[1].split("` |", 1)[0].replace("\\|", "")
+
+
+def test_a_new_head_commit_is_a_source_difference_of_the_run_and_of_each_platform(tmp_path):
+    old = run_index(tmp_path, "old", 17320001234)
+    new = run_index(tmp_path, "new", 17320005678, head_sha="2" * 40)
+    done = cli("diff", old / "index.json", new / "index.json", "--old-artifacts", old / "artifacts", "--old-logs",
+               old / "logs", "--new-artifacts", new / "artifacts", "--new-logs", new / "logs", "--json",
+               tmp_path / "d.json")
+    assert done.returncode == 1, done.stdout + done.stderr
+    found = records(tmp_path / "d.json")
+    was = json.dumps("1928efbf98b33bc87fea7962539525f57a349d25")
+    assert (None, "source", "run.head_sha", was, json.dumps("2" * 40)) in found
+    assert {f[:3] for f in found} == {(None, "source", "run.head_sha")} | {
+        (p, "source", path) for p in ("linux", "windows", "mps", "cuda", "nfs") for path in ("github.sha",
+                                                                                            "source.git.head")}
