@@ -11,7 +11,8 @@ baseline-diff.json and baseline-diff.md; appends the diff (or why there is none)
 The baseline (scripts/evidence_index/baseline.py) is downloaded through the REST API and verified like
 any input of `diff`. A baseline that cannot be fetched or verified is reported (a warning annotation and
 a summary line) and never fails the job: this step exits 0 whatever happens to the report or the baseline,
-the job's verdict is the verdict step's alone. Exit 2 only for a usage mistake in the YAML (no index).
+the job's verdict is the verdict step's alone. Exit 2 only for a usage mistake in the YAML (an argument
+missing).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
 
-from action_io import annotate, append_summary, fail  # noqa: E402
+from action_io import annotate, append_summary  # noqa: E402
 from core.contract import ARTIFACT_PREFIX  # noqa: E402
 from core.files import encode_json  # noqa: E402
 from evidence_index.baseline import BaselineError, fetch_baseline, workflow_path  # noqa: E402
@@ -112,6 +113,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 1:
-        sys.exit(fail("usage: review.py --index FILE --artifacts DIR --logs DIR --out-dir DIR"))
     sys.exit(main())
