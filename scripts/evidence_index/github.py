@@ -5,9 +5,11 @@ valid about a minute. The token must go to the API host only; following redirect
 decide, per hop, whether the Authorization header is sent (only to the API's own origin). The signed
 blob URL is itself a secret for that minute, so it never appears in a message either.
 
-Why retries here: 5xx, 429 and the secondary rate limit (403 with retry-after or remaining=0) are
-transient; `retry-after` and `x-ratelimit-reset` say how long to wait; a secondary limit without those
-headers waits at least a minute (as GitHub documents); otherwise exponential backoff.
+Why retries here: 5xx, 429 and a rate-limited 403 are transient; what a 403 is comes from its headers
+(core.forbidden: `x-ratelimit-remaining: 0` / `retry-after` a rate limit, `x-accepted-github-permissions`
+a missing grant, anything else a refusal), and only a rate limit is asked again. `retry-after` and
+`x-ratelimit-reset` say how long to wait; a secondary limit without those headers waits at least a
+minute (as GitHub documents); otherwise exponential backoff.
 A blob URL that failed is not retried as such: each attempt asks the API again for a fresh redirect.
 """
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import email.utils
 import hashlib
+import json
 import os
 import random
 import re
@@ -27,13 +30,20 @@ from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 import requests
+from core.forbidden import RATE_LIMIT, classify
 
 from .common import CHUNK, FetchError, InputError, redact_secrets
 
 DEFAULT_API_URL = "https://api.github.com"
 REDIRECTS = {301, 302, 303, 307, 308}
 RETRY_STATUSES = {429, 500, 502, 503, 504}
-SECONDARY_LIMIT_WAIT_S = 60.0
+def _message(response: requests.Response) -> str:
+    """The `message` of a GitHub error body (small; the body itself when it is not JSON)."""
+    text = response.text[:2000]
+    try:
+        return str(json.loads(text).get("message", ""))[:200]
+    except (ValueError, AttributeError):
+        return text[:200]
 
 
 def _retry_after_seconds(value: str, clock: Callable[[], float]) -> float | None:
@@ -135,29 +145,22 @@ class GitHubClient:
     def _wait_seconds(self, response: requests.Response, attempt: int, url: str) -> float | None:
         """Seconds to wait before retrying this response, or None when it is not transient."""
         status = response.status_code
-        headers = response.headers
-        remaining = headers.get("x-ratelimit-remaining")
-        retry_after = headers.get("retry-after")
+        retry_after = response.headers.get("retry-after")
         if status == 403 and _origin(url) != self._origin and not retry_after:
             # The blob host's 403 is a signed URL that expired (valid a minute): ask the API for a new one.
             return self._backoff(attempt)
-        if status not in RETRY_STATUSES and status != 403:
-            return None
-        body = response.text[:2000].lower() if status in (403, 429) else ""  # small; the limit names itself
-        if status == 403 and not (retry_after or remaining == "0" or "rate limit" in body):
+        if status in (403, 429):
+            refusal = classify(response.headers, _message(response), self._clock())
+            if refusal.kind != RATE_LIMIT:
+                # A 429 is a rate limit whatever its headers say; a 403 that is not one will not change.
+                return self._backoff(attempt) if status == 429 else None
+            return refusal.wait_s if refusal.wait_s is not None else self._backoff(attempt)
+        if status not in RETRY_STATUSES:
             return None
         if retry_after:
             seconds = _retry_after_seconds(retry_after, self._clock)
             if seconds is not None:
                 return seconds
-        if remaining == "0" and headers.get("x-ratelimit-reset"):
-            try:
-                return max(0.0, float(headers["x-ratelimit-reset"]) - self._clock()) + 1.0
-            except ValueError:
-                pass
-        if "secondary rate limit" in body:
-            # GitHub: without retry-after or x-ratelimit-* headers, wait at least one minute.
-            return max(SECONDARY_LIMIT_WAIT_S, self._backoff(attempt))
         return self._backoff(attempt)
 
     def _backoff(self, attempt: int) -> float:
@@ -223,11 +226,9 @@ class GitHubClient:
     def get_json(self, path_or_url: str) -> tuple[Any, requests.structures.CaseInsensitiveDict]:
         response, url = self._request(path_or_url, stream=False)
         if response.status_code != 200:
-            message = ""
-            try:
-                message = str(response.json().get("message", ""))[:200]
-            except ValueError:
-                pass
+            message = _message(response)
+            if response.status_code == 403:  # which 403 it is, from its headers
+                message = classify(response.headers, message, self._clock()).describe()
             raise FetchError(self.redact_token(f"{self._describe(url)}: HTTP {response.status_code} {message}".strip()),
                              status=response.status_code)
         try:
@@ -307,8 +308,11 @@ class GitHubClient:
     def _refuse(self, response: requests.Response, url: str, path: str, max_bytes: int) -> None:
         """A non-200 answer, or a declared size over the cap, ends the download (FetchError with a status)."""
         if response.status_code != 200:
+            why = ""
+            if response.status_code == 403 and _origin(url) == self._origin:
+                why = " " + classify(response.headers, _message(response), self._clock()).describe()
             response.close()
-            raise FetchError(f"{self._describe(url)}: HTTP {response.status_code}", status=response.status_code)
+            raise FetchError(f"{self._describe(url)}: HTTP {response.status_code}{why}", status=response.status_code)
         declared = response.headers.get("content-length")
         if declared and declared.isdigit() and int(declared) > max_bytes:  # compressed is smaller: still over
             response.close()

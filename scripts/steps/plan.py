@@ -15,7 +15,8 @@
   unknown platform, cuda without labels, a bad artifact prefix, a server other than github.com
   (GITHUB_SERVER_URL; GitHub Enterprise Server is not supported), and a token that cannot read this
   run's job list (the calling job did not grant `actions: read`): probed with GITHUB_TOKEN at
-  GITHUB_API_URL, except under act (ACT=true), which serves no REST API and says so.
+  GITHUB_API_URL, except under act (ACT=true), which serves no REST API and says so. A 403 is read
+  by its headers (core.forbidden): a rate limit only warns, a missing grant or another refusal stops.
 Outputs `platforms` (a JSON list), `cuda-runner` (a JSON array of labels, `[]` when none) and
 `artifact-prefix`, and prints the selection to the job log (`platform-runtime plan: {"platforms": [...]}`),
 where GitHub keeps it: the evidence index binds this job's log and requires exactly that selection.
@@ -38,6 +39,7 @@ sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve
 
 from action_io import annotate, append_summary, fail, set_outputs, split_list  # noqa: E402
 from core.contract import ARTIFACT_PREFIX, PLATFORMS, plan_log_line  # noqa: E402
+from core.forbidden import MISSING_GRANT, RATE_LIMIT, classify  # noqa: E402
 
 PUSH_DEFAULT = ("windows", "mps")
 PRIVILEGED = ("nfs", "cuda")
@@ -122,12 +124,31 @@ def probe_actions_read(environ: Mapping[str, str], timeout: float = 20.0) -> str
         with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (https API URL)
             response.read(1)
     except urllib.error.HTTPError as error:
-        if error.code in (401, 403, 404):
+        if error.code == 403:
+            return _forbidden(error)
+        if error.code in (401, 404):
             raise PlanError(NO_ACTIONS_READ.format(status=error.code)) from None
         return f"could not probe the actions: read grant (HTTP {error.code}); the evidence job will tell"
     except (urllib.error.URLError, OSError) as error:
         return f"could not probe the actions: read grant ({error.__class__.__name__}); the evidence job will tell"
     return None
+
+
+def _forbidden(error: urllib.error.HTTPError) -> str:
+    """A 403 by its headers (core.forbidden): a rate limit is a note (the grant is unknown, the evidence
+    job retries), a missing grant or another refusal stops the plan, each in its own words."""
+    try:
+        message = str(json.loads(error.read(2000) or b"{}").get("message", ""))
+    except (ValueError, AttributeError, OSError):
+        message = ""
+    refusal = classify(error.headers or {}, message)
+    if refusal.kind == RATE_LIMIT:
+        return (f"could not probe the actions: read grant: HTTP 403 {refusal.describe()}; "
+                "the evidence job waits and retries")
+    if refusal.kind == MISSING_GRANT:
+        raise PlanError(NO_ACTIONS_READ.format(status=f"403, {refusal.detail}")) from None
+    raise PlanError(f"this run's job list is refused with the workflow token (HTTP 403: {refusal.detail}); "
+                    "the evidence job could not read it either") from None
 
 
 def main(argv: list[str] | None = None) -> int:

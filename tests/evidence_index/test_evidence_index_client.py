@@ -198,3 +198,55 @@ def test_a_job_log_still_missing_after_the_patience_is_missing(fake, tmp_path):
     with pytest.raises(FetchError) as caught:
         client.download(f"/repos/{fake.repository}/actions/jobs/501/logs", None, 10**6, patience=2.5)
     assert caught.value.status == 404 and sum(slept) == 2.5 and fake.count("api", r"/jobs/501/logs$") == 4
+
+
+# --- a 403 is read by its headers (core.forbidden, issue 21.4) ---------------------------------
+
+GRANT = {"x-accepted-github-permissions": "actions=read"}
+NOT_ACCESSIBLE = b'{"message": "Resource not accessible by integration", "status": "403"}'
+
+
+@pytest.mark.parametrize(("headers", "message", "kind", "wait"), [
+    ({"x-ratelimit-remaining": "0", "x-ratelimit-reset": "1030"}, "API rate limit exceeded", "rate-limit", 31.0),
+    ({"retry-after": "12"}, "", "rate-limit", 12.0),
+    ({"Retry-After": "12", "x-accepted-github-permissions": "actions=read"}, "", "rate-limit", 12.0),
+    ({"x-ratelimit-remaining": "17"}, "You have exceeded a secondary rate limit.", "rate-limit", 60.0),
+    (GRANT, "Resource not accessible by integration", "missing-grant", None),
+    ({"X-Accepted-GitHub-Permissions": "actions=read"}, "", "missing-grant", None),
+    ({}, "Resource not accessible by integration", "missing-grant", None),
+    ({"x-ratelimit-remaining": "17", "x-github-sso": "required; url=https://github.com/orgs/o/sso"},
+     "Resource protected by organization SAML enforcement.", "other", None),
+    ({}, "", "other", None),
+])
+def test_a_403_is_classified_by_its_headers(headers, message, kind, wait):
+    from core.forbidden import classify
+
+    refusal = classify(headers, message, now=1000.0)
+    assert (refusal.kind, refusal.wait_s) == (kind, wait)
+
+
+def test_a_missing_grant_403_is_not_retried_and_says_which_grant(fake):
+    fake.faults.append(Fault(path=r"/runs/\d+$", status=403, headers=GRANT, body=NOT_ACCESSIBLE))
+    client, slept = client_for(fake)
+    with pytest.raises(FetchError) as caught:
+        client.get_json(f"/repos/{fake.repository}/actions/runs/{fake.run_id}")
+    assert caught.value.status == 403 and slept == []
+    assert "HTTP 403 missing grant (x-accepted-github-permissions: actions=read)" in str(caught.value)
+
+
+def test_a_rate_limited_403_with_retry_after_is_waited_out_and_asked_again(fake):
+    fake.faults.append(Fault(path=r"/runs/\d+$", status=403, headers={"retry-after": "9"},
+                             body=b'{"message": "You have exceeded a secondary rate limit."}'))
+    client, slept = client_for(fake)
+    run, _ = client.get_json(f"/repos/{fake.repository}/actions/runs/{fake.run_id}")
+    assert run["id"] == fake.run_id and slept == [9.0]
+
+
+def test_another_403_is_named_as_a_refusal_not_a_grant(fake):
+    fake.faults.append(Fault(path=r"/jobs/501/logs$", status=403, headers={"x-github-sso": "required"},
+                             body=b'{"message": "Resource protected by organization SAML enforcement."}'))
+    client, slept = client_for(fake)
+    with pytest.raises(FetchError) as caught:
+        client.download(f"/repos/{fake.repository}/actions/jobs/501/logs", None, 10**6)
+    assert slept == [] and "HTTP 403 refused (Resource protected by organization SAML enforcement.)" in str(
+        caught.value)

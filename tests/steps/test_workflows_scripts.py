@@ -145,11 +145,16 @@ def test_the_result_folder_step_outputs_the_name_and_records_the_workflow_source
 class _Api(http.server.BaseHTTPRequestHandler):
     status = 200
     seen: list[str] = []
+    headers_out: dict[str, str] = {}
+    message = "Resource not accessible"
 
     def do_GET(self):  # noqa: N802 (http.server's name)
         type(self).seen.append(f"{self.path} {self.headers.get('Authorization')}")
-        body = b'{"total_count": 1, "jobs": []}' if self.status == 200 else b'{"message": "Resource not accessible"}'
+        body = (b'{"total_count": 1, "jobs": []}' if self.status == 200
+                else json.dumps({"message": self.message}).encode())
         self.send_response(self.status)
+        for key, value in self.headers_out.items():
+            self.send_header(key, value)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -164,7 +169,7 @@ def api():
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Api)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    _Api.seen = []
+    _Api.seen, _Api.headers_out, _Api.message = [], {}, "Resource not accessible"
     yield server, f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
 
@@ -176,14 +181,37 @@ def _plan(tmp_path: Path, url: str, *args: str, **env: str):
                       **{**base, **env})[0]
 
 
-@pytest.mark.parametrize("status", [403, 404])
-def test_a_caller_without_actions_read_gets_one_error_line_in_the_plan_job(tmp_path, api, status):
-    _Api.status = status
+@pytest.mark.parametrize(("status", "headers"), [(403, {"x-accepted-github-permissions": "actions=read"}),
+                                                 (404, {})])
+def test_a_caller_without_actions_read_gets_one_error_line_in_the_plan_job(tmp_path, api, status, headers):
+    _Api.status, _Api.headers_out = status, headers
+    _Api.message = "Resource not accessible by integration" if status == 403 else "Not Found"
     proc = _plan(tmp_path, api[1])
     errors = [line for line in proc.stdout.splitlines() if line.startswith("::error")]
     assert proc.returncode == 2 and len(errors) == 1 and "actions: read" in errors[0], proc.stdout
     assert _Api.seen == ["/repos/example/consumer/actions/runs/77/jobs?per_page=1 Bearer t0ken"]
     assert "platforms" not in parse_outputs(tmp_path / "github_output")
+
+
+@pytest.mark.parametrize("headers", [{"x-ratelimit-remaining": "0", "x-ratelimit-reset": "1999999999"},
+                                     {"retry-after": "60"}])
+def test_a_rate_limited_403_is_a_warning_not_a_missing_grant(tmp_path, api, headers):
+    # core.forbidden: rate limits name themselves by x-ratelimit-remaining: 0 or retry-after.
+    _Api.status, _Api.headers_out, _Api.message = 403, headers, "API rate limit exceeded for installation."
+    proc = _plan(tmp_path, api[1])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    warnings = [line for line in proc.stdout.splitlines() if line.startswith("::warning")]
+    assert any("HTTP 403 rate limited" in line for line in warnings) and "actions: read`" not in proc.stdout
+    assert json.loads(parse_outputs(tmp_path / "github_output")["platforms"]) == ["linux"]
+
+
+def test_another_403_stops_the_plan_with_githubs_reason_not_a_grant(tmp_path, api):
+    _Api.status, _Api.headers_out = 403, {"x-github-sso": "required; url=https://github.com/orgs/o/sso"}
+    _Api.message = "Resource protected by organization SAML enforcement."
+    proc = _plan(tmp_path, api[1])
+    errors = [line for line in proc.stdout.splitlines() if line.startswith("::error")]
+    assert proc.returncode == 2 and len(errors) == 1, proc.stdout
+    assert "SAML enforcement" in errors[0] and "actions: read" not in errors[0]
 
 
 def test_a_readable_job_list_passes_the_probe(tmp_path, api):
