@@ -71,14 +71,26 @@ def load_result(data: bytes, name: str, label: str) -> Loaded:
     if judgement.error is not None or judgement.kind in (None, "unknown"):
         raise InputError(f"{label} {name} is neither an evidence index nor a result of a known kind: "
                          f"{judgement.error or 'unknown schema'}")
-    recorded = judgement.document.get("ok") if isinstance(judgement.document, dict) else None
-    if isinstance(recorded, bool) and recorded and not judgement.ok:
-        raise Unauthentic(label, [f"{name} records ok true; its own measurements say: "
+    claim = claimed_pass(judgement.document)
+    if claim is not None and not judgement.ok:
+        raise Unauthentic(label, [f"{name} records {claim}; its own measurements say: "
                                   + "; ".join(str(r) for r in judgement.reasons[:3])])
     side = Side(kind=judgement.kind, sha256=hashlib.sha256(data).hexdigest())
     side.platforms[platform_of_result(judgement.kind, judgement.document)] = PlatformSide(
         results={name: (judgement.kind, judgement.document)})
     return Loaded(side=side, judgement=judgement)
+
+
+def claimed_pass(document: Any) -> str | None:
+    """How a result says it passed (`ok: true`, or a diagnostic's `status: "passed"`), None when it does
+    not: a claim its own measurements refute is not authentic, whichever field carries it."""
+    if not isinstance(document, dict):
+        return None
+    if document.get("ok") is True:
+        return "ok true"
+    if document.get("status") == "passed":
+        return "status passed"
+    return None
 
 
 def platform_of_result(kind: str, document: Any) -> str:

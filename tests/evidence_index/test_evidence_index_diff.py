@@ -299,3 +299,21 @@ def test_a_new_head_commit_is_a_source_difference_of_the_run_and_of_each_platfor
     assert {f[:3] for f in found} == {(None, "source", "run.head_sha")} | {
         (p, "source", path) for p in ("linux", "windows", "mps", "cuda", "nfs") for path in ("github.sha",
                                                                                             "source.git.head")}
+
+
+GPU_DIAGNOSTIC = ROOT / "evidence" / "cuda" / "run" / "kernodeck-diagnostic-gpu.json"
+
+
+def test_a_diagnostic_that_says_passed_while_its_own_check_failed_is_not_authentic(tmp_path):
+    # A diagnostic records its claim as status/exit_code, not `ok`: its claim is refuted all the same.
+    document = json.loads(GPU_DIAGNOSTIC.read_text())
+    document["execution"]["checks"]["product"] = False
+    (tmp_path / "forged.json").write_text(json.dumps(document))
+    done = cli("diff", GPU_DIAGNOSTIC, tmp_path / "forged.json", "--json", tmp_path / "d.json")
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "not authentic" in done.stderr and "execution.checks.product" in done.stderr
+    assert not (tmp_path / "d.json").exists()
+    # the same failure, told as a failure, is a difference
+    document.update(status="failed", code="CHECK_FAILED", exit_code=1)
+    (tmp_path / "failed.json").write_text(json.dumps(document))
+    assert cli("diff", GPU_DIAGNOSTIC, tmp_path / "failed.json").returncode == 1
