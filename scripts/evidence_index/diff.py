@@ -38,8 +38,15 @@ _SOURCE_PATHS = ("github.sha", "github.workflow_ref", "run.head_sha", "run.workf
 _ENVIRONMENT_TOP = {"device", "platform", "filesystem", "isolation", "arguments", "github", "runtime", "pytorch",
                     "environment", "host", "protocol", "requested_device", "installer", "install", "python",
                     "runner", "indexer", "torch", "nfs_version"}
-# Under `device`, what the device compute measured is the check's, not the environment's.
-_DEVICE_MEASURED = ("device.phases", "device.ran_on", "device.peak_allocated_bytes", "device.build_cross_check")
+# Under `device`, what the device compute measured is the check's, not the environment's; under a reprise
+# verification's `protocol`, what its processes did.
+_DEVICE_MEASURED = ("device.phases", "device.ran_on", "device.peak_allocated_bytes", "device.build_cross_check",
+                    "protocol.processes")
+# Where a kind records where it ran below a measuring top-level field: the GPU and driver a diagnostic ran on,
+# the NFS mount and server an NFS harness set up.
+_ENVIRONMENT_PATHS = ("execution.gpu_model", "execution.capability", "execution.total_memory_bytes",
+                      "execution.arch_support", "execution.backend", "execution.device", "host_check.gpus",
+                      "setup.mount", "setup.nfsd_versions", "setup.nfsd_threads", "setup.package")
 
 
 @dataclass(frozen=True)
@@ -107,7 +114,7 @@ def kind_of(path: str) -> str:
         return "verdict"
     if any(path == p or path.startswith(p + ".") for p in _DEVICE_MEASURED):
         return "check"
-    if top in _ENVIRONMENT_TOP or top == "setup" and ".package." in f".{path}.":
+    if top in _ENVIRONMENT_TOP or any(path == p or path.startswith(p + ".") for p in _ENVIRONMENT_PATHS):
         return "environment"
     return "check"
 

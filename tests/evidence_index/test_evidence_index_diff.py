@@ -317,3 +317,45 @@ def test_a_diagnostic_that_says_passed_while_its_own_check_failed_is_not_authent
     document.update(status="failed", code="CHECK_FAILED", exit_code=1)
     (tmp_path / "failed.json").write_text(json.dumps(document))
     assert cli("diff", GPU_DIAGNOSTIC, tmp_path / "failed.json").returncode == 1
+
+
+def diff_records(tmp_path: Path, old: Path, edit: Callable[[dict], None]) -> set[tuple]:
+    document = json.loads(old.read_text())
+    edit(document)
+    (tmp_path / "new.json").write_text(json.dumps(document))
+    done = cli("diff", old, tmp_path / "new.json", "--json", tmp_path / "d.json")
+    assert done.returncode == 1, done.stdout + done.stderr
+    return {change[1:3] for change in records(tmp_path / "d.json")}
+
+
+def test_the_device_a_diagnostic_ran_on_and_its_driver_are_environment(tmp_path):
+    def edit(document: dict) -> None:  # the same passing diagnostic on another GPU and driver
+        document["execution"].update(gpu_model="NVIDIA H100 80GB HBM3", capability="sm_90",
+                                     total_memory_bytes=85_000_000_000)
+        document["host_check"]["gpus"][0]["driver_version"] = "575.57.08"
+
+    assert diff_records(tmp_path, GPU_DIAGNOSTIC, edit) == {
+        ("environment", "execution.gpu_model"), ("environment", "execution.total_memory_bytes"),
+        ("environment", "host_check.gpus.0.driver_version")}
+    assert diff_records(tmp_path, GPU_DIAGNOSTIC, lambda d: d["execution"].update(capability="sm_100")) == {
+        ("environment", "execution.capability")}
+
+
+def test_the_nfs_mount_the_harness_made_is_environment(tmp_path):
+    harness = ROOT / "evidence" / "nfs" / "nfs-harness.json"
+
+    def edit(document: dict) -> None:
+        document["setup"]["mount"]["source"] = "10.0.0.2:/export"
+        document["setup"]["nfsd_versions"] = "-3 +4 +4.1 -4.2"
+
+    assert diff_records(tmp_path, harness, edit) == {("environment", "setup.mount.source"),
+                                                     ("environment", "setup.nfsd_versions")}
+
+
+def test_a_reprise_process_exit_code_is_a_check_not_the_protocol(tmp_path):
+    verification = next((ROOT / "evidence" / "local" / "run-local").glob("reprise-*/verification.json"))
+
+    def edit(document: dict) -> None:
+        next(p for p in document["protocol"]["processes"] if p["name"] == "reprise")["exit_code"] = 1
+
+    assert diff_records(tmp_path, verification, edit) == {("check", "protocol.processes.reprise.exit_code")}
