@@ -20,6 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from core.collectives import MAX_WORLD  # noqa: E402
 from core.files import encode_json  # noqa: E402
 from platform_runtime import gate  # noqa: E402
 from platform_runtime.claims import DEVICE_TYPES, REQUIRABLE, Requirements  # noqa: E402
@@ -54,6 +55,18 @@ def device_name(text: str) -> str:
     return text
 
 
+def world_size(text: str) -> str:
+    if text == "auto" or (text.isdigit() and 1 <= int(text) <= MAX_WORLD):
+        return text if text == "auto" else str(int(text))
+    raise argparse.ArgumentTypeError(f"must be auto or a number of ranks from 1 to {MAX_WORLD}")
+
+
+def port_number(text: str) -> int:
+    if text.isdigit() and 1 <= int(text) <= 65535:
+        return int(text)
+    raise argparse.ArgumentTypeError("must be a TCP port from 1 to 65535")
+
+
 def build_parser() -> Parser:
     parser = Parser(prog="platform_runtime_check.py", description=__doc__,
                     formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -70,6 +83,14 @@ def build_parser() -> Parser:
     parser.add_argument("--timeout", type=positive_seconds, default=600.0, help="the whole gate's deadline (600 s)")
     parser.add_argument("--cleanup-timeout", type=positive_seconds, default=30.0,
                         help="the workspace removal's deadline (30 s)")
+    parser.add_argument("--collectives", type=world_size, metavar="N|auto",
+                        help="also run N ranks of collectives (NCCL on GPUs, gloo on the CPU); auto: one rank per "
+                             "visible GPU when there are two or more (see docs/collectives.md)")
+    parser.add_argument("--collectives-timeout", type=positive_seconds, default=60.0,
+                        help="the process group's timeout for init and each op (60 s); the whole group is killed "
+                             "at twice that plus 20 s")
+    parser.add_argument("--collectives-port", type=port_number,
+                        help="the loopback port of the group's store (default: a free one)")
     parser.add_argument("--output", type=Path, help="write the JSON result here, atomically")
     return parser
 
@@ -116,6 +137,9 @@ def main(argv: list[str] | None = None) -> int:
         requirements=Requirements(tuple(dict.fromkeys(args.require)), args.require_device, args.require_filesystem),
         work_dir=(args.work_dir or Path.cwd()).absolute(), work_dir_given=args.work_dir is not None,
         keep_workspace=args.keep_workspace, timeout_s=args.timeout, cleanup_timeout_s=args.cleanup_timeout,
+        # --require collectives alone asks for the check as auto would.
+        collectives=args.collectives or ("auto" if "collectives" in args.require else None),
+        collectives_timeout_s=args.collectives_timeout, collectives_port=args.collectives_port or 0,
     )
 
     def terminate(signum, _frame):  # SIGTERM (CI cancellation) ends like Ctrl-C: children killed, result written

@@ -15,6 +15,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from core import collectives
+
 GATE_SCHEMA_ID = "kernodeck.platform-runtime.result/v1"
 DIAGNOSTIC_SCHEMA_ID = "kernodeck.diagnostic.report/v1"
 REPRISE_VERIFICATION_SCHEMA_ID = "kernodeck.reprise.verification"  # with "version": 1
@@ -247,6 +249,13 @@ def _judge_gate(document: dict[str, Any]) -> list[str]:
             held = False
         elif name == "device_compute" and (parts := _device_compute_parts(check)):
             reasons += parts
+            held = False
+    if "collectives" in checks:  # optional: present only when it was asked for, then judged by its one rule
+        check = checks["collectives"] if isinstance(checks["collectives"], dict) else {}
+        found = collectives.problems(check)
+        if check.get("ok") is not True or found:
+            reasons.append(f"checks.collectives.ok is {check.get('ok')!r}; its rule finds: "
+                           f"{'; '.join(found[:3]) or 'nothing'}")
             held = False
     requirements = document.get("requirements")
     if not isinstance(requirements, list):

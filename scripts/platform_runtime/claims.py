@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from core import collectives
 from core.contract import NFS_TYPES, nfs_problems, windows_problems
 
 # What `--require` accepts: properties of the runner, not the workflow's platform jobs (core.contract.PLATFORMS).
-REQUIRABLE = ("cuda", "rocm", "mps", "windows", "nfs")
+REQUIRABLE = ("cuda", "rocm", "mps", "windows", "nfs", "collectives")
 DEVICE_TYPES = ("cpu", "cuda", "rocm", "mps")
 GPU_KINDS = ("cuda", "rocm", "mps")
 # Phases whose own work must allocate on the device (saving copies device tensors to the host, so it is
@@ -104,11 +105,12 @@ def _nfs(platform: dict, filesystem: dict) -> tuple[bool, str]:
 
 
 def evaluate(req: Requirements, platform: dict, device: dict, compute_ok: bool, filesystem: dict,
-             environment: dict | None = None) -> list[dict]:
+             environment: dict | None = None, collectives_check: dict | None = None) -> list[dict]:
     """One verdict per requirement; each holds only on positive evidence. `platform` is the gate's own
     platform facts (core.provenance), the file-system rules are core.contract's (the index proves a platform
     with the same ones). `environment` holds the parent's own view of variables that change what a device
-    claim means (never the worker's word for them)."""
+    claim means (never the worker's word for them); `collectives_check` the collective check's record, when it
+    ran (--require collectives holds by core.collectives.requirement, the judge's rule too)."""
     environment = environment or {}
     verdicts = []
     for platform_name in req.platforms:
@@ -116,6 +118,8 @@ def evaluate(req: Requirements, platform: dict, device: dict, compute_ok: bool, 
             ok, reason = ran_only_on(device, platform_name, compute_ok, environment)
         elif platform_name == "windows":
             ok, reason = _windows(platform, filesystem)
+        elif platform_name == "collectives":
+            ok, reason = collectives.requirement(collectives_check)
         else:
             ok, reason = _nfs(platform, filesystem)
         verdicts.append({"name": platform_name, "ok": ok, "reason": reason})

@@ -13,10 +13,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from core import collectives as collective_rules
 from core.contract import GATE_SCHEMA_ID
 from core.provenance import git_state, github_facts, platform_facts
 
-from platform_runtime import children, isolation, torch_build
+from platform_runtime import children, collectives, isolation, torch_build
 from platform_runtime.claims import MPS_FALLBACK, NFS_TYPES, Requirements, conflicts, evaluate
 from platform_runtime.result import (
     EXIT_FAILED,
@@ -47,6 +48,15 @@ class Options:
     fs_timeout_s: float = 120.0
     probe_timeout_s: float = 30.0
     min_versions: int = 10
+    collectives: str | None = None  # a number of ranks, "auto", or None: the check is not run
+    collectives_timeout_s: float = 60.0  # the process group's timeout (init and every op)
+    collectives_port: int = 0  # 0: the launcher picks a free loopback port
+
+    @property
+    def collectives_deadline_s(self) -> float:
+        """The collective check's own deadline: the group's timeout twice (init, then one op) and the time to
+        start the launcher and the ranks, each importing torch; the whole group is killed at it."""
+        return 2 * self.collectives_timeout_s + 20.0
 
 
 def arguments_of(options: Options) -> dict:
@@ -55,7 +65,8 @@ def arguments_of(options: Options) -> dict:
         "require_device": options.requirements.device, "require_filesystem": options.requirements.filesystem,
         "work_dir": "given" if options.work_dir_given else "current-directory",
         "keep_workspace": options.keep_workspace, "timeout_s": options.timeout_s,
-        "cleanup_timeout_s": options.cleanup_timeout_s,
+        "cleanup_timeout_s": options.cleanup_timeout_s, "collectives": options.collectives,
+        "collectives_timeout_s": options.collectives_timeout_s if options.collectives else None,
     }
 
 
@@ -81,6 +92,7 @@ class Gate:
         self.private = private_paths(options.work_dir)
         self.torch = isolation.locate_torch()  # only the interpreter's own site-packages, never PYTHONPATH
         self.build = torch_build.read_build(self.torch.site_dir)
+        self.workspace: Path | None = None
 
     # --- children ---------------------------------------------------------------------------------------
 
@@ -161,6 +173,7 @@ class Gate:
         if refused is not None:
             return refused
         result["workspace_cleanup"]["workspace"] = workspace_name
+        self.workspace = workspace  # the collective check's record is read from its folder there
         outcomes = self._run_parallel(device, workspace, result["filesystem"].get("type") in NFS_TYPES)
         for outcome in outcomes:
             self._record(result, failures, outcome)
@@ -199,6 +212,9 @@ class Gate:
         launched = [device]
         launched += [self._launch(name, children.worker_command("fs_worker", *fs_args[name]),
                                   self.options.fs_timeout_s) for name in FS_CHECKS]
+        if self.options.collectives:
+            launched.append(self._launch("collectives", self._collectives_command(workspace),
+                                         self.options.collectives_deadline_s))
         pool = ThreadPoolExecutor(max_workers=len(launched))  # each duration ends when its own child does
         try:
             return list(pool.map(self._collect, launched))
@@ -208,7 +224,37 @@ class Gate:
         finally:
             pool.shutdown(wait=True)
 
+    def _collectives_command(self, workspace: Path) -> list[str]:
+        resolved = self.device_to_resolve()
+        device = "auto" if resolved == "auto" else ("cuda" if resolved.startswith("cuda") else "cpu")
+        args = [str(workspace / "collectives"), self.options.collectives, device, str(self.options.collectives_port),
+                str(self.options.collectives_timeout_s)]
+        if self.torch.site_dir is not None:
+            args.append(str(self.torch.site_dir))
+        return children.worker_command("collective_worker", *args)
+
+    def _record_collectives(self, result: dict, failures: list[str], outcome: children.ChildOutcome) -> None:
+        """The launcher's facts and every rank's progress; `ok` is the rule's, recomputed by the judge."""
+        requested = self.options.collectives
+        measured = collectives.record(self.workspace / "collectives",
+                                      requested if requested == "auto" else int(requested), outcome.payload,
+                                      outcome.timed_out, self.options.collectives_deadline_s)
+        check: dict = {"ok": False, "duration_s": outcome.duration_s, "reason": None, **measured}
+        if outcome.abandoned:
+            check["abandoned"] = True
+        problems = collective_rules.problems(check)
+        if outcome.payload is None and not outcome.timed_out:
+            problems.insert(0, self._reason(outcome))
+        check["ok"] = not problems
+        if problems:
+            check["reason"] = redact_local_paths(collectives.summary_reason(check, problems), self.private)
+            failures.append(f"collectives: {check['reason']}")
+        result["checks"]["collectives"] = check
+
     def _record(self, result: dict, failures: list[str], outcome: children.ChildOutcome) -> None:
+        if outcome.name == "collectives":
+            self._record_collectives(result, failures, outcome)
+            return
         check: dict = {"ok": False, "duration_s": outcome.duration_s, "reason": None}
         if outcome.abandoned:
             check["abandoned"] = True
@@ -238,7 +284,8 @@ class Gate:
     def _judge(self, result: dict, failures: list[str]) -> None:
         environment = {MPS_FALLBACK: bool(os.environ.get(MPS_FALLBACK))}  # the parent's own view
         verdicts = evaluate(self.options.requirements, result["platform"], result["device"],
-                            result["checks"]["device_compute"]["ok"], result["filesystem"], environment)
+                            result["checks"]["device_compute"]["ok"], result["filesystem"], environment,
+                            result["checks"].get("collectives"))
         result["requirements"] = verdicts
         failures += [f"requirement {v['name']} not met: {v['reason']}" for v in verdicts if not v["ok"]]
 

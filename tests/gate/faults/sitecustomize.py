@@ -15,6 +15,8 @@ SCRIPT = os.path.basename(sys.argv[0]) if sys.argv else ""
 # The gate starts file-system roles as `platform_runtime_worker.py fs_worker ROLE ...`, the device worker as its file.
 if SCRIPT == "platform_runtime_worker.py" and sys.argv[1:2] == ["fs_worker"] and len(sys.argv) > 2:
     ROLE, ROLE_ARGS = sys.argv[2], sys.argv[3:]
+elif "--multiprocessing-fork" in sys.argv:  # a rank of the collective check, started by spawn
+    ROLE, ROLE_ARGS = "rank", []
 else:
     ROLE, ROLE_ARGS = ("device" if SCRIPT == "device_worker.py" else ""), []
 
@@ -47,7 +49,85 @@ def _torch_faults():
         torch.nn.functional.mse_loss = lambda *a, **k: real_mse(*a, **k) * float("nan")
 
 
-if ROLE == "device" and FAULT == "device-hangs":
+def _after_import(name, patch):
+    """Run patch(module) right after `name` is imported (torch imports torch.distributed itself)."""
+    import importlib.abc
+    import importlib.machinery
+
+    class Finder(importlib.abc.MetaPathFinder):
+        def find_spec(self, fullname, path, target=None):
+            if fullname != name:
+                return None
+            sys.meta_path.remove(self)
+            spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+            real_exec = spec.loader.exec_module
+
+            def exec_module(module):
+                real_exec(module)
+                patch(module)
+
+            spec.loader.exec_module = exec_module
+            return spec
+
+    sys.meta_path.insert(0, Finder())
+
+
+def _faulty_rank() -> bool:
+    """Whether this rank is one PLATFORM_RUNTIME_FAULT_RANKS names (default 1; "all"), asked at call time: spawn
+    imports torch before the rank's code runs, and the rank sets RANK (torchrun's variable) before it calls."""
+    wanted = os.environ.get("PLATFORM_RUNTIME_FAULT_RANKS", "1")
+    return wanted == "all" or os.environ.get("RANK") in wanted.split(",")
+
+
+def _rank_faults(c10d):
+    import functools
+    import time
+
+    def faulty(real, broken):
+        @functools.wraps(real)
+        def call(*args, **kwargs):
+            return broken(real, *args, **kwargs) if _faulty_rank() else real(*args, **kwargs)
+        return call
+
+    def hang(real, *args, **kwargs):
+        time.sleep(3600)
+
+    def wrong_sum(real, tensor, op=c10d.ReduceOp.SUM, *args, **kwargs):
+        work = real(tensor, op, *args, **kwargs)
+        if op == c10d.ReduceOp.SUM:
+            tensor.add_(1)
+        return work
+
+    if FAULT == "rank-never-joins":
+        c10d.init_process_group = faulty(c10d.init_process_group, hang)
+    elif FAULT == "rank-hangs-in-op":
+        c10d.broadcast = faulty(c10d.broadcast, hang)
+    elif FAULT == "rank-wrong-sum":
+        c10d.all_reduce = faulty(c10d.all_reduce, wrong_sum)
+    elif FAULT == "rank-wrong-device":
+        c10d.init_process_group = faulty(c10d.init_process_group, init_then_report_another_device)
+
+
+def init_then_report_another_device(real, *args, **kwargs):
+    """After init (torch is whole by then), torch tells the rank's own code (not torch's, which would then
+    route the op to CUDA) that this rank's CPU tensors live on a GPU that is not its own: the ops still run."""
+    result = real(*args, **kwargs)
+    torch = sys.modules["torch"]
+    real_device = torch.Tensor.device
+    other = torch.device("cuda", 0)
+
+    def device(self):
+        found = real_device.__get__(self)
+        caller = sys._getframe(1).f_globals.get("__name__", "")
+        return other if found.type == "cpu" and not caller.startswith("torch") else found
+
+    torch.Tensor.device = property(device)
+    return result
+
+
+if ROLE == "rank" and FAULT.startswith("rank-"):
+    _after_import("torch.distributed.distributed_c10d", _rank_faults)
+elif ROLE == "device" and FAULT == "device-hangs":
     import time
 
     time.sleep(3600)
