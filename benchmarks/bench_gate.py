@@ -1,12 +1,15 @@
 """Benchmark: the whole gate against a baseline process that only imports torch and runs the same 12 SGD
-steps, in the same run, alternating, and the ratio of their medians. Goal: at most 1.3x.
+steps, in the same run, alternating, and the ratio of their medians. Goal: at most 1.3x. With --collectives N
+each round also runs the gate with `--collectives N` (gloo on the CPU) and prints what the check adds beside
+the gate without it, and its ranks' time per op (no goal: it is a cost to know, not a budget).
 
-    .venv/bin/python benchmarks/bench_gate.py [--rounds 5]
+    .venv/bin/python benchmarks/bench_gate.py [--rounds 5] [--collectives 2]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import subprocess
 import sys
@@ -32,17 +35,39 @@ assert torch.isfinite(loss)
 """
 
 
-def timed(command: list[str], cwd: Path) -> float:
+def timed(command: list[str], cwd: Path, check: bool = True) -> float:
+    """Wall seconds of one run; check=False for the collective runs, whose failure is printed, not raised."""
     started = time.perf_counter()
-    subprocess.run(command, cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(command, cwd=cwd, check=check, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return time.perf_counter() - started
+
+
+def listed(times: list[float]) -> str:
+    return ", ".join(f"{t:.2f}" for t in times)
+
+
+def collective_costs(results: list[dict], gate_median: float, with_median: float, times: list[float]) -> None:
+    checks = [r["checks"]["collectives"] for r in results]
+    failed = [c["reason"] for c in checks if not c["ok"]]
+    print(f"gate --collectives {checks[0].get('world_size')} ({checks[0].get('backend')}): median "
+          f"{with_median:.2f} s  [{listed(times)}]  adds {with_median - gate_median:+.2f} s "
+          f"({with_median / gate_median:.2f}x the gate without it)")
+    print(f"  the check's own duration (launcher, torch imports, every rank): median "
+          f"{statistics.median(c['duration_s'] for c in checks):.2f} s")
+    ops = checks[0]["ranks"][0]["ops"] if checks[0]["ranks"] else {}
+    per_op = {op: statistics.median(max(rank["ops"].get(op, {}).get("s", 0.0) for rank in c["ranks"]) for c in checks)
+              for op in ops}
+    print("  slowest rank per op, median ms: " + ", ".join(f"{op} {1000 * s:.1f}" for op, s in per_op.items()))
+    if failed:
+        print(f"  {len(failed)} run(s) of the check FAILED: {failed[0][:200]}")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--collectives", type=int, metavar="N", help="also time the gate with --collectives N")
     args = parser.parse_args()
-    gate_times, baseline_times = [], []
+    gate_times, baseline_times, with_times, with_results = [], [], [], []
     with tempfile.TemporaryDirectory() as work:
         gate = [sys.executable, "-B", str(ROOT / "scripts" / "platform_runtime_check.py"), "--device", "cpu",
                 "--output", str(Path(work) / "result.json")]
@@ -50,6 +75,9 @@ def main() -> int:
         for _ in range(args.rounds):
             baseline_times.append(timed(baseline, Path(work)))
             gate_times.append(timed(gate, Path(work)))
+            if args.collectives:
+                with_times.append(timed([*gate, "--collectives", str(args.collectives)], Path(work), check=False))
+                with_results.append(json.loads((Path(work) / "result.json").read_text(encoding="utf-8")))
     gate_median, baseline_median = statistics.median(gate_times), statistics.median(baseline_times)
     ratio = gate_median / baseline_median
     print(f"baseline (import torch + 12 SGD steps): median {baseline_median:.2f} s  "
@@ -57,6 +85,8 @@ def main() -> int:
     print(f"gate (every check, CPU, this file system): median {gate_median:.2f} s  "
           f"[{', '.join(f'{t:.2f}' for t in gate_times)}]")
     print(f"ratio gate/baseline: {ratio:.2f}x (goal <= {GOAL:.2f}x) -> {'OK' if ratio <= GOAL else 'OVER'}")
+    if args.collectives:
+        collective_costs(with_results, gate_median, statistics.median(with_times), with_times)
     return 0 if ratio <= GOAL else 1
 
 
