@@ -67,9 +67,15 @@ def _table(headers: list[str], rows: list[list[str]]) -> str:
     return f"<table><tr>{head}</tr>{body}</table>{more}"
 
 
+def _object(value: Any) -> dict[str, Any]:
+    """`value` when it is an object, else an empty one: a failing result may have any shape (its schema
+    errors are its index's reasons), and its page must still be written."""
+    return value if isinstance(value, dict) else {}
+
+
 def _checks(document: dict[str, Any]) -> str:
     rows = []
-    for name, check in sorted((document.get("checks") or {}).items()):
+    for name, check in sorted(_object(document.get("checks")).items()):
         if not isinstance(check, dict):
             continue
         measured = [(p, v) for p, v in _leaves(check) if p not in ("ok", "reason")]
@@ -82,8 +88,9 @@ def _checks(document: dict[str, Any]) -> str:
 
 
 def _requirements(document: dict[str, Any]) -> str:
+    requirements = document.get("requirements")
     rows = [[f"<code>{esc(r.get('name'))}</code>", _mark(r.get("ok")), esc(r.get("reason"))]
-            for r in document.get("requirements") or [] if isinstance(r, dict)]
+            for r in (requirements if isinstance(requirements, list) else []) if isinstance(r, dict)]
     if not rows:
         return "<h4>Requirements</h4><p>None were required.</p>"
     return "<h4>Requirements</h4>" + _table(["requirement", "held", "why"], rows)
@@ -119,7 +126,9 @@ def _result(name: str, kind: str, document: Any) -> str:
     if not isinstance(document, dict):
         return head + "<p>Not readable as JSON.</p>"
     if kind == "gate":
-        return head + _checks(document) + _requirements(document) + _environment(document)
+        page = head + _checks(document) + _requirements(document) + _environment(document)
+        shaped = isinstance(document.get("checks"), dict) and isinstance(document.get("requirements"), list)
+        return page if shaped else page + _generic(document)  # not the schema's shape: every field as recorded
     return head + _generic(document)
 
 
@@ -141,7 +150,7 @@ def _overview(loaded: Loaded) -> str:
     rows = []
     for name, side in loaded.side.platforms.items():
         checks = [c for _, (kind, doc) in side.results.items() if kind == "gate" and isinstance(doc, dict)
-                  for c in (doc.get("checks") or {}).values() if isinstance(c, dict)]
+                  for c in _object(doc.get("checks")).values() if isinstance(c, dict)]
         held = sum(1 for c in checks if c.get("ok") is True)
         rows.append([f'<a href="#platform-{esc(name)}">{esc(name)}</a>', _mark((side.verdict or {}).get("ok")),
                      f"{held} of {len(checks)} held" if checks else "-", esc(len(side.results))])

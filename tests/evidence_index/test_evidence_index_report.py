@@ -109,6 +109,36 @@ def test_markup_in_a_result_renders_as_text(tmp_path):
     assert "&lt;script&gt;" in html
 
 
+def test_a_failing_result_of_the_wrong_shape_is_shown_not_a_crash(tmp_path):
+    # The index is authentic and FAIL (the result does not validate against its schema): a reviewer needs its
+    # page most of all. Lists where objects belong, an object where a list belongs.
+    folder = tmp_path / "shapes"
+    folder.mkdir()
+    document = json.loads((FILESYSTEMS / TMPFS).read_text())
+    document.update(checks=[{"name": "jsonl_append", "ok": False}], requirements={"cuda": {"ok": False}},
+                    device=["cpu"], platform="Linux", ok=False, exit_code=1, failures=["jsonl_append"])
+    (folder / TMPFS).write_text(json.dumps(document))
+    assert cli("local", "--results", folder, "--output", tmp_path / "index.json").returncode == 1
+    text = Page(report(tmp_path, tmp_path / "index.json", folder).read_text()).joined
+    assert text.index("Verdict: FAIL") < text.index(TMPFS) and "does not validate against its schema" in text
+    assert "jsonl_append" in text  # what it recorded is still listed
+
+
+def test_markup_in_keys_file_names_and_platform_names_renders_as_text(tmp_path):
+    folder = tmp_path / "names"
+    folder.mkdir()
+    document = json.loads((FILESYSTEMS / TMPFS).read_text())
+    document["checks"]["jsonl_append"][MARKUP] = MARKUP
+    document["platform"][MARKUP] = 1
+    name = "platform-runtime-<img src=x onerror=alert(1)>.json"  # a local index names its platforms by file
+    (folder / name).write_text(json.dumps(document))
+    assert cli("local", "--results", folder, "--output", tmp_path / "index.json").returncode == 1
+    page = Page(report(tmp_path, tmp_path / "index.json", folder, "--baseline", FILESYSTEMS / "evidence-index.json",
+                       "--baseline-artifacts", FILESYSTEMS).read_text())
+    assert not [t for t, _ in page.tags if t in ("script", "img", "b")]
+    assert MARKUP in page.joined and name in page.joined
+
+
 def test_given_a_baseline_the_page_ends_with_the_diff(tmp_path):
     index, folder = markup_folder(tmp_path)
     html = report(tmp_path, index, folder, "--baseline", FILESYSTEMS / "evidence-index.json", "--baseline-artifacts",
