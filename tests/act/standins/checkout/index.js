@@ -1,4 +1,6 @@
-// act stand-in for actions/checkout: copy a local repository (working tree at HEAD, or an exact commit).
+// act stand-in for actions/checkout@08c6903cd8c0fde910a37f88322edcfb5dd907a8 (v5.0.0): copy a local repository
+// (working tree at HEAD, or an exact commit). Output `commit` as that commit's src/git-source-provider.ts
+// L264-265 (the checked-out HEAD's SHA); `ref` is not set (nothing here reads it).
 'use strict';
 const core = require('@actions/core');
 const { execFileSync } = require('child_process');

@@ -1,4 +1,7 @@
-// act stand-in for actions/setup-python: no installation; says which python the job will really use.
+// act stand-in for actions/setup-python@e797f83bcb11b83ae66e0230d6156d7c80228e7c (v6.0.0): no installation;
+// says which python the job will really use. Outputs as that commit's src/find-python.ts L222-223
+// (python-version, python-path); its environment exports (pythonLocation, Python_ROOT_DIR, PATH, L151-174)
+// are not made: nothing here reads them, and the python on PATH is already the one reported.
 'use strict';
 const core = require('@actions/core');
 const { execFileSync } = require('child_process');
