@@ -12,7 +12,7 @@ import runpy
 import sys
 from pathlib import Path
 
-WORKERS = ("fs_worker", "collective_worker")
+WORKERS = ("fs_worker", "collective_worker", "killed_writer")
 
 
 def yield_cpu_to_the_device_worker() -> None:

@@ -35,7 +35,7 @@ from core.files import (
     retry_sharing,
 )
 
-from platform_runtime import filesystem
+from platform_runtime import filesystem, killed_writer
 from platform_runtime.children import worker_command
 from platform_runtime.jsonl import METHOD, LockedAppender, record_line, verify_records
 
@@ -166,11 +166,12 @@ def failing_stage(folder: Path, stage: str) -> dict:
             "old_file_present": after is not None, "temp_files_left": len(leftovers)}
 
 
-def failing_writer(workspace: Path) -> dict:
+def failing_writer(workspace: Path, kills: int = killed_writer.KILLS, seed: int | None = None) -> dict:
     folder = workspace / "failing-writer"
     folder.mkdir()
     stages = {stage: failing_stage(folder, stage) for stage in FAILURE_STAGES}
-    problems = []
+    killed = killed_writer.stage(folder, kills, seed)
+    problems = killed_writer.problems(killed)
     for stage, facts in stages.items():
         if facts["raised"] is None:
             problems.append(f"{stage}: the writer did not fail as instructed")
@@ -181,7 +182,7 @@ def failing_writer(workspace: Path) -> dict:
             problems.append(f"{stage}: {facts['temp_files_left']} temporary sibling(s) left behind")
     if stages["partial-write"]["temp_bytes_at_failure"] in (None, 0):
         problems.append("partial-write: nothing reached the temporary file, so the stage proved nothing")
-    return {"ok": not problems, "reason": "; ".join(problems) or None, "stages": stages,
+    return {"ok": not problems, "reason": "; ".join(problems) or None, "stages": stages, "killed_writer": killed,
             "old_file_intact": all(f["old_file_intact"] for f in stages.values()),
             "temp_files_left": sum(f["temp_files_left"] for f in stages.values())}
 
@@ -210,7 +211,8 @@ def replace_writer(target: Path, writer: int, replaces: int) -> dict:
     counter = RetryCounter()
     for seq in range(replaces):
         atomic_write_bytes(target, version_document(writer, seq), counter=counter)
-    return {"writes": replaces, "sharing_retries": counter.sharing_violations}
+    return {"writes": replaces, "sharing_retries": counter.sharing_violations,
+            "busy_rename_retries": counter.busy_renames}
 
 
 def replace_reader(target: Path, stop: Path, max_seconds: float, tolerate_missing: bool) -> dict:
@@ -289,6 +291,7 @@ def concurrent_replace(workspace: Path, writers: int, replaces: int, readers: in
         "missing_reads": missing, "missing_reads_tolerated": bool(missing and tolerate_missing),
         "distinct_versions_seen": len(versions), "min_distinct_versions": min_versions,
         "writer_sharing_retries": sum(r["sharing_retries"] for r in good_writers),
+        "writer_busy_rename_retries": sum(r["busy_rename_retries"] for r in good_writers),
         "reader_sharing_retries": sum(r["sharing_retries"] for r in good_readers),
     }
 
@@ -385,7 +388,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("probe")
     p.add_argument("work_dir")
     p.add_argument("workspace_name")
-    sub.add_parser("failing-writer").add_argument("workspace", type=Path)
+    p = sub.add_parser("failing-writer")
+    p.add_argument("workspace", type=Path)
+    p.add_argument("--kills", type=int, default=killed_writer.KILLS)
+    p.add_argument("--kill-seed", type=int)
     p = sub.add_parser("replace")
     p.add_argument("workspace", type=Path)
     p.add_argument("--writers", type=int, default=4)
@@ -417,7 +423,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 MODES = {
     "probe": lambda a: probe(a.work_dir, a.workspace_name),
-    "failing-writer": lambda a: failing_writer(a.workspace),
+    "failing-writer": lambda a: failing_writer(a.workspace, a.kills, a.kill_seed),
     "replace": lambda a: concurrent_replace(a.workspace, a.writers, a.replaces, a.readers, a.min_versions,
                                             a.tolerate_missing),
     "replace-writer": lambda a: replace_writer(a.target, a.writer, a.replaces),

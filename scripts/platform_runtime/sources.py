@@ -26,6 +26,7 @@ GATE_SOURCES: tuple[str, ...] = (
     "scripts/platform_runtime/gate.py",
     "scripts/platform_runtime/isolation.py",
     "scripts/platform_runtime/jsonl.py",
+    "scripts/platform_runtime/killed_writer.py",
     "scripts/platform_runtime/result.py",
     "scripts/platform_runtime/sources.py",
     "scripts/platform_runtime/torch_build.py",

@@ -47,6 +47,7 @@ def test_cpu_gate_passes_with_every_check_and_binds_its_sources(tmp_path):
     replace = result["checks"]["concurrent_replace"]
     assert replace["writes"] == 200 and replace["readers"] == 2 and replace["partial_reads"] == 0
     assert replace["distinct_versions_seen"] >= 10
+    assert replace["writer_busy_rename_retries"] == 0  # counted, and zero off NFS
     append = result["checks"]["jsonl_append"]
     assert append["valid_records"] == append["expected_records"] == 1600
     fs_method, lock_method = EXPECTED_METHODS[sys.platform]
@@ -55,6 +56,9 @@ def test_cpu_gate_passes_with_every_check_and_binds_its_sources(tmp_path):
     stages = result["checks"]["failing_writer"]["stages"]
     assert set(stages) == {"before-data", "partial-write", "fsync", "replace"}
     assert all(s["raised"] and s["old_file_intact"] and s["temp_files_left"] == 0 for s in stages.values())
+    killed = result["checks"]["failing_writer"]["killed_writer"]
+    assert killed["kills"] == 20 and killed["torn"] == killed["lost"] == 0 and isinstance(killed["seed"], int)
+    assert killed["temporaries_left_after_cleanup"] == 0
     assert set(result["device"]["phases"]) == {"matmul", "training", "checkpoint_save", "checkpoint_load"}
     assert all(p["tensor_devices"] == ["cpu"] and p["synchronized"] for p in result["device"]["phases"].values())
     assert result["workspace_cleanup"]["status"] == "cleaned" and list(work.iterdir()) == []

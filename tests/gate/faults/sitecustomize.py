@@ -17,6 +17,8 @@ if SCRIPT == "platform_runtime_worker.py" and sys.argv[1:2] == ["fs_worker"] and
     ROLE, ROLE_ARGS = sys.argv[2], sys.argv[3:]
 elif "--multiprocessing-fork" in sys.argv:  # a rank of the collective check, started by spawn
     ROLE, ROLE_ARGS = "rank", []
+elif SCRIPT == "platform_runtime_worker.py" and sys.argv[1:3] == ["killed_writer", "writer"]:
+    ROLE, ROLE_ARGS = "killed-writer", sys.argv[3:]
 else:
     ROLE, ROLE_ARGS = ("device" if SCRIPT == "device_worker.py" else ""), []
 
@@ -125,6 +127,34 @@ def init_then_report_another_device(real, *args, **kwargs):
     return result
 
 
+def _killed_writer_fault():
+    """A faulty writer for the killed-writer stage (in its writer processes only)."""
+    import tempfile
+
+    if FAULT == "killed-writer-in-place":
+        # The writer truncates the target and writes it where it is: a kill mid-write leaves it torn.
+        def mkstemp(suffix=None, prefix=None, dir=None, text=False):
+            target = os.path.join(dir, prefix.strip(".").rsplit(".", 1)[0])
+            return os.open(target, os.O_RDWR | os.O_CREAT | os.O_TRUNC), target
+
+        tempfile.mkstemp = mkstemp
+    elif FAULT == "killed-writer-renames-first":
+        # The rename comes before the data is written and fsynced: the target is empty until the write lands.
+        real_mkstemp, real_replace = tempfile.mkstemp, os.replace
+
+        def mkstemp(suffix=None, prefix=None, dir=None, text=False):
+            fd, temp = real_mkstemp(suffix=suffix, prefix=prefix, dir=dir, text=text)
+            real_replace(temp, os.path.join(dir, prefix.strip(".").rsplit(".", 1)[0]))
+            return fd, temp
+
+        tempfile.mkstemp = mkstemp
+        os.replace = lambda src, dst, **k: None if not os.path.exists(src) else real_replace(src, dst, **k)
+    elif FAULT == "killed-writer-no-sweep":
+        # The next writer leaves the killed writers' temporaries where they are (it "removes" none of them).
+        real_unlink = os.unlink
+        os.unlink = lambda path, *a, **k: None if str(path).endswith(".tmp") else real_unlink(path, *a, **k)
+
+
 if ROLE == "rank" and FAULT.startswith("rank-"):
     _after_import("torch.distributed.distributed_c10d", _rank_faults)
 elif ROLE == "device" and FAULT == "device-hangs":
@@ -166,10 +196,15 @@ elif ROLE == "failing-writer" and FAULT == "writer-in-place":
     import tempfile
 
     def mkstemp(suffix=None, prefix=None, dir=None, text=False):
-        target = os.path.join(dir, prefix.strip("."))
+        target = os.path.join(dir, prefix.strip(".").rsplit(".", 1)[0])  # ".<name>.<pid>-" -> "<name>"
         return os.open(target, os.O_RDWR | os.O_CREAT | os.O_TRUNC), target
 
     tempfile.mkstemp = mkstemp
+elif ROLE == "killed-writer" and FAULT.startswith("killed-writer-"):
+    _killed_writer_fault()
+elif ROLE == "failing-writer" and FAULT.startswith("killed-writer-") and hasattr(os, "register_at_fork"):
+    # On POSIX the stage forks its writers from the failing-writer process: break only those children.
+    os.register_at_fork(after_in_child=_killed_writer_fault)
 elif ROLE == "failing-writer" and FAULT == "temp-left-behind":
     real_unlink = os.unlink
     os.unlink = lambda path, *a, **k: None if str(path).endswith(".tmp") else real_unlink(path, *a, **k)
