@@ -265,6 +265,19 @@ def gate_code(job: dict):
     return jsonl, fs_worker
 
 
+def failed_tasks(run: dict) -> list[str]:
+    """'<client>/<task>: <why it ended>' for each role that failed, and each client that gave no report."""
+    found = []
+    for index, report in enumerate(run.get("clients", []), 1):
+        if "tasks" not in report:
+            found.append(f"c{index}: {report.get('reason') or 'no report'}")
+        for task in report.get("tasks", []):
+            if task.get("exit_code") != 0:
+                found.append(f"{report.get('client', f'c{index}')}/{task.get('name')}: "
+                             f"{task.get('reason') or 'exited ' + str(task.get('exit_code'))}")
+    return found
+
+
 def judge_appends(job: dict, run: dict, data: bytes, locked: bool) -> dict:
     jsonl, _ = gate_code(job)
     writers = 2 * run["writers_per_client"]
@@ -274,6 +287,7 @@ def judge_appends(job: dict, run: dict, data: bytes, locked: bool) -> dict:
     verdict.update({"bytes_expected": expected_bytes, "bytes_found": len(data),
                     "writers_exited_0": all(t.get("exit_code") == 0 for c in run["clients"]
                                             for t in c.get("tasks", [])) and all("tasks" in c for c in run["clients"])})
+    verdict["failed_tasks"] = failed_tasks(run)
     if locked:
         verdict["pass"] = verdict["ok"] and verdict["writers_exited_0"]
     else:
@@ -294,7 +308,10 @@ def judge_replace(job: dict, run: dict, final: bytes) -> dict:
                "partial_reads": sum(r.get("partial_reads", 0) for r in readers),
                "missing_reads": sum(r.get("missing_reads", 0) for r in readers),
                "distinct_versions_seen": len(seen), "writers_seen": sorted({w for w, _ in seen}),
-               "final_version": list(version) if version else None, "tasks_exited_0": writers_ok}
+               "final_version": list(version) if version else None, "tasks_exited_0": writers_ok,
+               "failed_tasks": failed_tasks(run),
+               "writer_busy_rename_retries": sum((t.get("result") or {}).get("busy_rename_retries", 0)
+                                                 for t in tasks if t.get("role") == "writer")}
     verdict["pass"] = (writers_ok and verdict["partial_reads"] == 0 and version is not None
                        and version[1] == run["count_per_writer"] - 1 and len(readers) == 2)
     return verdict
@@ -324,6 +341,16 @@ def two_clients_variants(job: dict, base: Path, export: Path, workspace: str, re
         log(f"two clients {kind}: {run['verdict']}")
 
 
+def variants_reason(variants: dict) -> str | None:
+    """'failed: replace (c2/w1: OSError: Text file busy); not run: unlocked', or None when all passed."""
+    failed = [kind + "".join(f" ({why})" for why in run.get("verdict", {}).get("failed_tasks", [])[:3])
+              for kind, run in variants.items() if not run.get("verdict", {}).get("pass")]
+    missing = [kind for *_, kind in VARIANTS if kind not in variants]
+    if not failed and not missing:
+        return None
+    return f"failed: {', '.join(failed) or '-'}; not run: {', '.join(missing) or '-'}"
+
+
 def two_clients_phase(job: dict, out: Path, _boot: float) -> dict:
     base = runner_dir("/tmp/two-clients")
     export, workspace = base / "export", "platform-runtime-twoclients"
@@ -339,10 +366,9 @@ def two_clients_phase(job: dict, out: Path, _boot: float) -> dict:
             result["reason"] = f"raised {type(error).__name__}: {error}"
             result["traceback"] = traceback.format_exc()[-3000:]
             log(f"two clients: {result['reason']}")
-        failed = [kind for kind, run in result.get("variants", {}).items() if not run.get("verdict", {}).get("pass")]
-        missing = [kind for *_, kind in VARIANTS if kind not in result.get("variants", {})]
-        if failed or missing:
-            result.setdefault("reason", f"failed: {', '.join(failed) or '-'}; not run: {', '.join(missing) or '-'}")
+        reason = variants_reason(result.get("variants", {}))
+        if reason:
+            result.setdefault("reason", reason)
     gate_like = fake_gate_result(base, workspace)
     result["teardown"] = harness(job, "teardown", "--export", str(export), "--mount", str(base / "mount1"),
                                  "--gate-result", str(gate_like), "--record", str(base / "nfs-harness.json"))

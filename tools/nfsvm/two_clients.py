@@ -53,16 +53,34 @@ def start_tasks(tasks: list[dict], user: str) -> list[tuple[dict, subprocess.Pop
             for task in tasks]
 
 
+def why_it_ended(exit_code: int | None, result: dict | None, stderr: str) -> str | None:
+    """Why a role failed, in its own words where it gave them: the reason on its last JSON line (the gate's
+    workers print the exception that ended them, e.g. "OSError: Text file busy"), else the last line of its
+    stderr (a traceback's exception), else how it exited. None for a role that exited 0."""
+    if exit_code == 0:
+        return None
+    if exit_code is None:
+        return "killed at the time limit"
+    if isinstance(result, dict) and result.get("reason"):
+        return str(result["reason"])[:300]
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    if lines:
+        return lines[-1][:300]
+    return f"killed by signal {-exit_code}" if exit_code < 0 else f"exited {exit_code} without a word"
+
+
 def finish(task: dict, process: subprocess.Popen, started: float, limit_s: float) -> dict:
     try:
         stdout, stderr = process.communicate(timeout=max(1.0, limit_s))
     except subprocess.TimeoutExpired:
         process.kill()
         stdout, stderr = process.communicate()
-        return {"name": task["name"], "exit_code": None, "reason": "killed at the time limit"}
+        return {"name": task["name"], "role": task["role"], "exit_code": None,
+                "reason": why_it_ended(None, None, ""), "stderr_tail": stderr.decode("utf-8", "replace")[-500:]}
+    result, errors = last_json(stdout.decode("utf-8", "replace")), stderr.decode("utf-8", "replace")
     return {"name": task["name"], "role": task["role"], "exit_code": process.returncode,
-            "seconds": round(time.monotonic() - started, 2), "result": last_json(stdout.decode("utf-8", "replace")),
-            "stderr_tail": stderr.decode("utf-8", "replace")[-500:]}
+            "seconds": round(time.monotonic() - started, 2), "result": result,
+            "reason": why_it_ended(process.returncode, result, errors), "stderr_tail": errors[-500:]}
 
 
 def client(args: argparse.Namespace) -> dict:

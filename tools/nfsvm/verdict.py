@@ -72,11 +72,12 @@ def describe_two_clients(doc: dict) -> str:
     for kind, run in (doc.get("variants") or {}).items():
         v = run.get("verdict", {})
         if not v.get("pass"):
-            parts.append(f"{kind} FAILED")
+            parts.append(f"{kind} FAILED" + "".join(f" ({why})" for why in v.get("failed_tasks", [])[:3]))
         if kind == "replace":
             parts.append(f"replace: {v.get('reads')} reads, {v.get('partial_reads')} torn, "
                          f"{v.get('missing_reads')} missing, {v.get('distinct_versions_seen')} versions, final "
-                         f"{v.get('final_version')}, tasks exited 0 {v.get('tasks_exited_0')}")
+                         f"{v.get('final_version')}, tasks exited 0 {v.get('tasks_exited_0')}, "
+                         f"busy renames retried {v.get('writer_busy_rename_retries')}")
         else:
             parts.append(f"{kind}: {v.get('valid_records')}/{v.get('expected_records')} records, "
                          f"{v.get('missing')} lost, {v.get('duplicated')} dup, {v.get('corrupt_lines')} torn"
