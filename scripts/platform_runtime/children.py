@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from platform_runtime import stuck
 from platform_runtime.isolation import WORKER_FLAGS
 
 KILL_GRACE_S = 3.0
@@ -52,13 +53,17 @@ class ChildOutcome:
     abandoned: bool = False
     stderr_tail: str = ""
     errors: list[str] = field(default_factory=list)
+    stuck: list[dict] = field(default_factory=list)  # its session's processes left in uninterruptible sleep
 
     def failure(self) -> str | None:
         """Why this child did not deliver a result, or None when it did."""
         if self.timed_out:
             who = "the gate's --timeout" if self.global_deadline else "its deadline"
             text = f"{self.name} did not finish within {self.timeout_s:.0f} s ({who}) and was killed"
-            if self.abandoned:
+            if self.abandoned and self.stuck:
+                text += (f"; abandoned, not awaited: {stuck.describe(self.stuck)} {KILL_GRACE_S:.0f} s after "
+                         "the kill")
+            elif self.abandoned:
                 text += (f"; it did not exit or release its output within {KILL_GRACE_S:.0f} s of the kill "
                          "(uninterruptible sleep?) and was abandoned")
             return text
@@ -142,13 +147,16 @@ def collect(name: str, process: subprocess.Popen, started: float, timeout: float
         except subprocess.TimeoutExpired:
             stdout, stderr, abandoned = b"", b"", True
         timed_out = True
+        # A child leads its own session (start): whatever of it still sleeps in the kernel is named.
+        left = stuck.stuck_in(process.pid) if os.name == "posix" else []
+        abandoned = abandoned or bool(left)
     else:
-        abandoned = False
+        abandoned, left = False, []
     duration = time.monotonic() - started
     payload = None if timed_out else parse_last_json(stdout)
     return ChildOutcome(
         name=name, returncode=process.returncode, payload=payload, duration_s=round(duration, 3),
         timed_out=timed_out, timeout_s=timeout, global_deadline=global_deadline and timed_out, abandoned=abandoned,
-        stderr_tail=stderr.decode("utf-8", "replace")[-2000:],
+        stderr_tail=stderr.decode("utf-8", "replace")[-2000:], stuck=left,
     )
 

@@ -31,6 +31,7 @@ from platform_runtime.result import (
 from platform_runtime.sources import REPO_ROOT, hash_sources
 
 FS_CHECKS = ("failing_writer", "concurrent_replace", "jsonl_append")
+HUNG_CLEANUP_S = 5.0
 DEVICE_FIELDS = ("resolved", "type", "torch", "load_safety", "cuda", "mps", "ran_on", "peak_allocated_bytes",
                  "phases")
 
@@ -178,7 +179,8 @@ class Gate:
         for outcome in outcomes:
             self._record(result, failures, outcome)
         global_timeout = any(outcome.global_deadline for outcome in outcomes)
-        self._cleanup(result, workspace, failures, after_global_timeout=global_timeout)
+        hung = any(outcome.stuck for outcome in outcomes)
+        self._cleanup(result, workspace, failures, after_global_timeout=global_timeout, hung=hung)
         self._judge(result, failures)
         return EXIT_TIMEOUT if global_timeout else EXIT_OK
 
@@ -258,6 +260,7 @@ class Gate:
         check: dict = {"ok": False, "duration_s": outcome.duration_s, "reason": None}
         if outcome.abandoned:
             check["abandoned"] = True
+            check["abandoned_processes"] = outcome.stuck
         problems: list[str] = []
         if outcome.payload is not None:
             details = dict(outcome.payload)
@@ -289,10 +292,17 @@ class Gate:
         result["requirements"] = verdicts
         failures += [f"requirement {v['name']} not met: {v['reason']}" for v in verdicts if not v["ok"]]
 
-    def _cleanup(self, result: dict, workspace: Path, failures: list[str], after_global_timeout: bool) -> None:
-        """Remove the workspace within the cleanup's own deadline, which the global --timeout does not cut."""
+    def _cleanup(self, result: dict, workspace: Path, failures: list[str], after_global_timeout: bool,
+                 hung: bool = False) -> None:
+        """Remove the workspace within the cleanup's own deadline, which the global --timeout does not cut.
+        When a check was left in uninterruptible sleep the work dir's file system is not answering (a hard
+        NFS mount whose server is gone): the cleanup then gets a short deadline, so the gate still returns."""
         cleanup = result["workspace_cleanup"]
         cleanup["after_global_timeout"] = after_global_timeout
+        deadline = min(self.options.cleanup_timeout_s, HUNG_CLEANUP_S) if hung else self.options.cleanup_timeout_s
+        cleanup["deadline_s"] = deadline
+        if hung:
+            cleanup["file_system_hung"] = True
         if self.options.keep_workspace:
             cleanup["status"] = "retained"
             result["checks"]["workspace_cleanup"] = {
@@ -301,13 +311,14 @@ class Gate:
             return
         outcome = self._collect(self._launch("workspace_cleanup",
                                              children.worker_command("fs_worker", "cleanup", str(workspace)),
-                                             self.options.cleanup_timeout_s, own_deadline=True))
+                                             deadline, own_deadline=True))
         ok = bool(outcome.payload and outcome.payload.get("ok"))
         status = "cleaned" if ok else ("timeout" if outcome.timed_out else "failed")
         cleanup["status"] = status
         check = {"ok": ok, "duration_s": outcome.duration_s, "reason": None, "status": status}
         if outcome.abandoned:
             check["abandoned"] = True
+            check["abandoned_processes"] = outcome.stuck
         if not ok:
             check["reason"] = self._reason(outcome) + f" (the workspace {workspace.name} is left in the work dir)"
             failures.append(f"workspace_cleanup: {check['reason']}")

@@ -29,6 +29,7 @@ GATE_SOURCES: tuple[str, ...] = (
     "scripts/platform_runtime/killed_writer.py",
     "scripts/platform_runtime/result.py",
     "scripts/platform_runtime/sources.py",
+    "scripts/platform_runtime/stuck.py",
     "scripts/platform_runtime/torch_build.py",
     "schemas/platform-runtime-result.schema.json",
 )

@@ -3,6 +3,7 @@
 
     python scripts/steps/nfs_harness.py setup --export DIR --mount DIR [--grace-seconds 10]
     python scripts/steps/nfs_harness.py teardown --export DIR --mount DIR --gate-result FILE --record FILE
+        [--umount-timeout 30]
 
 Runs as an unprivileged user with `sudo -n` for the privileged commands (a GitHub ubuntu runner; the
 VM of `dev.py nfs` runs the same steps). setup: installs nfs-kernel-server unless it is installed
@@ -13,7 +14,10 @@ and lease time BEFORE nfsd starts (otherwise opens block for 90 s), exports DIR 
 teardown (run it even when the gate failed): unmounts; ONLY when the share is unmounted does it stop
 the server and delete the gate's retained workspace (`--keep-workspace`) from the EXPORT side -- the
 client side may hang in the grace/reclaim window -- and verify it is gone. When the unmount fails it
-records that, leaves the export untouched and fails (run it again once the mount is free).
+records that, leaves the export untouched and fails (run it again once the mount is free). A umount
+that does not return within --umount-timeout (a hard mount whose server is gone) is killed, the mount is
+detached (umount -f, then -l) so later steps cannot hang on it, and the teardown fails the same way: it
+ends in bounded time, never hangs the job.
 The record (JSON, schemas/nfs-harness.schema.json) says what was verified; `retained` in the gate
 result is never counted as cleaned by itself.
 Exit 0 done and verified; 1 a step or the verification failed; 2 bad arguments.
@@ -22,10 +26,12 @@ Exit 0 done and verified; 1 a step or the verification failed; 2 bad arguments.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -44,6 +50,7 @@ NFSD = Path("/proc/fs/nfsd")
 STATE_NAME = "nfs-harness-setup.json"
 MOUNT_TIMEOUT_S = 60
 UMOUNT_TIMEOUT_S = 30
+DETACH_TIMEOUT_S = 15
 NFSD_THREADS = "4"
 # The gate names its workspace platform-runtime-<hex>; anything else is not ours to delete.
 WORKSPACE_NAME = re.compile(r"^platform-runtime-[A-Za-z0-9_-]{4,64}$")
@@ -205,17 +212,50 @@ def remove_from_export(export: Path, name: str) -> dict:
             "absent_after": gone, "nfs_leftovers": leftovers, "verified": gone and not leftovers}
 
 
-def unmount(mount: Path, attempts: int = 4) -> dict:
-    """Bounded unmount attempts; success is read from mountinfo, never from umount's exit code alone."""
-    codes = []
+def bounded(command: list[str], limit_s: float) -> dict:
+    """Run a privileged command for at most limit_s; one stuck in the kernel (umount of a hard NFS mount
+    whose server is gone) is killed and, if even that does not end it, abandoned: never awaited."""
+    full = command if os.geteuid() == 0 else ["sudo", "-n", *command]
+    print("+", " ".join(full), flush=True)
+    process = subprocess.Popen(full, stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        return {"exit_code": process.wait(timeout=limit_s), "timed_out": False}
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(OSError):
+            os.killpg(process.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=2)
+        return {"exit_code": process.returncode, "timed_out": True}
+
+
+def unmount(mount: Path, attempts: int = 4, umount_timeout: float = UMOUNT_TIMEOUT_S) -> dict:
+    """Bounded unmount attempts; success is read from mountinfo, never from umount's exit code alone.
+    A umount that does not return within UMOUNT_TIMEOUT_S means the server does not answer: the mount is
+    then detached (umount -f aborts its pending requests, umount -l detaches it) so that nothing later in
+    the job hangs on it, but that is not an unmount: `unmounted` stays false and the export is left alone."""
+    codes: list = []
+    hung = False
     for attempt in range(attempts):
         if mounted_source(mount) is None:
             break
-        codes.append(privileged(["timeout", str(UMOUNT_TIMEOUT_S), "umount", str(mount)], check=False).returncode)
+        done = bounded(["umount", str(mount)], umount_timeout)
+        codes.append(done["exit_code"])
+        if done["timed_out"]:
+            hung = True
+            break
         if mounted_source(mount) is not None:
             time.sleep(min(0.5 * 2 ** attempt, 4))
+    unmounted = mounted_source(mount) is None and not hung
+    detached = None
+    if hung:
+        for how, flag in (("forced", "-f"), ("lazy", "-l")):
+            if mounted_source(mount) is None:
+                break
+            bounded(["umount", flag, str(mount)], DETACH_TIMEOUT_S)
+            detached = how if mounted_source(mount) is None else None
     still = mounted_source(mount)
-    return {"unmounted": still is None, "umount_exit_codes": codes, "still_mounted_as": list(still) if still else None}
+    return {"unmounted": unmounted, "umount_exit_codes": codes, "hung": hung, "detached": detached,
+            "still_mounted_as": list(still) if still else None}
 
 
 def process_alive(pid: int) -> bool:
@@ -252,11 +292,11 @@ def read_setup_state(export: Path) -> dict:
         return {}
 
 
-def teardown(export: Path, mount: Path, gate_result: Path) -> dict:
+def teardown(export: Path, mount: Path, gate_result: Path, umount_timeout: float = UMOUNT_TIMEOUT_S) -> dict:
     setup_state = read_setup_state(export)
     record: dict = {"schema": SCHEMA, "nfs_version": "4.2", "setup": setup_state, "export_side_delete": None,
                     "server": None, "problems": []}
-    record["unmount"] = unmount(mount)
+    record["unmount"] = unmount(mount, umount_timeout=umount_timeout)
     record["unmounted"] = record["unmount"]["unmounted"]
     try:
         status, name = retained_workspace(gate_result)
@@ -264,7 +304,13 @@ def teardown(export: Path, mount: Path, gate_result: Path) -> dict:
         status, name = None, None
         record["problems"].append(f"gate result unusable: {error}")
     record["gate_workspace_status"] = status
-    if not record["unmounted"]:
+    if record["unmount"].get("hung"):
+        detached = record["unmount"]["detached"]
+        how = f"detached it with umount {'-f' if detached == 'forced' else '-l'}" if detached else "could not detach it"
+        record["problems"].append(
+            f"the NFS mount did not answer (umount did not return within {umount_timeout:g} s: is the server "
+            f"gone?); {how}; the server was left as it is and the export untouched")
+    elif not record["unmounted"]:
         # The spec deletes only after the client unmounted: a busy or hung mount leaves the export alone.
         record["problems"].append("the NFS mount could not be unmounted; the server was left running and the "
                                   "export untouched (run teardown again once the mount is free)")
@@ -296,6 +342,8 @@ def main(argv: list[str] | None = None) -> int:
     up.add_argument("--grace-seconds", type=int, default=10)
     down.add_argument("--gate-result", type=Path, required=True)
     down.add_argument("--record", type=Path, required=True)
+    down.add_argument("--umount-timeout", type=float, default=UMOUNT_TIMEOUT_S,
+                      help="seconds one umount may take before the mount counts as hung (default %(default)s)")
     args = parser.parse_args(argv)
     if not sys.platform.startswith("linux"):
         return fail("the NFS harness needs Linux (kernel NFS server)")
@@ -310,7 +358,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.record.exists():
         return fail(f"{args.record} already exists")
-    record = teardown(args.export.resolve(), args.mount.resolve(), args.gate_result)
+    if not 1 <= args.umount_timeout <= 600:
+        return fail("--umount-timeout must be between 1 and 600")
+    record = teardown(args.export.resolve(), args.mount.resolve(), args.gate_result, args.umount_timeout)
     args.record.parent.mkdir(parents=True, exist_ok=True)
     args.record.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8", newline="\n")
     for problem in record["problems"]:

@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -47,12 +48,12 @@ def share(tmp_path):
     subprocess.run(["umount", str(mount)], capture_output=True)
 
 
-def teardown(tmp_path: Path, export: Path, mount: Path, gate: Path, bin_dir: Path) -> tuple[int, dict]:
+def teardown(tmp_path: Path, export: Path, mount: Path, gate: Path, bin_dir: Path, *extra: str) -> tuple[int, dict]:
     record = tmp_path / f"record-{len(list(tmp_path.glob('record-*')))}.json"
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
     env.pop("GITHUB_STEP_SUMMARY", None)
     done = subprocess.run([sys.executable, "-B", str(HARNESS), "teardown", "--export", str(export), "--mount",
-                           str(mount), "--gate-result", str(gate), "--record", str(record)],
+                           str(mount), "--gate-result", str(gate), "--record", str(record), *extra],
                           capture_output=True, text=True, env=env, timeout=120)
     return done.returncode, json.loads(record.read_text())
 
@@ -70,6 +71,27 @@ def test_a_failed_unmount_is_recorded_fails_and_leaves_the_export_untouched(tmp_
     assert any("could not be unmounted" in problem for problem in record["problems"])
     assert (export / NAME / "sub" / "records.jsonl").read_text() == "{}\n"  # nothing deleted
     assert not (bin_dir / "rpc.nfsd.calls").exists()  # the server was not stopped under a busy mount
+    validate(record, "nfs-harness.schema.json")
+
+
+@needs_root
+def test_a_hung_umount_is_killed_the_mount_detached_and_the_failure_recorded_in_bounded_time(tmp_path, share):
+    """A server that never comes back: umount blocks (here a umount that never returns unless forced or
+    lazy). The teardown must end, fail, detach the mount, and leave the export and the server alone."""
+    export, mount, gate = share
+    bin_dir = tmp_path / "bin"
+    fake_bin(bin_dir, "umount", 'case "$1" in -l) exec /bin/umount -l "$2";; -f) exit 16;; *) exec sleep 600;; esac')
+    fake_bin(bin_dir, "rpc.nfsd", "echo called >> \"$(dirname \"$0\")/rpc.nfsd.calls\"")
+    started = time.monotonic()
+    code, record = teardown(tmp_path, export, mount, gate, bin_dir, "--umount-timeout", "2")
+    assert time.monotonic() - started < 30
+    assert code == 1 and record["ok"] is False and record["unmounted"] is False
+    assert record["unmount"]["hung"] is True and record["unmount"]["detached"] == "lazy"
+    assert nfs_harness.mounted_source(mount) is None  # detached: nothing later in the job can hang on it
+    assert any("did not answer" in p and "umount -l" in p for p in record["problems"])
+    assert record["export_side_delete"] is None and record["server"] is None
+    assert (export / NAME / "sub" / "records.jsonl").read_text() == "{}\n"
+    assert not (bin_dir / "rpc.nfsd.calls").exists()
     validate(record, "nfs-harness.schema.json")
 
 
