@@ -3,6 +3,8 @@
 
     python tools/nfsvm/cli.py [--output-dir outputs/nfs] [--phases action,two_clients,...] [--limit SECONDS]
 
+(--phases may also name server_gone: the NFS server stops for good under a running gate; never by default.)
+
 Builds or reuses the VM image (a pinned Debian bookworm root with nfs-kernel-server and the Debian
 Linux 6.1 kernel, in $KERNODECK_NFSVM_CACHE, else $XDG_CACHE_HOME or ~/.cache, /kernodeck-nfsvm),
 boots it under qemu (TCG, 2 vCPUs), runs the nfs action's own steps and the two-client, server-restart
@@ -77,8 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--evidence-dir", type=Path, help="also record the run there (e.g. evidence/nfs), indexed")
     args = parser.parse_args(argv)
     phases = [p for p in args.phases.split(",") if p]
-    if not phases or any(p not in job.PHASES for p in phases):
-        print(f"nfs: --phases takes a comma-separated subset of {','.join(job.PHASES)}", file=sys.stderr)
+    if not phases or any(p not in job.ALL_PHASES for p in phases):
+        print(f"nfs: --phases takes a comma-separated subset of {','.join(job.ALL_PHASES)}", file=sys.stderr)
         return 2
     started = time.monotonic()
     missing = image.missing_tools()

@@ -527,7 +527,7 @@ class WarmUp:
 # Where each phase's verdict lies (tools/nfsvm/verdict.py reads the same names).
 RESULT_FILES = {"action": "action/steps.json", "two_clients": "two_clients/two-clients.json",
                 "server_restart": "server_restart/server-restart.json",
-                "busy_unmount": "busy_unmount/busy-unmount.json"}
+                "busy_unmount": "busy_unmount/busy-unmount.json", "server_gone": "server_gone/server-gone.json"}
 
 
 def write_missing_result(out: Path, phase: str, reason: str) -> None:
@@ -558,3 +558,8 @@ def run_all(job: dict, out: str, boot_seconds: float) -> None:
             write_missing_result(out_dir, name, f"the phase raised {type(error).__name__}: {error}")
         log(f"phase {name} done in {time.monotonic() - started:.1f} s")
         boot_seconds = 0.0
+
+
+from nfsvm import server_gone  # noqa: E402  (it builds on this module's helpers)
+
+PHASES["server_gone"] = server_gone.server_gone_phase

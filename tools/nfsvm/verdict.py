@@ -101,6 +101,12 @@ def describe_busy(doc: dict) -> str:
             f"workspace gone {free.get('workspace_absent')}")
 
 
+def describe_gone(doc: dict) -> str:
+    from nfsvm import server_gone
+
+    return server_gone.describe(doc)
+
+
 def judge(out: Path, boot: dict, phases: list[str]) -> list[dict]:
     checks = [vm_check(out, boot)]
     table = {
@@ -113,6 +119,8 @@ def judge(out: Path, boot: dict, phases: list[str]) -> list[dict]:
                                                                   describe_restart))],
         "busy_unmount": [("busy_unmount", lambda: phase_check(load(out / "busy_unmount", "busy-unmount.json"),
                                                               describe_busy))],
+        "server_gone": [("server_gone", lambda: phase_check(load(out / "server_gone", "server-gone.json"),
+                                                            describe_gone))],
     }
     for phase in phases:
         for name, run in table[phase]:
