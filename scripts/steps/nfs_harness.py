@@ -360,7 +360,10 @@ def main(argv: list[str] | None = None) -> int:
         return fail(f"{args.record} already exists")
     if not 1 <= args.umount_timeout <= 600:
         return fail("--umount-timeout must be between 1 and 600")
-    record = teardown(args.export.resolve(), args.mount.resolve(), args.gate_result, args.umount_timeout)
+    # Never resolve() the mount point itself: that stats it, and on a hard mount whose server is gone the
+    # stat blocks for ever (seen in the VM's server_gone phase). Its parent is a local folder.
+    mount = args.mount.parent.resolve() / args.mount.name
+    record = teardown(args.export.resolve(), mount, args.gate_result, args.umount_timeout)
     args.record.parent.mkdir(parents=True, exist_ok=True)
     args.record.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8", newline="\n")
     for problem in record["problems"]:

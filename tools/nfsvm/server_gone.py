@@ -160,14 +160,3 @@ def write(out: Path, report: dict) -> dict:
     (out / "server_gone").mkdir(parents=True, exist_ok=True)
     (out / RESULT_FILE).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
     return report
-
-
-def describe(doc: dict) -> str:
-    """The one-line detail of the host's check (tools/nfsvm/verdict.py)."""
-    v = doc.get("verdict") or {}
-    return (f"server stopped at +{(doc.get('stop') or {}).get('seconds_after_gate_start')} s; gate exit "
-            f"{v.get('gate_exit_code')} {doc.get('seconds_from_stop_to_gate_exit')} s after the stop "
-            f"({v.get('gate_seconds')} s of --timeout {v.get('gate_timeout')}), abandoned named "
-            f"{v.get('abandoned_named')}, D after exit {[s.get('pid') for s in v.get('stuck_after_gate') or []]}; "
-            f"teardown exit {v.get('teardown_exit_code')} in {v.get('teardown_seconds')} s, detached "
-            f"{v.get('teardown_detached')}, export left alone {v.get('export_left_alone')}")

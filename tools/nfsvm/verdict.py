@@ -102,9 +102,13 @@ def describe_busy(doc: dict) -> str:
 
 
 def describe_gone(doc: dict) -> str:
-    from nfsvm import server_gone
-
-    return server_gone.describe(doc)
+    v = doc.get("verdict") or {}
+    return (f"server stopped at +{(doc.get('stop') or {}).get('seconds_after_gate_start')} s; gate exit "
+            f"{v.get('gate_exit_code')} {doc.get('seconds_from_stop_to_gate_exit')} s after the stop "
+            f"({v.get('gate_seconds')} s of --timeout {v.get('gate_timeout')}), abandoned named "
+            f"{v.get('abandoned_named')}, D after exit {[s.get('pid') for s in v.get('stuck_after_gate') or []]}; "
+            f"teardown exit {v.get('teardown_exit_code')} in {v.get('teardown_seconds')} s, detached "
+            f"{v.get('teardown_detached')}, export left alone {v.get('export_left_alone')}")
 
 
 def judge(out: Path, boot: dict, phases: list[str]) -> list[dict]:
