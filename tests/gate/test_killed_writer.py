@@ -110,3 +110,16 @@ def test_where_there_is_no_fork_each_writer_is_a_fresh_interpreter_and_the_stage
     monkeypatch.setattr(killed_writer, "FORK", False)
     facts = killed_writer.stage(tmp_path, kills=3, seed=1)
     assert killed_writer.problems({**facts, "kills_requested": 3}) == [] and facts["kills"] == 3
+
+
+def test_the_stress_tool_prints_torn_lost_and_leftover_counts_and_meets_the_goal(tmp_path):
+    from tests.conftest import ROOT
+
+    done = subprocess.run([sys.executable, "-B", str(ROOT / "benchmarks" / "stress_killed_writer.py"), "--kills", "5",
+                           "--no-tmpfs", "--work-dir", str(tmp_path), "--json", str(tmp_path / "r.json")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "torn 0  lost 0" in done.stdout and "leftover after cleanup 0" in done.stdout and "MET" in done.stdout
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert [r["place"] for r in report] == ["work-dir"] and report[0]["kills"] == 5 and report[0]["kills_per_second"] > 0
+    assert list(tmp_path.iterdir()) == [tmp_path / "r.json"]  # its folder removed
