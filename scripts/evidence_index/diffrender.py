@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import json
 from typing import Any
 
@@ -34,8 +33,16 @@ def _value(value: Any) -> str:
 
 
 def _code(text: str) -> str:
-    """A code span: nothing inside renders as Markdown or HTML, and a backtick cannot close it early."""
+    """A code span in a table cell: nothing inside renders as Markdown or HTML, a backtick cannot close it
+    early, a | cannot end the cell."""
     return f"`{markdown_cell(text).replace('`', chr(39))}`"
+
+
+def code_span(text: str) -> str:
+    """A code span outside a table: a summary line holds names and values from results, and a step summary
+    renders Markdown (a link, an image fetched through GitHub's proxy, an autolinked URL) outside one."""
+    flat = " ".join(str(text).replace("`", "'").splitlines())
+    return f"`{flat}`" if flat.strip() else "-"
 
 
 def markdown(changes: list[Change], lines: dict[str, str], old: Side, new: Side, tolerance: Tolerance,
@@ -45,15 +52,14 @@ def markdown(changes: list[Change], lines: dict[str, str], old: Side, new: Side,
                f"({new.kind}, verdict {_verdict(new)}). Noise left out: timestamps, run and job ids, durations "
                f"within {tolerance.seconds:g} s or {tolerance.ratio:.0%}.")
     out.append("")
-    # A summary renders the HTML GitHub allows: text from results outside code spans is escaped.
-    out += [f"- {markdown_cell(html.escape(line, quote=False))}" for line in lines.values()]
+    # Everything from results (names, values) is inside a code span: it renders as the very characters.
+    out += [f"- {code_span(line)}" for line in lines.values()]
     if changes:
         out += ["", "| platform | kind | path | old | new |", "| --- | --- | --- | --- | --- |"]
         for change in changes[:MAX_ROWS]:
             where = _code(change.path) + ("" if change.result in (None, change.platform)
-                                                           else f" in {markdown_cell(html.escape(change.result))}")
-            platform = html.escape(change.platform or "index", quote=False)
-            out.append(f"| {markdown_cell(platform)} | {change.kind} | {where} | "
+                                          else f" in {_code(change.result)}")
+            out.append(f"| {_code(change.platform or 'index')} | {change.kind} | {where} | "
                        f"{_value(change.old)} | {_value(change.new)} |")
         if len(changes) > MAX_ROWS:
             out.append(f"\n{len(changes) - MAX_ROWS} more in the diff's JSON file.")

@@ -270,6 +270,13 @@ def test_a_requirement_only_one_run_has_is_one_record_with_the_item_whole(tmp_pa
             {"name": "filesystem=tmpfs", "ok": True, "reason": "the work dir's file system is tmpfs"}), "null")}
 
 
+def outside_code(line: str) -> str:
+    """What of a Markdown line is not inside a code span (GitHub renders that part as Markdown)."""
+    import re
+
+    return re.sub(r"`[^`]*`", "", line)
+
+
 def test_markup_from_a_result_stays_text_in_the_markdown(tmp_path):
     markup = '<img src="https://example.invalid/x.png">`|[link](https://example.invalid)'
 
@@ -280,7 +287,7 @@ def test_markup_from_a_result_stays_text_in_the_markdown(tmp_path):
     cli("diff", FILESYSTEMS / TMPFS, seeded_tmpfs(edit, tmp_path), "--markdown", tmp_path / "d.md")
     text = (tmp_path / "d.md").read_text()
     bullets = [line for line in text.splitlines() if line.startswith("- ")]
-    assert bullets and all("<img" not in line for line in bullets)  # escaped: &lt;img
+    assert bullets and all(outside_code(line) == "- " for line in bullets)  # a code span renders as text
     (row,) = [line for line in text.splitlines() if "`checks.jsonl_append.reason`" in line]
     assert row.count("|") - row.count("\\|") == 6  # the value's | stays inside its cell
     assert "`" + "<img" in row and "'|" not in row.split("`<img", 1)[1].split("` |", 1)[0].replace("\\|", "")
@@ -359,3 +366,29 @@ def test_a_reprise_process_exit_code_is_a_check_not_the_protocol(tmp_path):
         next(p for p in document["protocol"]["processes"] if p["name"] == "reprise")["exit_code"] = 1
 
     assert diff_records(tmp_path, verification, edit) == {("check", "protocol.processes.reprise.exit_code")}
+
+
+def test_markdown_from_result_names_and_text_cannot_render_in_the_step_summary(tmp_path):
+    # A step summary renders Markdown: a link or an image (fetched through GitHub's proxy) from a result's
+    # reason or from a result's file name (a local index's platform) must stay characters.
+    markup = "![t](https://example.invalid/t.png) [click](https://example.invalid) https://example.invalid"
+
+    def edit(document: dict) -> None:
+        fail_jsonl(document)
+        document["checks"]["jsonl_append"]["reason"] = markup
+
+    new = seeded_tmpfs(edit, tmp_path)
+    assert cli("diff", FILESYSTEMS / TMPFS, new, "--markdown", tmp_path / "lone.md").returncode == 1
+    folder = tmp_path / "run"
+    folder.mkdir()
+    shutil.copy(new, folder / "platform-runtime-[x](https:example.invalid).json")
+    assert cli("local", "--results", folder, "--output", tmp_path / "index.json").returncode == 1
+    done = cli("diff", FILESYSTEMS / "evidence-index.json", tmp_path / "index.json", "--old-artifacts",
+               FILESYSTEMS, "--new-artifacts", folder, "--markdown", tmp_path / "index.md")
+    assert done.returncode == 1, done.stdout + done.stderr
+    for name in ("lone.md", "index.md"):
+        lines = (tmp_path / name).read_text().splitlines()
+        assert any("example.invalid" in line for line in lines)
+        for line in lines:
+            rest = outside_code(line)
+            assert "example.invalid" not in rest and "](" not in rest and "<" not in rest, (name, line)
