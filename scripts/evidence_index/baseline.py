@@ -68,6 +68,19 @@ def _download(client: GitHubClient, repository: str, artifact: dict[str, Any], d
         raise BaselineError(f"the artifact list names {artifact.get('name')!r} without an id") from error
 
 
+def check_index_run(statement: Any, repository: str, run_id: str, run_path: Any) -> None:
+    """The index in the artifact must be of the very run asked for: an index copied from another repository's
+    run (or another run), its zips uploaded beside it, verifies, and is still not this baseline."""
+    predicate = statement.get("predicate") if isinstance(statement, dict) else None
+    run = predicate.get("run") if isinstance(predicate, dict) else None
+    if not isinstance(predicate, dict) or predicate.get("kind") != "github-run" or not isinstance(run, dict):
+        raise BaselineError("its index is of run (none): not the index of a GitHub run")
+    recorded = (str(run.get("repository")), str(run.get("run_id")), run.get("workflow_path"))
+    if recorded[0].lower() != repository.lower() or recorded[1] != run_id or (run_path and recorded[2] != run_path):
+        raise BaselineError(f"its index is of run {recorded[1]} of {recorded[0]} ({recorded[2]}), not of run "
+                            f"{run_id} of {repository} ({run_path})")
+
+
 def fetch_baseline(client: GitHubClient, repository: str, run_id: str, work: Path, prefix: str,
                    expected_path: str | None) -> Fetched:
     """Download run `run_id`'s evidence artifact and the platform artifacts its index binds into `work`."""
@@ -83,6 +96,9 @@ def fetch_baseline(client: GitHubClient, repository: str, run_id: str, work: Pat
         raise BaselineError(f"run {run_id}: the API's answer is not a run")
     if expected_path and run.get("path") != expected_path:
         raise BaselineError(f"run {run_id} is a run of {run.get('path')!r}, not of this workflow ({expected_path})")
+    owner = run.get("repository") if isinstance(run.get("repository"), dict) else {}
+    if owner.get("full_name") and str(owner["full_name"]).lower() != repository.lower():
+        raise BaselineError(f"run {run_id} is a run of {owner['full_name']}, not of {repository}")
     artifacts = [a for a in listed if isinstance(a, dict)]
     work.mkdir(parents=True, exist_ok=True)
     evidence_zip = work / "evidence.zip"
@@ -97,6 +113,7 @@ def fetch_baseline(client: GitHubClient, repository: str, run_id: str, work: Pat
         subjects = [s["name"] for s in statement["subject"]]
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise BaselineError(f"its evidence artifact holds no readable {INDEX_NAME}") from error
+    check_index_run(statement, repository, run_id, run.get("path"))
     by_name = {str(a.get("name")): a for a in artifacts if not a.get("expired")}
     (work / "artifacts").mkdir(exist_ok=True)
     for subject in subjects:

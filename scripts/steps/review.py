@@ -32,7 +32,7 @@ from evidence_index.baseline import BaselineError, fetch_baseline, workflow_path
 from evidence_index.common import InputError, atomic_write_bytes, redact_secrets  # noqa: E402
 from evidence_index.diff import Tolerance  # noqa: E402
 from evidence_index.diffload import Loaded, Unauthentic, load  # noqa: E402
-from evidence_index.diffrender import as_document, markdown  # noqa: E402
+from evidence_index.diffrender import as_document, code_span, markdown  # noqa: E402
 from evidence_index.github import GitHubClient  # noqa: E402
 from evidence_index.report import render_report  # noqa: E402
 from evidence_index.review_cli import Compared, compare  # noqa: E402
@@ -47,9 +47,15 @@ def baseline_diff(current: Loaded, env: dict[str, str], work: Path) -> Compared:
         raise BaselineError("act serves no REST API to download it from")
     client = GitHubClient(env.get("GITHUB_API_URL") or None, env.get("GITHUB_TOKEN") or None, max_wait=60.0,
                           timeout=(10.0, 60.0), max_attempts=4)
+    # The workflow a baseline must be a run of: GITHUB_WORKFLOW_REF's, else the one this run's own index names
+    # (never none: without one, any workflow's run would do).
+    this_run = ((current.statement or {}).get("predicate") or {}).get("run") or {}
+    expected = workflow_path(env.get("GITHUB_WORKFLOW_REF")) or this_run.get("workflow_path")
+    if not expected:
+        raise BaselineError("this run names no workflow (GITHUB_WORKFLOW_REF is empty), so no run is known to be "
+                            "of the same workflow")
     fetched = fetch_baseline(client, repository, env["BASELINE_RUN_ID"].strip(), work,
-                             env.get("ARTIFACT_PREFIX") or ARTIFACT_PREFIX,
-                             workflow_path(env.get("GITHUB_WORKFLOW_REF")))
+                             env.get("ARTIFACT_PREFIX") or ARTIFACT_PREFIX, expected)
     try:
         old = load(fetched.index, fetched.artifacts, fetched.logs, "the baseline")
     except Unauthentic as error:
@@ -79,8 +85,9 @@ def run(args: argparse.Namespace, env: dict[str, str]) -> int:
         except (BaselineError, InputError) as error:
             why = redact_secrets(str(error), [secret])
             annotate("warning", f"baseline run {env['BASELINE_RUN_ID'].strip()}: no diff, {why}", "baseline")
-            append_summary(f"## What changed since the baseline\n\nBaseline run `{env['BASELINE_RUN_ID'].strip()}` "
-                           f"could not be compared: {why}. This run's verdict does not depend on it.\n")
+            append_summary(f"## What changed since the baseline\n\nBaseline run "
+                           f"{code_span(env['BASELINE_RUN_ID'].strip())} could not be compared: {code_span(why)}. "
+                           "This run's verdict does not depend on it.\n")
     if compared is not None:
         old, new = compared.old.side, compared.new.side
         atomic_write_bytes(args.out_dir / "baseline-diff.json", encode_json(

@@ -141,6 +141,43 @@ def test_a_run_of_another_workflow_is_not_a_baseline(tmp_path, baseline):
     reported(*review(tmp_path, current, baseline), "not of this workflow")
 
 
+def serve_evidence_of(tmp_path: Path, fake: FakeGitHub, **run: object) -> None:
+    """`fake`'s run, whose evidence artifact holds the index of the run `run` describes (another repository,
+    run or workflow) with the platform zips that index binds uploaded beside it byte for byte: it verifies."""
+    sources = source_hashes(ROOT, ["scripts/build_evidence_index.py"])
+    with FakeGitHub(**run) as other:
+        standard_run(other, ("linux", "windows"), sources)
+        out = tmp_path / "other-job"
+        env = dict(os.environ, GITHUB_API_URL=other.api_url, GITHUB_TOKEN=other.token)
+        built = cli("build", "--repository", other.repository, "--run-id", other.run_id, "--output",
+                    out / "evidence" / "platform-runtime-evidence.json", "--logs-dir", out / "evidence" / "logs",
+                    "--download-dir", out / "artifacts", "--source-root", ROOT, "--log-patience", "0", env=env)
+        assert built.returncode == 0, built.stdout + built.stderr
+        zips = {artifact.name: artifact.content for artifact in other.artifacts}
+    standard_run(fake, ("linux", "windows"), sources)
+    for artifact in fake.artifacts:
+        artifact.content = zips[artifact.name]
+    fake.artifacts.append(FakeArtifact(id=3901000999, name="platform-runtime-evidence-attempt-1",
+                                       content=zip_folder(out / "evidence")))
+
+
+@pytest.mark.parametrize("run", [{"repository": "someone/else", "run_id": BASELINE_RUN},
+                                 {"run_id": 17320001111}], ids=["another-repository", "another-run"])
+def test_an_index_of_another_repository_or_run_in_the_baseline_artifact_is_refused(tmp_path, run):
+    with FakeGitHub(run_id=BASELINE_RUN) as fake:
+        serve_evidence_of(tmp_path, fake, **run)
+        done, evidence, summary = review(tmp_path, current_run(tmp_path), fake)
+    reported(done, evidence, summary, "its index is of run")
+
+
+def test_without_the_workflow_ref_this_runs_own_index_names_the_workflow_a_baseline_must_be_of(tmp_path):
+    other = ".github/workflows/other.yml"
+    with FakeGitHub(run_id=BASELINE_RUN, workflow_path=other) as fake:
+        serve_evidence_of(tmp_path, fake, run_id=BASELINE_RUN, workflow_path=other)
+        done, evidence, summary = review(tmp_path, current_run(tmp_path), fake, GITHUB_WORKFLOW_REF="")
+    reported(done, evidence, summary, "not of this workflow")
+
+
 @pytest.mark.parametrize("run_id", ["17320009999", "12; rm -rf /"])
 def test_a_run_that_is_not_there_or_not_an_id_is_reported(tmp_path, baseline, run_id):
     current = current_run(tmp_path)
