@@ -2,7 +2,8 @@
 """Decide which platform jobs of .github/workflows/platform-runtime.yml run.
 
     python scripts/steps/plan.py --event NAME [--platforms "all" | "linux nfs" ...]
-        [--cuda-runner '["self-hosted","gpu"]'] [--artifact-prefix WORD]
+        [--cuda-runner '["self-hosted","gpu"]' | --cuda-runners '[["self-hosted","a100"],["self-hosted","h100"]]']
+        [--max-parallel N] [--artifact-prefix WORD]
         [--head-repo OWNER/NAME --base-repo OWNER/NAME]
 
 - `all` means linux, windows, mps, nfs, plus cuda when CUDA runner labels are given (without
@@ -17,9 +18,14 @@
   run's job list (the calling job did not grant `actions: read`): probed with GITHUB_TOKEN at
   GITHUB_API_URL, except under act (ACT=true), which serves no REST API and says so. A 403 is read
   by its headers (core.forbidden): a rate limit only warns, a missing grant or another refusal stops.
-Outputs `platforms` (a JSON list), `cuda-runner` (a JSON array of labels, `[]` when none) and
-`artifact-prefix`, and prints the selection to the job log (`platform-runtime plan: {"platforms": [...]}`),
-where GitHub keeps it: the evidence index binds this job's log and requires exactly that selection.
+- A fleet: `--cuda-runners` lists one entry per box (or class of boxes), each a label array or
+  `{"name", "labels"}` (core.fleet); the cuda job runs once per box, `--max-parallel` at a time (default:
+  every box at once). `--cuda-runner` alone is a fleet of one unnamed box, as before; both is a mistake.
+Outputs `platforms` (a JSON list), `cuda-runner` (a JSON array of labels, `[]` when none; the first box's),
+`cuda-boxes` (the matrix: a JSON list of {name, labels}, one placeholder when cuda does not run),
+`max-parallel` and `artifact-prefix`, and prints the selection to the job log
+(`platform-runtime plan: {"platforms": [...]}`), where GitHub keeps it: the evidence index binds this job's
+log and requires exactly that selection.
 Exit 2 on any of those mistakes.
 """
 
@@ -39,6 +45,7 @@ sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve
 
 from action_io import annotate, append_summary, fail, set_outputs, split_list  # noqa: E402
 from core.contract import ARTIFACT_PREFIX, PLATFORMS, plan_log_line  # noqa: E402
+from core.fleet import FleetError, parse_runners, single_box  # noqa: E402
 from core.forbidden import MISSING_GRANT, RATE_LIMIT, classify  # noqa: E402
 
 PUSH_DEFAULT = ("windows", "mps")
@@ -67,6 +74,29 @@ def parse_labels(text: str) -> list[str]:
     if not isinstance(labels, list) or not labels or not all(isinstance(x, str) and x for x in labels):
         raise PlanError("cuda runner labels must be a JSON array of non-empty strings")
     return labels
+
+
+# GitHub evaluates a skipped job's matrix too: an empty one fails the run, so a job that never runs gets this.
+NO_BOX = {"name": "", "labels": ["platform-runtime-no-cuda-box"]}
+
+
+def boxes_of(single: str, fleet: str) -> list[dict]:
+    """The CUDA boxes: the fleet's, or the one box of --cuda-runner; [] when neither is given."""
+    if single.strip() and fleet.strip():
+        raise PlanError("give cuda-runner (one box) or cuda-runners (a fleet), not both")
+    try:
+        return parse_runners(fleet) if fleet.strip() else [single_box(labels) for labels in [parse_labels(single)]
+                                                            if labels]
+    except FleetError as error:
+        raise PlanError(str(error)) from None
+
+
+def max_parallel(text: str, boxes: list[dict]) -> int:
+    if not text.strip():
+        return max(1, len(boxes))
+    if not text.strip().isdigit() or int(text) < 1:
+        raise PlanError(f"max-parallel {text!r}: a whole number of boxes at a time, at least 1")
+    return int(text)
 
 
 def select(event: str, platforms: str, labels: list[str], fork_pull_request: bool) -> tuple[list[str], list[str]]:
@@ -156,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--event", required=True)
     parser.add_argument("--platforms", default="")
     parser.add_argument("--cuda-runner", default="")
+    parser.add_argument("--cuda-runners", default="")
+    parser.add_argument("--max-parallel", default="")
     parser.add_argument("--artifact-prefix", default="")
     parser.add_argument("--head-repo", default="")
     parser.add_argument("--base-repo", default="")
@@ -163,8 +195,10 @@ def main(argv: list[str] | None = None) -> int:
     fork = args.event in PULL_REQUEST_EVENTS and args.head_repo != args.base_repo
     try:
         check_server(os.environ)
-        labels = parse_labels(args.cuda_runner)
+        boxes = boxes_of(args.cuda_runner, args.cuda_runners)
+        labels = boxes[0]["labels"] if boxes else []
         chosen, notes = select(args.event, args.platforms, labels, fork)
+        parallel = max_parallel(args.max_parallel, boxes)
         prefix = check_prefix(args.artifact_prefix)
         probe_note = probe_actions_read(os.environ)
     except PlanError as error:
@@ -172,11 +206,15 @@ def main(argv: list[str] | None = None) -> int:
         return fail(str(error))
     for note in notes + ([probe_note] if probe_note else []):
         annotate("warning", note, title="platform-runtime plan")
-    set_outputs({"platforms": json.dumps(chosen), "cuda-runner": json.dumps(labels), "artifact-prefix": prefix})
+    set_outputs({"platforms": json.dumps(chosen), "cuda-runner": json.dumps(labels), "artifact-prefix": prefix,
+                 "cuda-boxes": json.dumps(boxes if "cuda" in chosen else [NO_BOX], separators=(",", ":")),
+                 "max-parallel": str(parallel)})
     print(plan_log_line(chosen), flush=True)  # into the job log: the evidence index binds and reads it back
     append_summary("\n".join([
         "### Platform runtime plan", "",
         f"event `{args.event}`; platforms: {', '.join(f'`{name}`' for name in chosen) or 'none'}",
+        *([f"cuda boxes ({parallel} at a time): " + ", ".join(f"`{b['name']}`" for b in boxes)]
+          if "cuda" in chosen and any(b["name"] for b in boxes) else []),
         *[f"- {note}" for note in notes], "",
     ]))
     if not chosen:

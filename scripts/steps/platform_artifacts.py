@@ -2,7 +2,8 @@
 """The evidence job's wiring: which artifact holds each platform's evidence, and the job's verdict.
 
     python scripts/steps/platform_artifacts.py record --output evidence/platform-artifacts.json
-        env: NEEDS (toJSON(needs)), PLATFORMS (the plan's JSON list), ARTIFACT_PREFIX, GITHUB_RUN_ATTEMPT
+        env: NEEDS (toJSON(needs)), PLATFORMS (the plan's JSON list), ARTIFACT_PREFIX, GITHUB_RUN_ATTEMPT,
+             CUDA_BOXES (the plan's cuda matrix)
     python scripts/steps/platform_artifacts.py verdict --index-file evidence/platform-runtime-evidence.json
         env: OFFLINE, INDEX, DOWNLOAD (outcomes of the act build, the GitHub build, the act download)
 
@@ -12,7 +13,10 @@ artifact, from the job outputs each platform job exports. Job outputs persist wh
 are re-run, so after "Re-run failed jobs" a platform that passed in attempt 1 still names its
 attempt-1 artifact by id; `build_evidence_index.py build --platform-artifacts` downloads each zip by
 that id and compares the zip's SHA-256 with `artifact_digest`. A platform whose job uploaded nothing
-is left out: the builder's `--platforms` fails it as missing. Outputs: `ids` (comma-separated, for
+is left out: the builder's `--platforms` fails it as missing. So is cuda when it ran as a fleet of named
+boxes (core.fleet): a matrix job exports the outputs of one of its jobs only, so they cannot name every
+box's artifact, and the index does not yet bind a fleet box by box: the run fails as missing rather than
+pass on one box's evidence. Outputs: `ids` (comma-separated, for
 download-artifact's artifact-ids), `download-path` (download-artifact's `path`, chosen so that every
 artifact lands in `artifacts/<name>/` whether one or several are downloaded: see download_path),
 `evidence-name` (this job's own artifact, named by result_dir's rule).
@@ -58,7 +62,9 @@ def record(environ: Mapping[str, str]) -> dict:
     platforms = _json(environ, "PLATFORMS", list)
     if not all(isinstance(name, str) for name in platforms):
         raise InputError("PLATFORMS must be a JSON list of names")
-    entries = {name: artifact_of_job(needs.get(name)) for name in platforms}
+    boxes = _json(environ, "CUDA_BOXES", list) if environ.get("CUDA_BOXES") else []
+    fleet = any(isinstance(box, dict) and box.get("name") for box in boxes)
+    entries = {name: artifact_of_job(needs.get(name)) for name in platforms if not (name == "cuda" and fleet)}
     return {name: entry for name, entry in entries.items() if entry is not None}
 
 

@@ -186,6 +186,7 @@ def test_triggers_dispatch_choice_call_inputs_and_verify_branch_push_only():
     call = on["workflow_call"]["inputs"]
     assert call["platforms"] == {**call["platforms"], "type": "string", "default": "all"}
     assert call["cuda-runner"]["type"] == "string" and call["torch"]["type"] == "string"
+    assert call["cuda-runners"]["type"] == "string" and call["max-parallel"]["type"] == "string"
     assert on["push"] == {"branches": ["platform-runtime-verify/**"]}
 
 
@@ -193,10 +194,15 @@ def test_one_job_per_platform_named_exactly_the_platform_and_selected_by_the_pla
     jobs = load(WORKFLOW)["jobs"]
     assert list(jobs) == ["plan", *PLATFORMS, "evidence"]
     for name in PLATFORMS:
-        assert jobs[name]["name"] == name
+        assert jobs[name]["name"] == name or name == "cuda"
         assert jobs[name]["needs"] == "plan"
         assert f"contains(fromJSON(needs.plan.outputs.platforms), '{name}')" in jobs[name]["if"]
-    assert jobs["cuda"]["runs-on"] == "${{ fromJSON(needs.plan.outputs.cuda-runner) }}"
+    # cuda: one job per box of the plan's matrix, `cuda (<box>)`, or plain `cuda` for the single cuda-runner.
+    assert jobs["cuda"]["name"] == "${{ matrix.box.name && format('cuda ({0})', matrix.box.name) || 'cuda' }}"
+    assert jobs["cuda"]["strategy"] == {"fail-fast": False,
+                                        "max-parallel": "${{ fromJSON(needs.plan.outputs.max-parallel) }}",
+                                        "matrix": {"box": "${{ fromJSON(needs.plan.outputs.cuda-boxes) }}"}}
+    assert jobs["cuda"]["runs-on"] == "${{ matrix.box.labels }}"
     assert jobs["windows"]["runs-on"] == "windows-2025" and jobs["mps"]["runs-on"] == "macos-15"
 
 

@@ -490,3 +490,25 @@ def test_the_signing_workflow_takes_the_indexs_predicate_and_act_signs_nothing(t
     attest = run.messages("attest")
     assert any(f"predicate-type={index['predicateType']}" in line for line in attest), attest
     assert any("attest stand-in: act has no OIDC token" in line for line in attest)
+
+
+def test_a_fleet_of_three_boxes_runs_the_cuda_job_once_per_box_each_artifact_named_after_it(tmp_path, node_modules):
+    """Three "boxes" (three runner labels, each mapped onto this host): one cuda job per box, none cancelled by
+    another's failure (fail-fast: false), each box's results in an artifact named after its entry. No GPU here:
+    every box fails --require cuda, and the evidence job fails as well (it does not yet bind a fleet box by box,
+    and says cuda is missing rather than pass on one box's outputs)."""
+    boxes = [{"name": "box-a", "labels": ["gpu-a"]}, {"name": "box-b", "labels": ["gpu-b"]}, ["self-hosted", "gpu-c"]]
+    run = run_act(tmp_path, node_modules, "workflow_dispatch", "-W", WORKFLOW, "--input", "platform=cuda",
+                  "--input", f"cuda-runners={json.dumps(boxes)}", "--input", "max-parallel=2",
+                  "-P", "gpu-a=-self-hosted", "-P", "gpu-b=-self-hosted", "-P", "gpu-c=-self-hosted",
+                  extra_env={"GITHUB_REPOSITORY": REPOSITORY})
+    names = [n for n in run.artifact_names() if n.startswith("platform-runtime-cuda-")]
+    assert names == [f"platform-runtime-cuda-{box}-attempt-1" for box in ("box-a", "box-b", "gpu-c")], run.log[-4000:]
+    for name in names:
+        gate, _ = read_json(run.artifact(name), "platform-runtime-cuda.json")
+        assert gate["ok"] is False and [r["ok"] for r in gate["requirements"] if r["name"] == "cuda"] == [False]
+    cuda_ends = [e for e in run.events if e.get("jobID") == "cuda" and "jobResult" in e]
+    assert [e["jobResult"] for e in cuda_ends] == ["failure"] * 3, cuda_ends
+    assert run.job_results().get("evidence") == "failure"
+    index, _ = read_json(run.artifact("platform-runtime-evidence-attempt-1"), "platform-runtime-evidence.json")
+    assert "cuda: selected by the plan, but no cuda job ran in this attempt" in index["predicate"]["verdict"]["reasons"]

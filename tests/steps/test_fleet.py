@@ -1,0 +1,85 @@
+"""A fleet of CUDA boxes: the cuda-runners input read into named boxes (core.fleet), the plan's matrix and
+max-parallel, the single cuda-runner kept as it was, and the evidence job's record leaving a fleet's cuda out
+(a matrix job's outputs name one box only)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from core import fleet
+
+from tests.steps.github_output import parse_outputs
+from tests.steps.test_workflows_scripts import platform_artifacts, run_script
+
+
+def test_boxes_are_named_by_their_entry_or_their_distinctive_labels():
+    boxes = fleet.parse_runners(json.dumps([["self-hosted", "linux", "A100"], {"name": "h100-7", "labels": ["h100"]},
+                                            ["self-hosted", "a100"], ["self-hosted", "gpu"]]))
+    assert [b["name"] for b in boxes] == ["a100", "h100-7", "a100-2", "box4"]
+    assert boxes[1]["labels"] == ["h100"]
+
+
+@pytest.mark.parametrize("text, words", [
+    ("[]", "non-empty JSON list"), ("{}", "non-empty JSON list"), ("[[]]", "cuda-runners[0]"),
+    ('[{"name": "Box A", "labels": ["x"]}]', "name 'Box A'"), ('[{"labels": ["x"], "os": "linux"}]', "only 'name'"),
+    ("[1]", "cuda-runners[0]"), ("not json", "not JSON"), (json.dumps([["x"]] * 65), "at most 64"),
+])
+def test_a_bad_fleet_is_refused_saying_which_entry(text, words):
+    with pytest.raises(fleet.FleetError) as error:
+        fleet.parse_runners(text)
+    assert words in str(error.value)
+
+
+def test_a_box_is_read_back_from_its_job_name_and_names_its_artifact():
+    assert fleet.box_of("cuda (a100-2)") == "a100-2" and fleet.box_of("caller / cuda (h100)") == "h100"
+    assert fleet.box_of("cuda") is None and fleet.box_of("linux (x)") is None
+    assert fleet.artifact_parts("a100") == ["cuda", "a100"] and fleet.artifact_parts("") == ["cuda"]
+
+
+def plan(tmp_path, *args):
+    proc, _ = run_script(tmp_path, "plan.py", ["--event", "workflow_dispatch", "--platforms", "cuda", *args])
+    return proc, parse_outputs(tmp_path / "github_output") if proc.returncode == 0 else {}
+
+
+def test_the_plan_makes_one_matrix_entry_per_box_and_max_parallel(tmp_path):
+    proc, outputs = plan(tmp_path, "--cuda-runners", '[["self-hosted","a100"],["self-hosted","h100"]]',
+                         "--max-parallel", "1")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads(outputs["cuda-boxes"]) == [{"name": "a100", "labels": ["self-hosted", "a100"]},
+                                                 {"name": "h100", "labels": ["self-hosted", "h100"]}]
+    assert outputs["max-parallel"] == "1" and json.loads(outputs["cuda-runner"]) == ["self-hosted", "a100"]
+
+
+def test_the_single_cuda_runner_is_one_unnamed_box_as_before(tmp_path):
+    proc, outputs = plan(tmp_path, "--cuda-runner", '["self-hosted","gpu"]')
+    assert proc.returncode == 0
+    assert json.loads(outputs["cuda-boxes"]) == [{"name": "", "labels": ["self-hosted", "gpu"]}]
+    assert outputs["max-parallel"] == "1" and json.loads(outputs["cuda-runner"]) == ["self-hosted", "gpu"]
+
+
+def test_without_cuda_the_matrix_holds_one_placeholder_for_the_skipped_job(tmp_path):
+    proc, _ = run_script(tmp_path, "plan.py", ["--event", "workflow_dispatch", "--platforms", "linux"])
+    outputs = parse_outputs(tmp_path / "github_output")
+    assert proc.returncode == 0 and json.loads(outputs["cuda-boxes"]) == [
+        {"name": "", "labels": ["platform-runtime-no-cuda-box"]}]
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--cuda-runner", '["a"]', "--cuda-runners", '[["b"]]'], "not both"),
+    (["--cuda-runners", '[["a"]]', "--max-parallel", "0"], "max-parallel '0'"),
+    (["--cuda-runners", "[[]]"], "cuda-runners[0]"),
+])
+def test_fleet_mistakes_stop_the_plan_with_one_error_line(tmp_path, args, words):
+    proc, _ = plan(tmp_path, *args)
+    errors = [line for line in proc.stdout.splitlines() if line.startswith("::error")]
+    assert proc.returncode == 2 and len(errors) == 1 and words in errors[0], proc.stdout
+
+
+def test_the_record_leaves_a_fleet_s_cuda_out_but_keeps_the_single_box(tmp_path):
+    outputs = {"artifact-id": "9", "artifact-name": "platform-runtime-cuda-a100-attempt-1", "attempt": "1"}
+    environ = {"NEEDS": json.dumps({"cuda": {"result": "success", "outputs": outputs}}), "PLATFORMS": '["cuda"]'}
+    fleet_boxes = json.dumps([{"name": "a100", "labels": ["a100"]}, {"name": "h100", "labels": ["h100"]}])
+    assert platform_artifacts.record({**environ, "CUDA_BOXES": fleet_boxes}) == {}
+    single = json.dumps([{"name": "", "labels": ["gpu"]}])
+    assert list(platform_artifacts.record({**environ, "CUDA_BOXES": single})) == ["cuda"]
