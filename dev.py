@@ -6,7 +6,9 @@
     python3 dev.py nfs     # the NFS job on a real Linux 6.1 kernel in a qemu VM -> outputs/nfs/ (root, Linux)
 
 Standard library only, so it runs on a machine that has nothing but Python 3.10+.
-The venv lives in .venv/ and is reinstalled only when requirements/*.txt change.
+The venv lives in .venv/ and is reinstalled only when requirements/*.txt change, with uv (pinned in
+requirements/installer.txt, installed with pip) and its kept cache in the user cache dir, or pip where uv
+cannot run (PLATFORM_RUNTIME_INSTALLER=pip forces pip; PLATFORM_RUNTIME_CACHE_DIR moves the cache).
 Set TORCH_INDEX_URL (for example the PyTorch CPU wheel index) to choose where torch comes from.
 """
 
@@ -39,12 +41,48 @@ def _requirements_digest() -> str:
     return digest.hexdigest()
 
 
+def _install_with_uv(python: Path) -> bool:
+    """uv (pinned in requirements/installer.txt) with the kept cache in the user cache dir: False where uv
+    cannot be installed or fails, and the caller uses pip, as scripts/steps/prepare_python.py does."""
+    sys.path.insert(0, str(ROOT / "scripts" / "steps"))
+    import installer  # stdlib only, like this file
+
+    root = Path(os.environ["PLATFORM_RUNTIME_CACHE_DIR"]) if os.environ.get("PLATFORM_RUNTIME_CACHE_DIR") \
+        else installer.default_root()
+    uv, why = installer.ensure_uv(root)
+    if uv is None:
+        print(f"dev.py: {why}; using pip", flush=True)
+        return False
+    cache, state = installer.prepare_cache(root, installer.facts())
+    sources = installer.pip_sources_for_uv()
+    index = os.environ.get("TORCH_INDEX_URL")
+    env = {**os.environ, **installer.UV_ENV}
+    if not python.exists():
+        print("dev.py: creating .venv with uv", flush=True)
+        made = subprocess.run([str(uv), "venv", "--clear", "--seed", "--python", sys.executable, *sources, str(VENV)],
+                              env=env)
+        if made.returncode != 0:
+            return False
+    command = installer.uv_install(uv, python, cache, REQUIREMENTS, "", sources + (["--index", index] if index else []),
+                                   hashed=False)
+    print(f"dev.py: installing requirements/dev.txt into .venv with uv (cache {state}: {cache})", flush=True)
+    done = subprocess.run(command, env=env)
+    if done.returncode != 0:
+        print("dev.py: uv failed; using pip", flush=True)
+        return False
+    return True
+
+
 def ensure_venv() -> Path:
     if sys.version_info < (3, 10):  # noqa: UP036 - the message is for users of older Pythons
         sys.exit("dev.py: Python 3.10 or newer is required")
     python = venv_python()
     wanted = _requirements_digest()
     if python.exists() and STAMP.exists() and STAMP.read_text().strip() == wanted:
+        return python
+    STAMP.unlink(missing_ok=True)  # written last: a stopped install is redone, never taken as complete
+    if os.environ.get("PLATFORM_RUNTIME_INSTALLER") != "pip" and _install_with_uv(python):
+        STAMP.write_text(wanted + "\n")
         return python
     pip = [str(python), "-m", "pip"]
     if not python.exists():
@@ -58,7 +96,7 @@ def ensure_venv() -> Path:
         if subprocess.run([sys.executable, "-m", "pip", "--version"], capture_output=True).returncode != 0:
             sys.exit("dev.py: .venv has no pip and neither has this Python; install python3-venv (or python3-pip)")
         pip = [sys.executable, "-m", "pip", "--python", str(python)]
-    print("dev.py: installing requirements/dev.txt into .venv (torch takes a minute)", flush=True)
+    print("dev.py: installing requirements/dev.txt into .venv with pip (torch takes a minute)", flush=True)
     command = [*pip, "install", "--disable-pip-version-check", "-q", "-r", str(REQUIREMENTS)]
     index = os.environ.get("TORCH_INDEX_URL")
     if index:

@@ -141,7 +141,8 @@ class Gate:
         result["source"] = {"files": sources, "git": git_state(REPO_ROOT)}
         result["isolation"] = isolation.injection_vectors()
         result["device"]["torch_build"] = {**(self.build or torch_build.NO_BUILD), "found_in": self.torch.found_in,
-                                           "ignored_copies": list(self.torch.ignored)}
+                                           "ignored_copies": list(self.torch.ignored),
+                                           "install": torch_build.read_install(self.torch.site_dir, REPO_ROOT)}
         failures: list[str] = [f"source file missing: {path}" for path in missing_sources]
         exit_code = EXIT_OK
         try:

@@ -9,6 +9,8 @@ with HIP; MPS a macOS build on macOS. Whatever the worker said, a claim the buil
 from __future__ import annotations
 
 import ast
+import hashlib
+import json
 import platform
 from pathlib import Path
 
@@ -67,6 +69,36 @@ def read_build(site_dir: Path | None) -> dict | None:
             "dist_info": dist.name if dist else None,
             "record_sha256": sha256_file(record) if record and record.is_file() else None,
             "wheel_tags": wheel_tags, "backend_libraries": libraries}
+
+
+INSTALL_MARKER = "platform-runtime-install.json"  # written last by scripts/steps/install_venv.py
+
+
+def read_install(site_dir: Path | None, repo_root: Path | None = None) -> dict | None:
+    """Who installed this torch (its dist-info INSTALLER file) and the lock the install was checked against
+    (the venv's install marker), with the SHA-256 of that lock as it is in this checkout now: recorded and
+    re-derived side by side. None when the site dir is not in a venv made by prepare_python."""
+    if site_dir is None:
+        return None
+    venv = next((parent for parent in site_dir.parents[:3] if (parent / "pyvenv.cfg").is_file()), None)
+    try:
+        marker = json.loads((venv / INSTALL_MARKER).read_text(encoding="utf-8")) if venv else None
+    except (OSError, ValueError):
+        marker = None
+    if not isinstance(marker, dict):
+        return None
+    dist = _dist_info(site_dir, _version_py(site_dir / "torch")["__version__"])
+    try:
+        installer = (dist / "INSTALLER").read_text(encoding="utf-8").strip() if dist else None
+    except OSError:
+        installer = None
+    name = marker.get("lock") if isinstance(marker.get("lock"), str) else None
+    current = None
+    if name and repo_root is not None and "/" not in name and "\\" not in name:
+        path = repo_root / "requirements" / "lock" / name
+        current = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+    return {"installer": installer, "lock": name, "lock_sha256": marker.get("lock_sha256"),
+            "lock_sha256_in_checkout": current}
 
 
 def build_supports(build: dict, kind: str, system: str | None = None) -> str | None:

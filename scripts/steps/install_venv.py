@@ -165,7 +165,7 @@ def _repair_corrupt_cache(uv, python: Path, cache, steps: list[Step], folder: st
                           hashed: bool, env: dict, outcome: Outcome) -> None:
     """Read every installed file back; a corrupt cache entry is cleaned from the cache and reinstalled once."""
     site = installer.site_packages(python)
-    problems = installer.record_problems(site)
+    problems = installer.record_problems(site, pip_compiled=outcome.installer == "pip")
     if not problems:
         return
     if uv is None or cache is None:

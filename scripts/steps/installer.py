@@ -162,6 +162,8 @@ def _pip_config(env: dict) -> dict[str, str]:
     """[global] settings from pip's config files (site, XDG, user), later files winning, as pip reads them."""
     import configparser
 
+    if env.get("PIP_CONFIG_FILE") == os.devnull:
+        return {}  # as pip: PIP_CONFIG_FILE=os.devnull loads no config file at all
     files = [Path("/etc/xdg/pip/pip.conf"), Path("/etc/pip.conf"),
              Path(env.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "pip" / "pip.conf",
              Path.home() / ".pip" / "pip.conf"]
@@ -180,17 +182,19 @@ def _pip_config(env: dict) -> dict[str, str]:
     return values
 
 
-def record_problems(site_packages: Path) -> list[str]:
+def record_problems(site_packages: Path, pip_compiled: bool = False) -> list[str]:
     """Installed files that differ from their dist-info RECORD (size or SHA-256), one per package named.
 
     uv links installed files from its cache, which it does not re-verify: a corrupted or tampered cache
     entry would land in the venv unnoticed. Reading every file back costs about a second for torch here.
+    pip_compiled: pip byte-compiles after installing, rewriting the .pyc files a wheel ships (numpy does)
+    from the sources it just verified, so those differ from RECORD by design and are not compared.
     """
     problems = []
     for record in sorted(site_packages.glob("*.dist-info/RECORD")):
         package = record.parent.name.removesuffix(".dist-info").rsplit("-", 1)[0].replace("_", "-").lower()
         for row in csv.reader(record.read_text(encoding="utf-8").splitlines()):
-            if len(row) < 3 or not row[1].startswith("sha256="):
+            if len(row) < 3 or not row[1].startswith("sha256=") or (pip_compiled and row[0].endswith(".pyc")):
                 continue
             path = site_packages / row[0]
             try:

@@ -241,7 +241,8 @@ def main(argv: list[str] | None = None) -> int:
     wanted = {"pins": sorted(pins), "lock": lock.path.name if lock else None,
               "lock_sha256": lock.sha256 if lock else None}
     python = install_venv.venv_python(args.venv)
-    if install_venv.is_complete(args.venv, wanted) and not installer.record_problems(installer.site_packages(python)):
+    if install_venv.is_complete(args.venv, wanted) and not installer.record_problems(
+            installer.site_packages(python), pip_compiled=True):
         print(f"{args.venv} is complete for these pins (its marker matches, its files match RECORD): "
               "nothing installed", flush=True)
         set_outputs({"python": python.as_posix(), "installed": "false", "installer": "none",

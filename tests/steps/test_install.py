@@ -334,3 +334,28 @@ def test_pips_find_links_and_indexes_are_given_to_uv(monkeypatch):
     assert ["--default-index", "https://i/simple"] == args[4:6] and args[6:8] == ["--index", "file:///x/simple"]
     assert "--find-links" not in installer.pip_sources_for_uv({"PIP_FIND_LINKS": "/w", "UV_FIND_LINKS": "/u",
                                                                 "PIP_CONFIG_FILE": "/dev/null"})
+
+
+# --- what the gate records -------------------------------------------------------------------------------
+
+
+def test_the_gate_records_the_installer_and_the_lock_beside_the_torch_build(tmp_path):
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from platform_runtime import torch_build
+
+    venv = tmp_path / "venv"
+    site = venv / "lib" / "python3.11" / "site-packages"
+    (site / "torch").mkdir(parents=True)
+    (site / "torch" / "version.py").write_text("__version__ = '2.13.0+cpu'\n")
+    (site / "torch-2.13.0+cpu.dist-info").mkdir()
+    (site / "torch-2.13.0+cpu.dist-info" / "INSTALLER").write_text("uv\n")
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    assert torch_build.read_install(site, ROOT) is None  # no marker: not a venv prepare_python made
+    lock = runtime_lock.LOCK_DIR / "linux-cpu.txt"
+    digest = hashlib.sha256(lock.read_bytes()).hexdigest()
+    (venv / install_venv.MARKER).write_text(json.dumps({"pins": [], "lock": "linux-cpu.txt", "lock_sha256": digest}))
+    assert torch_build.read_install(site, ROOT) == {"installer": "uv", "lock": "linux-cpu.txt", "lock_sha256": digest,
+                                                     "lock_sha256_in_checkout": digest}
+    # A marker naming a path outside requirements/lock/ is recorded, never read.
+    (venv / install_venv.MARKER).write_text(json.dumps({"lock": "../../etc/passwd", "lock_sha256": digest}))
+    assert torch_build.read_install(site, ROOT)["lock_sha256_in_checkout"] is None
