@@ -96,7 +96,10 @@ def build(venv: Path, steps: list[Step], hashed: bool, wanted: dict, choice: str
     uv, cache, env = None, None, {**os.environ, **installer.UV_ENV}
     sources = installer.pip_sources_for_uv()
     if choice != "pip":
-        cache, state = installer.prepare_cache(cache_root, made_for)
+        try:
+            cache, state = installer.prepare_cache(cache_root, made_for)
+        except OSError as error:  # a full or read-only cache folder: uv can still install without it
+            cache, state = None, f"unusable ({error.strerror}): installing without the cache"
         uv, why = installer.ensure_uv(cache_root)
         outcome.notes.append(f"cache: {state}" if uv else f"uv not used: {why}")
         if uv is None:
