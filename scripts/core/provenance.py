@@ -17,6 +17,8 @@ def platform_facts() -> dict:
     return {
         "system": system, "release": platform.release(), "machine": platform.machine(),
         "python": platform.python_version(), "python_implementation": platform.python_implementation(),
+        # The same version number is not the same interpreter: its build and compiler say which (`diff` names them).
+        "python_build": " ".join(platform.python_build()), "python_compiler": platform.python_compiler(),
         "windows_version": platform.version() if system == "Windows" else None,
         "mac_version": platform.mac_ver()[0] or None if system == "Darwin" else None,
     }

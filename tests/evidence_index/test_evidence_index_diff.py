@@ -131,6 +131,32 @@ def test_the_runner_image_is_recorded_in_results_and_named_by_diff(tmp_path):
         ("linux", "environment", "github.image_version", '"20261110.1"', '"20261117.1"')}
 
 
+def test_the_python_build_is_recorded_in_results_and_named_by_diff(tmp_path):
+    import platform
+
+    from core.provenance import platform_facts
+
+    from tests.conftest import validate
+
+    facts = platform_facts()
+    assert facts["python_build"] == " ".join(platform.python_build())
+    assert facts["python_compiler"] == platform.python_compiler()
+    document = json.loads((FILESYSTEMS / TMPFS).read_text())
+    document["platform"].update(python_build=facts["python_build"], python_compiler=facts["python_compiler"])
+    validate(document, "platform-runtime-result.schema.json")
+    (tmp_path / "old.json").write_text(json.dumps(document))
+
+    def rebuilt(new: dict) -> None:  # the same 3.11.7, built again by another toolchain
+        new["platform"].update(python_build="main Jan 14 2027 09:12:33", python_compiler="Clang 18.1.8")
+
+    document_new = copy.deepcopy(document)
+    rebuilt(document_new)
+    (tmp_path / "new.json").write_text(json.dumps(document_new))
+    assert cli("diff", tmp_path / "old.json", tmp_path / "new.json", "--json", tmp_path / "d.json").returncode == 1
+    assert {r[1:3] for r in records(tmp_path / "d.json")} == {("environment", "platform.python_build"),
+                                                            ("environment", "platform.python_compiler")}
+
+
 def test_exit_codes_follow_git_diff(tmp_path):
     assert cli("diff", FILESYSTEMS / TMPFS, FILESYSTEMS / TMPFS).returncode == 0
     other = FILESYSTEMS / "platform-runtime-cpu-xfs-loop.json"
