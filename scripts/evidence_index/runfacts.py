@@ -80,13 +80,22 @@ def jobs_of_attempt(jobs: list[dict[str, Any]], attempt: Any) -> list[dict[str, 
 
     Per job name, its newest execution up to that attempt that ran (not skipped), else its newest. After
     "Re-run failed jobs" a job that passed in attempt 1 is not run again: whether GitHub lists it again
-    under attempt N is not stated in its description, so the attempt's own list is not relied on; this
-    answer is the same either way. A job listed twice (same id) counts once; API order is kept."""
+    under attempt N -- as the same record, as a copy under attempt N, or not at all -- is not stated in its
+    description, so the attempt's own list is not relied on; this answer is the same in all three cases.
+    A job listed twice (same id) counts once, and a copy (a later record of the same name, start, end
+    and conclusion: it did not run again) gives way to the execution it copies; API order is kept."""
     limit = attempt if isinstance(attempt, int) and not isinstance(attempt, bool) and attempt > 0 else None
     unique: dict[Any, dict[str, Any]] = {}
     for job in jobs:
         if isinstance(job, dict) and (limit is None or _attempt_of(job) <= limit):
             unique.setdefault(job.get("id") if job.get("id") is not None else id(job), job)
+    first_run: dict[tuple[Any, ...], int] = {}
+    for job in unique.values():
+        if job.get("started_at"):
+            ran = (str(job.get("name", "")), job.get("started_at"), job.get("completed_at"), job.get("conclusion"))
+            first_run[ran] = min(first_run.get(ran, _attempt_of(job)), _attempt_of(job))
+    unique = {key: job for key, job in unique.items() if not job.get("started_at") or _attempt_of(job) == first_run[
+        (str(job.get("name", "")), job.get("started_at"), job.get("completed_at"), job.get("conclusion"))]}
     best: dict[str, tuple[bool, int]] = {}
     for job in unique.values():
         rank = (job.get("conclusion") != "skipped", _attempt_of(job))

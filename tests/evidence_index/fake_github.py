@@ -14,9 +14,10 @@ It answers with the REST API's real response shapes for what the evidence index 
 Every body fits the schema GitHub's description gives for that operation and status
 (tests/evidence_index/github-api/, checked by test_fake_github_schema.py over `fake.responses`).
 Re-runs: each job carries the attempt it ran in (`run_attempt`); what an attempt's job list shows of
-the jobs that were NOT re-run in it is not stated in the description, so `carry_over` offers both:
-"listed" (attempt N lists them as they are, with their own attempt) or "omitted" (attempt N lists only
-the jobs that ran in it). `filter=all` lists every execution of every attempt either way.
+the jobs that were NOT re-run in it is not stated in the description, so `carry_over` offers each:
+"listed" (attempt N lists them as they are, with their own attempt), "copied" (attempt N lists a copy
+of each: a new id, run_attempt N, the same name, times, conclusion and log) or "omitted" (attempt N
+lists only the jobs that ran in it). `filter=all` lists every execution of every attempt, copies included.
 
 Pagination links use GitHub's `/repositories/{id}/...` form, as the real API does. Logs and zips live
 on a SECOND server (another port: another origin) behind signed URLs valid `blob_ttl` seconds; that
@@ -32,6 +33,7 @@ serves a passing run and prints the GITHUB_API_URL to use.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import gzip
 import hashlib
@@ -54,7 +56,8 @@ from tests.evidence_index import fake_github_shapes as shapes
 DEFAULT_TOKEN = "ghs_FAKEtoken0123456789abcdefghijklmnopqrs"
 REPOSITORY = "kernodeck/platform-runtime"
 REPO_ID = shapes.REPO_ID
-CARRY_OVER = ("listed", "omitted")
+CARRY_OVER = ("listed", "copied", "omitted")
+COPY_ID_OFFSET = 10**10  # a copied job's id: its original's plus this times the attempt
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -343,22 +346,36 @@ class FakeGitHub:
         """Every execution of every job, of every attempt."""
         return self.jobs + [job for jobs in self.attempt_jobs.values() for job in jobs]
 
+    def _executions(self) -> list[FakeJob]:
+        """Every job record: each execution, plus, with carry_over "copied", each attempt's copies."""
+        jobs = self._all_jobs()
+        if self.carry_over != "copied":
+            return jobs
+        copies = [dataclasses.replace(job, id=job.id + COPY_ID_OFFSET * attempt, run_attempt=attempt)
+                  for attempt in range(2, self.run_attempt + 1) for job in self._carried(jobs, attempt)]
+        return jobs + copies
+
+    @staticmethod
+    def _carried(jobs: list[FakeJob], attempt: int) -> list[FakeJob]:
+        """The jobs not re-run in `attempt`, each as its newest earlier execution."""
+        names = {job.name for job in jobs if job.run_attempt == attempt}
+        earlier: dict[str, FakeJob] = {}
+        for job in jobs:
+            if job.run_attempt < attempt and job.name not in names:
+                if job.name not in earlier or job.run_attempt >= earlier[job.name].run_attempt:
+                    earlier[job.name] = job
+        return [job for job in jobs if earlier.get(job.name) is job]
+
     def _jobs_listed(self, attempt: int | None, query: dict[str, str]) -> list[dict[str, Any]]:
         """filter=all: every execution; filter=latest (the default) and /attempts/{n}/jobs: one attempt's."""
         if attempt is None and query.get("filter", "latest") == "all":
-            return [shapes.job(self, job) for job in self._all_jobs()]
+            return [shapes.job(self, job) for job in self._executions()]
         attempt = self.run_attempt if attempt is None else attempt
-        ran = [job for job in self._all_jobs() if job.run_attempt == attempt]
+        listed = [job for job in self._executions() if job.run_attempt == attempt]
         if self.carry_over == "listed":
-            # The jobs not re-run in this attempt, each as its newest earlier execution.
-            names = {job.name for job in ran}
-            earlier: dict[str, FakeJob] = {}
-            for job in self._all_jobs():
-                if job.run_attempt < attempt and job.name not in names:
-                    if job.name not in earlier or job.run_attempt >= earlier[job.name].run_attempt:
-                        earlier[job.name] = job
-            ran = [job for job in self._all_jobs() if job in ran or earlier.get(job.name) is job]
-        return [shapes.job(self, job) for job in ran]
+            carried = self._carried(self._all_jobs(), attempt)
+            listed = [job for job in self._all_jobs() if job in listed or job in carried]
+        return [shapes.job(self, job) for job in listed]
 
     def _attempt(self, handler: _Handler, attempt: int) -> None:
         if not 1 <= attempt <= self.run_attempt:
@@ -396,7 +413,7 @@ class FakeGitHub:
         handler._send_json({"total_count": len(items), key: chunk}, headers=headers)
 
     def _log_redirect(self, handler: _Handler, job_id: int) -> None:
-        job = next((j for j in self._all_jobs() if j.id == job_id), None)
+        job = next((j for j in self._executions() if j.id == job_id), None)
         if job is None or job.log is None:
             handler._send_json(shapes.error(404, "Not Found"), 404)
             return

@@ -1,7 +1,8 @@
 """Re-runs either way (issue 21.2): the builder reads the run's jobs of every attempt (`filter=all`) and
 takes, per platform, its newest execution up to the attempt that ran. Whether GitHub lists, under
 attempt N of "Re-run failed jobs", the jobs carried over from attempt 1 is not in its description, so
-every test here runs against both behaviours of the fake (`carry_over`: "listed" and "omitted")."""
+every test here runs against each behaviour of the fake (`carry_over`: "listed" as they are, "copied"
+as new records under attempt N, "omitted")."""
 
 from __future__ import annotations
 
@@ -109,7 +110,19 @@ def test_the_two_behaviours_differ_where_the_attempts_own_list_would_lose_a_plat
         jobs = requests.get(url, headers={"Authorization": f"Bearer {fake.token}"}, timeout=10).json()["jobs"]
         names[mode] = sorted((job["name"], job["run_attempt"]) for job in jobs)
     assert ("platform-runtime / linux", 1) in names["listed"]
+    assert ("platform-runtime / linux", 2) in names["copied"]  # a copy: it did not run again
     assert names["omitted"] == [("platform-runtime / evidence", 2), ("platform-runtime / windows", 2)]
+
+
+def test_a_copy_under_a_later_attempt_gives_way_to_the_execution_it_copies_and_a_real_rerun_does_not():
+    from evidence_index.runfacts import jobs_of_attempt
+
+    ran = {"name": "linux", "started_at": "2026-08-24T10:00:05Z", "completed_at": "2026-08-24T10:03:41Z",
+           "conclusion": "success"}
+    copy = {**ran, "id": 9, "run_attempt": 2}
+    assert [job["id"] for job in jobs_of_attempt([{**ran, "id": 1, "run_attempt": 1}, copy], 2)] == [1]
+    rerun = {**copy, "started_at": "2026-08-24T11:00:05Z", "completed_at": "2026-08-24T11:03:00Z"}
+    assert [job["id"] for job in jobs_of_attempt([{**ran, "id": 1, "run_attempt": 1}, rerun], 2)] == [9]
 
 
 def test_a_platform_skipped_in_the_newest_attempt_is_taken_from_the_attempt_where_it_ran():
