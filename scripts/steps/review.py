@@ -4,7 +4,7 @@
     python scripts/steps/review.py --index evidence/platform-runtime-evidence.json --artifacts artifacts \
         --logs evidence/logs --out-dir evidence
     env: BASELINE_RUN_ID (empty: no baseline), REPOSITORY, GITHUB_TOKEN, GITHUB_API_URL, GITHUB_WORKFLOW_REF,
-         ARTIFACT_PREFIX
+         ARTIFACT_PREFIX, BASELINE_DEADLINE_S (default 300: a baseline not fetched and verified by then is reported)
 
 Writes into --out-dir (the evidence artifact): platform-runtime-evidence.html and, with a baseline,
 baseline-diff.json and baseline-diff.md; appends the diff (or why there is none) to the step summary.
@@ -19,8 +19,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
@@ -38,6 +41,35 @@ from evidence_index.report import render_report  # noqa: E402
 from evidence_index.review_cli import Compared, compare  # noqa: E402
 
 REPORT_NAME = "platform-runtime-evidence.html"
+# The evidence job has 20 minutes for everything: a baseline server that keeps asking to wait (each answer
+# within the client's patience) must not hold the job until it is cancelled, which would fail a green run.
+BASELINE_DEADLINE_S = 300.0
+
+
+@contextmanager
+def deadline(seconds: float) -> Iterator[None]:
+    """BaselineError once `seconds` have passed (SIGALRM: the evidence job runs on Linux; elsewhere no limit)."""
+    if seconds <= 0 or not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def expired(signum: int, frame: object) -> None:
+        raise BaselineError(f"fetching and verifying it took longer than {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _deadline_s(env: dict[str, str]) -> float:
+    try:
+        return float(env.get("BASELINE_DEADLINE_S") or BASELINE_DEADLINE_S)
+    except ValueError:
+        return BASELINE_DEADLINE_S
 
 
 def baseline_diff(current: Loaded, env: dict[str, str], work: Path) -> Compared:
@@ -80,7 +112,7 @@ def run(args: argparse.Namespace, env: dict[str, str]) -> int:
     if (env.get("BASELINE_RUN_ID") or "").strip():
         secret = env.get("GITHUB_TOKEN")
         try:
-            with tempfile.TemporaryDirectory(prefix="baseline-") as scratch:
+            with tempfile.TemporaryDirectory(prefix="baseline-") as scratch, deadline(_deadline_s(env)):
                 compared = baseline_diff(current, env, Path(scratch))
         except (BaselineError, InputError) as error:
             why = redact_secrets(str(error), [secret])

@@ -184,6 +184,22 @@ def test_a_run_that_is_not_there_or_not_an_id_is_reported(tmp_path, baseline, ru
     reported(*review(tmp_path, current, baseline, run_id=run_id), "run")
 
 
+def test_a_baseline_that_takes_too_long_is_reported_within_its_deadline(tmp_path, baseline):
+    # A server that keeps asking to wait (each answer within the client's patience) must not hold the evidence
+    # job past its timeout, which would fail a green run: the step gives the baseline BASELINE_DEADLINE_S.
+    import time
+
+    from tests.evidence_index.fake_github import Fault
+
+    baseline.faults.append(Fault(path=rf"/actions/runs/{BASELINE_RUN}$", status=503, times=50,
+                                 headers={"Retry-After": "40"}))
+    current = current_run(tmp_path)
+    started = time.monotonic()
+    done, evidence, summary = review(tmp_path, current, baseline, BASELINE_DEADLINE_S="2")
+    assert time.monotonic() - started < 30
+    reported(done, evidence, summary, "longer than 2 s")
+
+
 def test_under_act_the_baseline_is_reported_as_unreachable(tmp_path, baseline):
     current = current_run(tmp_path)
     reported(*review(tmp_path, current, baseline, ACT="true"), "act serves no REST API")
@@ -201,6 +217,8 @@ def test_the_workflow_takes_an_optional_baseline_run_id_and_its_review_step_cann
     (step,) = [s for s in job["steps"] if "steps/review.py" in s.get("run", "")]
     assert step["env"]["BASELINE_RUN_ID"] == "${{ inputs.baseline-run-id }}" and "${{" not in step["run"]
     assert step["continue-on-error"] is True and step["if"].startswith("${{ always()")
+    # a slow baseline cannot hold the job past its own timeout (a cancelled job is a red run)
+    assert step["timeout-minutes"] < job["timeout-minutes"]
     assert job["permissions"] == {"contents": "read", "actions": "read"}  # nothing more than the index needed
     names = [s.get("name", "") for s in job["steps"]]
     upload = next(s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/upload-artifact@"))
