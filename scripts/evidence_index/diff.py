@@ -132,8 +132,12 @@ def _is_timestamp(value: Any) -> bool:
     return isinstance(value, str) and bool(_TIMESTAMP.match(value))
 
 
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def _within(old: Any, new: Any, tolerance: Tolerance) -> bool:
-    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (old, new)):
+    if not (_number(old) and _number(new)):
         return False
     apart = abs(new - old)
     return apart <= tolerance.seconds or apart <= tolerance.ratio * abs(old)
@@ -169,8 +173,8 @@ def leaf_changes(old: Any, new: Any, path: str, tolerance: Tolerance) -> list[tu
             for index, (left_item, right_item) in enumerate(zip(old, new)):
                 found += leaf_changes(left_item, right_item, f"{path}.{index}", tolerance)
             return found
-    if old == new and type(old) is type(new):
-        return []
+    if old == new and (type(old) is type(new) or _number(old) and _number(new)):
+        return []  # 600 and 600.0 are one number (jq prints one as the other); true is never 1
     if _is_timestamp(old) and _is_timestamp(new):
         return []
     if is_duration(key) and _within(old, new, tolerance):

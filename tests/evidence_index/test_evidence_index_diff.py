@@ -100,6 +100,31 @@ def test_noise_is_not_a_difference(tmp_path):
     assert json.loads((tmp_path / "d.json").read_text())["changes"] == []
 
 
+def test_a_number_written_as_600_or_600_0_is_the_same_number(tmp_path):
+    # jq (and other JSON tools) print 600.0 as 600: a result edited with one is not 4 changes more.
+    def integral(value):
+        if isinstance(value, dict):
+            return {k: integral(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [integral(v) for v in value]
+        return int(value) if isinstance(value, float) and value.is_integer() else value
+
+    def edit(document: dict) -> None:
+        document.update(integral(document))
+        document["platform"]["python"] = "3.11.8"
+
+    done = cli("diff", FILESYSTEMS / TMPFS, seeded_tmpfs(edit, tmp_path), "--json", tmp_path / "d.json")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert {r[1:3] for r in records(tmp_path / "d.json")} == {("environment", "platform.python")}
+
+    def boolean(document: dict) -> None:  # true is not 1
+        document["checks"]["jsonl_append"]["unterminated_tail"] = 0
+
+    assert {r[1:3] for r in (cli("diff", FILESYSTEMS / TMPFS, seeded_tmpfs(boolean, tmp_path), "--json",
+                                 tmp_path / "b.json"), records(tmp_path / "b.json"))[1]} == {
+        ("check", "checks.jsonl_append.unterminated_tail")}
+
+
 def test_a_duration_beyond_the_stated_tolerance_is_a_check_difference(tmp_path):
     def edit(document: dict) -> None:
         document["checks"]["concurrent_replace"]["duration_s"] = 9.0
