@@ -92,6 +92,9 @@ def build_parser() -> Parser:
     parser.add_argument("--collectives-port", type=port_number,
                         help="the loopback port of the group's store (default: a free one)")
     parser.add_argument("--output", type=Path, help="write the JSON result here, atomically")
+    parser.add_argument("--allow-injection-vectors", action="store_true",
+                        help="judge requirements even with LD_PRELOAD, a sitecustomize, PYTHONPATH... present "
+                             "(recorded; the evidence index then holds the claim unproven)")
     return parser
 
 
@@ -140,6 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         # --require collectives alone asks for the check as auto would.
         collectives=args.collectives or ("auto" if "collectives" in args.require else None),
         collectives_timeout_s=args.collectives_timeout, collectives_port=args.collectives_port or 0,
+        allow_injection_vectors=args.allow_injection_vectors,
     )
 
     def terminate(signum, _frame):  # SIGTERM (CI cancellation) ends like Ctrl-C: children killed, result written

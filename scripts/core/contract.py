@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from core import collectives
+from core.trust import injection_problems
 
 GATE_SCHEMA_ID = "kernodeck.platform-runtime.result/v1"
 DIAGNOSTIC_SCHEMA_ID = "kernodeck.diagnostic.report/v1"
@@ -409,4 +410,5 @@ def prove_platform(platform: str, gate: Any) -> list[str]:
         wanted += [(False, why) for why in nfs_problems(facts, fs)]
     else:
         return [f"{platform}: not a platform this project knows"]
+    wanted += [(False, why) for why in injection_problems(gate)]  # its view may have been rewritten
     return [f"{platform} not proven: {why}" for held, why in wanted if not held]

@@ -91,5 +91,15 @@ def _gate_claims(document: dict[str, Any]) -> dict[str, Any]:
         "requirements": [pick(req, "name", "ok") for req in document.get("requirements", [])
                          if isinstance(req, dict)] if isinstance(document.get("requirements"), list) else None,
         "github": document.get("github") if isinstance(document.get("github"), dict) else None,
+        **_isolation_claims(document),
     }
+
+
+def _isolation_claims(document: dict[str, Any]) -> dict[str, Any]:
+    """The injection vectors of a gate that judges them (it records `isolation.allowed`), for
+    core.trust.injection_problems; older results record `present` as information only and carry none."""
+    isolation = document.get("isolation")
+    if not isinstance(isolation, dict) or not isinstance(isolation.get("allowed"), bool):
+        return {}
+    return {"isolation": {"present": isolation.get("present"), "allowed": isolation["allowed"]}}
 

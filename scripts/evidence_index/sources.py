@@ -13,7 +13,8 @@ from .common import is_safe_relative, sha256_file
 # The CLI and the gate modules it reuses (the package's own modules are added by indexer_files).
 INDEXER_FILES = ("scripts/build_evidence_index.py", "scripts/core/files.py",
                  "scripts/platform_runtime/sources.py")
-CORE_FILES = ("scripts/core/__init__.py", "scripts/core/contract.py", "scripts/core/provenance.py")
+CORE_FILES = ("scripts/core/__init__.py", "scripts/core/contract.py", "scripts/core/provenance.py",
+              "scripts/core/trust.py")
 
 
 def hash_sources(root: Path, paths: Iterable[str], resolved: dict[str, str] | None = None) -> dict[str, str | None]:

@@ -30,7 +30,8 @@ def _gate_document(gate: dict[str, Any]) -> dict[str, Any]:
     """The gate's own fields prove_platform reads, as the index keeps them in `claims`."""
     claims = gate.get("claims") or {}
     return {"platform": claims.get("platform"), "device": claims.get("device"),
-            "filesystem": claims.get("filesystem"), "requirements": claims.get("requirements")}
+            "filesystem": claims.get("filesystem"), "requirements": claims.get("requirements"),
+            "isolation": claims.get("isolation")}
 
 
 def _source_mismatches(claimed: dict[str, Any], actual: dict[str, Any]) -> list[str]:

@@ -13,7 +13,9 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -95,8 +97,10 @@ def device_worker_command(*args: str) -> list[str]:
     return [sys.executable, *WORKER_FLAGS, str(PACKAGE_DIR / "device_worker.py"), *args]
 
 
-def start(command: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
-    kwargs: dict = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "stdin": subprocess.DEVNULL}
+def start(command: list[str], env: dict[str, str] | None = None, hold: bool = False) -> subprocess.Popen:
+    """hold: the child's stdin is a pipe it waits on after its report (collect_after_report)."""
+    kwargs: dict = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE,
+                    "stdin": subprocess.PIPE if hold else subprocess.DEVNULL}
     if os.name == "nt":
         kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP
     else:
@@ -160,3 +164,61 @@ def collect(name: str, process: subprocess.Popen, started: float, timeout: float
         stderr_tail=stderr.decode("utf-8", "replace")[-2000:], stuck=left,
     )
 
+
+
+def collect_after_report(name: str, process: subprocess.Popen, started: float, timeout: float,
+                         global_deadline: bool, on_report: Callable[[int], None]) -> ChildOutcome:
+    """collect() for a child that prints its report and then waits for its stdin to close: on_report(pid)
+    runs while the child is still alive (the parent reads what it mapped), then stdin is closed. A child that
+    exits at once after printing (a forged report) leaves nothing to read, and on_report sees that."""
+    out: list[bytes] = []
+    err: list[bytes] = []
+
+    def release() -> None:
+        try:
+            process.stdin.close()
+        except (OSError, AttributeError):
+            pass
+
+    def read_stdout() -> None:
+        reported = False
+        try:
+            for line in process.stdout:
+                out.append(line)
+                if not reported and parse_last_json(line) is not None:
+                    reported = True
+                    try:
+                        on_report(process.pid)
+                    finally:
+                        release()
+        finally:
+            release()
+
+    readers = [threading.Thread(target=read_stdout, daemon=True),
+               threading.Thread(target=lambda: err.append(process.stderr.read()), daemon=True)]
+    for reader in readers:
+        reader.start()
+    timed_out = abandoned = False
+    try:
+        process.wait(timeout=max(timeout - (time.monotonic() - started), 0.01))
+    except subprocess.TimeoutExpired:
+        kill_tree(process)
+        timed_out = True
+    grace = KILL_GRACE_S if timed_out else max(timeout - (time.monotonic() - started), KILL_GRACE_S)
+    for reader in readers:
+        reader.join(timeout=grace)
+    if any(reader.is_alive() for reader in readers):  # a grandchild holds the pipe: never waited for
+        kill_tree(process)
+        abandoned = True
+    try:
+        process.wait(timeout=KILL_GRACE_S)
+    except subprocess.TimeoutExpired:
+        abandoned = True
+    stdout = b"" if abandoned else b"".join(out)
+    stderr = b"" if abandoned else b"".join(err)
+    payload = None if timed_out or abandoned else parse_last_json(stdout)
+    return ChildOutcome(
+        name=name, returncode=process.returncode, payload=payload, duration_s=round(time.monotonic() - started, 3),
+        timed_out=timed_out or abandoned, timeout_s=timeout, global_deadline=global_deadline and timed_out,
+        abandoned=abandoned, stderr_tail=stderr.decode("utf-8", "replace")[-2000:],
+    )

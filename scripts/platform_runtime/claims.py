@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from core import collectives
 from core.contract import NFS_TYPES, nfs_problems, windows_problems
+from core.trust import INJECTION_EXEMPT
 
 # What `--require` accepts: properties of the runner, not the workflow's platform jobs (core.contract.PLATFORMS).
 REQUIRABLE = ("cuda", "rocm", "mps", "windows", "nfs", "collectives")
@@ -105,12 +106,15 @@ def _nfs(platform: dict, filesystem: dict) -> tuple[bool, str]:
 
 
 def evaluate(req: Requirements, platform: dict, device: dict, compute_ok: bool, filesystem: dict,
-             environment: dict | None = None, collectives_check: dict | None = None) -> list[dict]:
+             environment: dict | None = None, collectives_check: dict | None = None,
+             injection: str | None = None) -> list[dict]:
     """One verdict per requirement; each holds only on positive evidence. `platform` is the gate's own
     platform facts (core.provenance), the file-system rules are core.contract's (the index proves a platform
     with the same ones). `environment` holds the parent's own view of variables that change what a device
     claim means (never the worker's word for them); `collectives_check` the collective check's record, when it
-    ran (--require collectives holds by core.collectives.requirement, the judge's rule too)."""
+    ran (--require collectives holds by core.collectives.requirement, the judge's rule too). `injection`
+    (core.trust.injection_refusal) fails every requirement but INJECTION_EXEMPT, naming the vectors and what
+    the requirement would otherwise have said."""
     environment = environment or {}
     verdicts = []
     for platform_name in req.platforms:
@@ -132,4 +136,8 @@ def evaluate(req: Requirements, platform: dict, device: dict, compute_ok: bool, 
         ok = fstype == wanted or (wanted == "nfs" and fstype in NFS_TYPES)
         verdicts.append({"name": f"filesystem={req.filesystem}", "ok": ok,
                          "reason": f"the work dir's file system is {fstype or 'unknown'}"})
+    if injection:
+        for verdict in verdicts:
+            if verdict["name"] not in INJECTION_EXEMPT:
+                verdict.update(ok=False, reason=f"{injection} (otherwise: {verdict['reason']})")
     return verdicts

@@ -1,6 +1,6 @@
 """The device check, in its own process: the only part of the gate that imports torch.
 
-    device_worker.py DEVICE WORKSPACE [TORCH_SITE_DIR]
+    device_worker.py [--hold] DEVICE WORKSPACE [TORCH_SITE_DIR]
 
 The gate starts it with `python -I`, so nothing from the caller's PYTHONPATH, PYTHONSTARTUP, user site or
 working directory runs here; TORCH_SITE_DIR is the interpreter's own site directory holding torch (the gate
@@ -14,7 +14,9 @@ torch.load(map_location="cpu", weights_only=True) into a fresh model and optimiz
 exactly as Python numbers (so a patched torch.equal or a load that returns other values cannot pass).
 On CUDA/ROCm/MPS each phase (matmul, training, checkpoint save, checkpoint load) records the bytes it
 allocated on the device (peak statistics reset before it), the devices its tensors live on, and ends with a
-synchronize. Prints one JSON object; the gate decides what it means for the requirements.
+synchronize. Prints one JSON object; the gate decides what it means for the requirements. With --hold it
+then waits for its stdin to close, so the gate can read from outside, in /proc/<pid>/maps, which libraries
+this process really mapped while torch is still loaded.
 """
 
 from __future__ import annotations
@@ -490,10 +492,14 @@ def run(requested: str, workspace: Path, site_dir: str | None = None) -> dict:
 
 
 def main(argv: list[str]) -> int:
+    hold = argv[:1] == ["--hold"]
+    argv = argv[1:] if hold else argv
     requested, workspace = argv[0], Path(argv[1])
     report = run(requested, workspace, argv[2] if len(argv) > 2 else None)
     sys.stdout.write(json.dumps(report, sort_keys=True) + "\n")
     sys.stdout.flush()
+    if hold:
+        sys.stdin.read()  # until the gate has looked at this process and closes the pipe
     return 0
 
 

@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core import collectives as collective_rules
+from core import trust
 from core.contract import GATE_SCHEMA_ID
 from core.provenance import git_state, github_facts, platform_facts
 
-from platform_runtime import children, collectives, isolation, torch_build
+from platform_runtime import children, collectives, device_views, isolation, startup, torch_build
 from platform_runtime.claims import MPS_FALLBACK, NFS_TYPES, Requirements, conflicts, evaluate
 from platform_runtime.result import (
     EXIT_FAILED,
@@ -58,6 +59,7 @@ class Options:
         """The collective check's own deadline: the group's timeout twice (init, then one op) and the time to
         start the launcher and the ranks, each importing torch; the whole group is killed at it."""
         return 2 * self.collectives_timeout_s + 20.0
+    allow_injection_vectors: bool = False
 
 
 def arguments_of(options: Options) -> dict:
@@ -68,6 +70,7 @@ def arguments_of(options: Options) -> dict:
         "keep_workspace": options.keep_workspace, "timeout_s": options.timeout_s,
         "cleanup_timeout_s": options.cleanup_timeout_s, "collectives": options.collectives,
         "collectives_timeout_s": options.collectives_timeout_s if options.collectives else None,
+        "allow_injection_vectors": options.allow_injection_vectors,
     }
 
 
@@ -94,19 +97,24 @@ class Gate:
         self.torch = isolation.locate_torch()  # only the interpreter's own site-packages, never PYTHONPATH
         self.build = torch_build.read_build(self.torch.site_dir)
         self.workspace: Path | None = None
+        self.views = device_views.DeviceViews(self.torch.site_dir, self.build)
 
     # --- children ---------------------------------------------------------------------------------------
 
-    def _launch(self, name: str, command: list[str], timeout: float, own_deadline: bool = False) -> tuple:
+    def _launch(self, name: str, command: list[str], timeout: float, own_deadline: bool = False,
+                hold: bool = False) -> tuple:
         """Start a child; its timeout is capped by the global deadline unless it has its own (cleanup)."""
         capped, by_global = (timeout, False) if own_deadline else self.deadline.cap(timeout)
-        process = children.start(command)
+        process = children.start(command, env={**os.environ, **startup.WORKER_ENVIRONMENT}, hold=hold)
         self.running.append(process)
         return name, process, time.monotonic(), capped, by_global
 
     def _collect(self, launched: tuple) -> children.ChildOutcome:
         name, process, started, timeout, by_global = launched
-        outcome = children.collect(name, process, started, timeout, by_global)
+        if name == "device_compute":  # it waits after its report, so its mapped libraries can be read
+            outcome = children.collect_after_report(name, process, started, timeout, by_global, self.views.observe)
+        else:
+            outcome = children.collect(name, process, started, timeout, by_global)
         self.running.remove(process)
         return outcome
 
@@ -139,7 +147,7 @@ class Gate:
         result = skeleton(options, self.device_to_resolve())
         sources, missing_sources = hash_sources()
         result["source"] = {"files": sources, "git": git_state(REPO_ROOT)}
-        result["isolation"] = isolation.injection_vectors()
+        result["isolation"] = startup.record(options.allow_injection_vectors)
         result["device"]["torch_build"] = {**(self.build or torch_build.NO_BUILD), "found_in": self.torch.found_in,
                                            "ignored_copies": list(self.torch.ignored),
                                            "install": torch_build.read_install(self.torch.site_dir, REPO_ROOT)}
@@ -166,11 +174,12 @@ class Gate:
         workspace_name = f"platform-runtime-{secrets.token_hex(6)}"
         workspace = self.options.work_dir / workspace_name
         # The device worker starts now, beside the probe, so importing torch overlaps everything else.
-        device_args = [self.device_to_resolve(), str(workspace / "device")]
+        device_args = ["--hold", self.device_to_resolve(), str(workspace / "device")]
         if self.torch.site_dir is not None:
             device_args.append(str(self.torch.site_dir))
         device = self._launch("device_compute", children.device_worker_command(*device_args),
-                              self.options.device_timeout_s)
+                              self.options.device_timeout_s, hold=True)
+        self.views.start_record_check()  # torch's files hashed while the worker imports torch
         refused = self._probe(result, failures, device, workspace_name)
         if refused is not None:
             return refused
@@ -271,6 +280,8 @@ class Gate:
                 missing = isolation.missing_torch_reason(self.torch)
                 problems = [missing] if missing else []
                 problems += torch_build.cross_check(self.build, details.get("torch"), details.get("type"))
+                result["device"]["views"] = self.views.record(details, result["isolation"])
+                problems += trust.device_view_problems(result["device"])
                 result["device"]["build_cross_check"] = problems
                 result["isolation"]["device_worker_loaded"] = details.get("startup_modules")
                 details = {k: details.get(k) for k in ("stage", "matmul", "training", "checkpoint", "ran_on",
@@ -289,7 +300,7 @@ class Gate:
         environment = {MPS_FALLBACK: bool(os.environ.get(MPS_FALLBACK))}  # the parent's own view
         verdicts = evaluate(self.options.requirements, result["platform"], result["device"],
                             result["checks"]["device_compute"]["ok"], result["filesystem"], environment,
-                            result["checks"].get("collectives"))
+                            result["checks"].get("collectives"), injection=trust.injection_refusal(result))
         result["requirements"] = verdicts
         failures += [f"requirement {v['name']} not met: {v['reason']}" for v in verdicts if not v["ok"]]
 

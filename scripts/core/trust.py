@@ -1,0 +1,80 @@
+"""Whether the gate's own view could have been rewritten, judged from what it recorded: the injection vectors
+present for it and its workers (`isolation`), and the views of the torch build a worker cannot forge
+(`device.views`). Pure functions of recorded fields, so the gate (setting `ok`) and the judge (recomputing
+it) apply the same rule. Stdlib only. docs/gate.md#threat-model says what these views do not cover.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Requirements a vector does not fail: a CPU is every machine's, so no injection can make a machine claim
+# one it lacks; refusing them would only fail every developer's run that sets PYTHONPATH.
+INJECTION_EXEMPT = ("device=cpu",)
+ALLOW_FLAG = "--allow-injection-vectors"
+# The backend library a device type's torch must have mapped into the device worker, seen by the parent.
+BACKEND_LIBRARIES = {"cpu": ("libtorch_cpu.so",), "cuda": ("libtorch_cpu.so", "libtorch_cuda.so"),
+                     "rocm": ("libtorch_cpu.so", "libtorch_hip.so")}
+
+
+def _isolation(document: Any) -> dict[str, Any]:
+    isolation = document.get("isolation") if isinstance(document, dict) else None
+    return isolation if isinstance(isolation, dict) else {}
+
+
+def vectors_present(document: Any) -> list[str]:
+    present = _isolation(document).get("present")
+    return [str(name) for name in present] if isinstance(present, list) else []
+
+
+def injection_refusal(document: Any) -> str | None:
+    """Why a requirement of this gate result cannot hold: vectors present and not allowed; None otherwise."""
+    present = vectors_present(document)
+    if not present or _isolation(document).get("allowed") is True:
+        return None
+    findings = _isolation(document).get("findings") or []
+    detail = "; ".join(str(f) for f in findings[:4]) if isinstance(findings, list) else ""
+    return (f"injection vector(s) present: {', '.join(present)}" + (f" ({detail})" if detail else "")
+            + f": they can change what the gate or its workers read ({ALLOW_FLAG} runs anyway, and the "
+              "evidence index then holds the claim unproven)")
+
+
+def injection_problems(document: Any) -> list[str]:
+    """Why the evidence index must not take this gate result as proof of a platform: any vector present,
+    allowed or not. Results from gates before this rule (no `isolation.allowed`) recorded `present` as
+    information only, flagging setuptools' own .pth among others, and are judged by their other fields."""
+    present = vectors_present(document)
+    if not present or not isinstance(_isolation(document).get("allowed"), bool):
+        return []
+    how = f"the run was allowed with {ALLOW_FLAG}" if _isolation(document).get("allowed") is True else \
+        "the run was refused"
+    return [f"injection vector(s) present in the gate's run ({', '.join(present)}; {how}): what it read may have "
+            "been rewritten"]
+
+
+def device_view_problems(device: Any) -> list[str]:
+    """Why the device claim is not backed by views the worker cannot forge: torch's files against its RECORD,
+    the backend libraries the parent saw mapped into the worker (Linux), and on CUDA the worker's device UUID
+    on the kernel driver's list. Empty when every view that applies agrees."""
+    device = device if isinstance(device, dict) else {}
+    views = device.get("views") if isinstance(device.get("views"), dict) else {}
+    kind = device.get("type")
+    problems: list[str] = []
+    record = views.get("record") if isinstance(views.get("record"), dict) else {}
+    if record.get("verified") is not True:
+        problems += [str(p) for p in (record.get("problems") or ["torch's files were not verified against its "
+                                                                  "RECORD"])][:3]
+    mapped = views.get("mapped") if isinstance(views.get("mapped"), dict) else {}
+    if mapped.get("observed") == "linux-proc-maps":
+        missing = [name for name in BACKEND_LIBRARIES.get(str(kind), ()) if name not in (mapped.get("torch_lib") or [])]
+        if missing:
+            problems.append(f"the device worker did not map {', '.join(missing)} from the verified torch "
+                            f"(seen from /proc/<pid>/maps): its {kind} claim is not backed by torch's library")
+    elif mapped.get("observed") != "not-linux" and kind is not None:
+        problems.append("the device worker's mapped libraries could not be read before it exited: its claim is "
+                        "not backed by what it loaded")
+    if kind == "cuda":
+        driver = views.get("driver") if isinstance(views.get("driver"), dict) else {}
+        if driver.get("listed") is not True:
+            problems.append(str(driver.get("problem") or "the device UUID is not on the kernel driver's list"))
+    return problems

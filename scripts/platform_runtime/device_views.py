@@ -1,0 +1,65 @@
+"""The views of the device worker's torch that the worker cannot forge, taken by the gate's parent: torch's
+files against its RECORD (hashed in a thread while the worker imports torch), the libraries the worker really
+mapped (/proc/<pid>/maps, read while it waits after its report), and on CUDA the kernel driver's list of
+GPUs. core.trust judges what they recorded."""
+
+from __future__ import annotations
+
+import os
+import sys
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+
+from platform_runtime import nvidia_driver, procmaps, startup, torch_record
+
+
+class DeviceViews:
+    def __init__(self, site_dir: Path | None, build: dict | None) -> None:
+        self.site_dir = site_dir
+        self.dist_info = (build or {}).get("dist_info")
+        self.mappings: list[procmaps.Mapping] | None = None
+        self._record: Future | None = None
+
+    def start_record_check(self) -> None:
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="torch-record")
+        self._record = pool.submit(torch_record.verify, self.site_dir, self.dist_info)
+        pool.shutdown(wait=False)
+
+    def observe(self, pid: int) -> None:
+        """Called while the device worker waits after its report: what it has mapped, from outside."""
+        text = procmaps.read_maps(pid)
+        self.mappings = procmaps.parse_maps(text) if text else None
+
+    def _lib_dir(self) -> Path | None:
+        return self.site_dir / "torch" / "lib" if self.site_dir is not None else None
+
+    def _mapped(self, isolation: dict) -> dict:
+        if not sys.platform.startswith("linux"):
+            return {"observed": "not-linux", "torch_lib": []}
+        if self.mappings is None:
+            return {"observed": "unreadable", "torch_lib": []}
+        lib_dir = self._lib_dir()
+        try:
+            names = sorted(os.listdir(lib_dir)) if lib_dir is not None else []
+        except OSError:
+            names = []
+        mapped = [name for name in names if procmaps.is_mapped(self.mappings, lib_dir / name)]
+        # The worker's own libraries (torch's, the interpreter's) taken from an LD_LIBRARY_PATH folder instead.
+        own = set(names) | {Path(m.path).name for m in procmaps.parse_maps(procmaps.read_maps("self") or "")}
+        for name in procmaps.mapped_from(self.mappings, startup.untrusted_library_path_dirs()):
+            if name in own:
+                finding = f"{name} is mapped into the device worker from an LD_LIBRARY_PATH directory"
+                if "LD_LIBRARY_PATH" not in isolation["present"]:
+                    isolation["present"].append("LD_LIBRARY_PATH")
+                if finding not in isolation["findings"]:
+                    isolation["findings"].append(finding)
+        return {"observed": "linux-proc-maps", "torch_lib": mapped}
+
+    def record(self, report: dict, isolation: dict) -> dict:
+        """device.views: what each view saw (measurements; core.trust.device_view_problems judges them)."""
+        record = self._record.result() if self._record is not None else torch_record.verify(None, None)
+        views: dict = {"record": record, "mapped": self._mapped(isolation)}
+        if report.get("type") == "cuda":
+            check = nvidia_driver.uuid_check((report.get("cuda") or {}).get("uuid"))
+            views["driver"] = {**check, "problem": nvidia_driver.uuid_problem(check)}
+        return views

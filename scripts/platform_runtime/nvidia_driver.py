@@ -1,0 +1,92 @@
+"""The NVIDIA kernel driver's own list of GPUs, read by the gate's parent process (never the device
+worker's word): /proc/driver/nvidia/gpus/<bus id>/information, or `nvidia-smi -L` where /proc has none (MIG
+instances are listed only there). A device UUID the worker reports must be on this list.
+
+No GPU here: the parsers are tested against recorded outputs in the documented formats
+(tests/gate/fixtures/nvidia/, each marked as a fixture written from the format, not captured).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+PROC_GPUS = Path("/proc/driver/nvidia/gpus")
+SMI_TIMEOUT_S = 15.0
+
+
+def normal_uuid(text: str | None) -> str | None:
+    """A UUID as torch prints it (8-4-4-4-12 hex, no prefix) or as the driver does (GPU-..., MIG-...),
+    lower case without the prefix; None for anything else."""
+    if not text:
+        return None
+    match = re.fullmatch(r"(?:GPU-|MIG-)?([0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12})", text.strip())
+    return match.group(1).lower() if match else None
+
+
+def parse_information(text: str) -> str | None:
+    """The `GPU UUID:` line of one /proc/driver/nvidia/gpus/*/information file."""
+    match = re.search(r"^GPU UUID:\s*(\S+)\s*$", text, re.MULTILINE)
+    return normal_uuid(match.group(1)) if match else None
+
+
+def parse_smi_list(text: str) -> list[str]:
+    """Every `(UUID: ...)` of `nvidia-smi -L`: one GPU line each, and its MIG devices' lines beneath."""
+    found = [normal_uuid(value) for value in re.findall(r"\(UUID:\s*([^)\s]+)\s*\)", text)]
+    return [uuid for uuid in found if uuid]
+
+
+def proc_uuids(root: Path = PROC_GPUS) -> list[str]:
+    found = []
+    try:
+        folders = sorted(root.iterdir())
+    except OSError:
+        return []
+    for folder in folders:
+        try:
+            uuid = parse_information((folder / "information").read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            continue
+        if uuid:
+            found.append(uuid)
+    return found
+
+
+def smi_uuids() -> list[str]:
+    executable = shutil.which("nvidia-smi")
+    if executable is None:
+        return []
+    try:
+        done = subprocess.run([executable, "-L"], capture_output=True, text=True, timeout=SMI_TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return parse_smi_list(done.stdout) if done.returncode == 0 else []
+
+
+def uuid_check(reported: str | None, proc_root: Path = PROC_GPUS, smi=smi_uuids) -> dict:
+    """Whether the worker's device UUID is on the driver's list: {"listed", "source", "driver_gpus"}; the
+    UUIDs themselves are not recorded (they identify a machine)."""
+    wanted = normal_uuid(reported)
+    listed = proc_uuids(proc_root)
+    source = "proc-driver-nvidia" if listed else None
+    if wanted is None or wanted not in listed:
+        from_smi = smi()
+        if from_smi:
+            listed, source = sorted(set(listed) | set(from_smi)), "nvidia-smi-L" if not listed else \
+                "proc-driver-nvidia+nvidia-smi-L"
+    return {"listed": wanted is not None and wanted in listed, "source": source, "driver_gpus": len(listed),
+            "reported_uuid_valid": wanted is not None}
+
+
+def uuid_problem(check: dict) -> str | None:
+    """Why a CUDA claim is not backed by the kernel driver's list; None when it is."""
+    if check.get("listed") is True:
+        return None
+    if not check.get("reported_uuid_valid"):
+        return "the device worker reported no valid device UUID, so the kernel driver's list cannot confirm it"
+    if not check.get("driver_gpus"):
+        return ("the kernel driver lists no GPU (no /proc/driver/nvidia/gpus, no `nvidia-smi -L`): the CUDA "
+                "device the worker reported is not confirmed")
+    return "the device UUID the worker reported is not on the kernel driver's list of GPUs"

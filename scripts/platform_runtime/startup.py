@@ -1,0 +1,287 @@
+"""What ran, or could run, before the gate's own code and change what the gate or its workers read: the
+injection vectors, named (never valued), found through views that start-up code does not rewrite.
+
+- The environment the gate's process was started with comes from /proc/self/environ on Linux: the bytes
+  execve passed, which deleting a variable from os.environ (what a sitecustomize can do to hide itself)
+  does not change. os.environ is read too; a variable set in either is present.
+- Python's own start-up is judged from sys.flags (-I/-E make the interpreter ignore PYTHON* variables, -S
+  skips site) and from the FILES in the directories site reads, never from sys.modules: a sitecustomize can
+  raise ImportError(name="sitecustomize"), which site.py ignores, and vanish from sys.modules.
+- The dynamic loader's view is the gate's own /proc/self/maps: a library mapped from an LD_LIBRARY_PATH
+  directory (a shim libpython3.11.so.1.0 that loads the real one and intercepts open()) is a vector; a CUDA
+  box's LD_LIBRARY_PATH from which the gate maps nothing (its CUDA libraries load only in the device
+  worker, by torch) is not. What is mapped is judged, not the variable.
+
+Code already running in the gate's own process and written against these very checks (patching open, or
+overwriting its own environ memory) is beyond any in-process view: docs/gate.md#threat-model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.machinery
+import os
+import site
+import sys
+import sysconfig
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from platform_runtime import procmaps
+from platform_runtime.isolation import interpreter_site_dirs, torch_search_dirs
+
+LOADER_VARIABLES = ("LD_PRELOAD", "LD_AUDIT", "DYLD_INSERT_LIBRARIES")  # honoured by the loader, always
+# Honoured by the interpreter unless it runs with -E or -I (the workers always do).
+PYTHON_VARIABLES = ("PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONUSERBASE", "PYTHONPLATLIBDIR")
+START_UP_MODULES = ("sitecustomize", "usercustomize")
+SYSTEM_PRELOAD = Path("/etc/ld.so.preload")
+# setuptools' distutils-precedence.pth, byte for byte (SHA-256 -> the default its one import line tests):
+#   import os; var = 'SETUPTOOLS_USE_DISTUTILS'; enabled = os.environ.get(var, DEFAULT) == 'local';
+#   enabled and __import__('_distutils_hack').add_shim();
+# It runs nothing but that comparison when SETUPTOOLS_USE_DISTUTILS=stdlib, which the gate sets for every
+# worker; so the only setuptools code it can run is _distutils_hack in the gate's own process, at start-up,
+# and that file must then be one of the known releases below. Any other code-running .pth is a vector.
+SETUPTOOLS_PTH = "distutils-precedence.pth"
+KNOWN_SETUPTOOLS_PTH = {
+    "2638ce9e2500e572a5e0de7faed6661eb569d1b696fcba07b0dd223da5f5d224": "local",  # setuptools 60+ (65.5-84.2 seen)
+    "7ea7ffef3fe2a117ee12c68ed6553617f0d7fd2f0590257c25c484959a3b7373": "stdlib",  # setuptools 49-59
+}
+# _distutils_hack/__init__.py of setuptools releases, hashed from their wheels (ensurepip's, Debian's, PyPI's).
+KNOWN_DISTUTILS_HACK = {
+    "322f93bf23a7b8ccd421cfeeb68129e66dccfc363a40b2d2917aa0e9ef30848f": "56.0.0",
+    "5f7454880e8a04fa0499ca3f0a3002ca5b7241b15119552965101b4a43c6c0cb": "58.1.0",
+    "4d27a48545b57dd137ae35376fcf326d2064271084a487960686f8704b94de4a": "65.5.0-67.6.1",
+    "df81e6bcba34ee3e3952f776551fb669143b9490fdd6c4caeb32609f97e985b4": "79.0.1-80.9.0",
+    "ced72e54431ecf2d8d7dbd8a1e27724f1b171af3ca1503c304bf11c59a7fe861": "84.0.0-84.2.1",
+}
+WORKER_ENVIRONMENT = {"SETUPTOOLS_USE_DISTUTILS": "stdlib"}  # see SETUPTOOLS_PTH
+
+
+def parse_environ(data: bytes) -> dict[str, str]:
+    """/proc/<pid>/environ: NUL-separated NAME=value entries."""
+    found: dict[str, str] = {}
+    for entry in data.split(b"\0"):
+        name, sep, value = entry.partition(b"=")
+        if sep and name:
+            found.setdefault(name.decode("utf-8", "replace"), value.decode("utf-8", "replace"))
+    return found
+
+
+def original_environment(path: Path = Path("/proc/self/environ")) -> dict[str, str] | None:
+    """The environment this process was started with; None where the platform has no such file."""
+    try:
+        return parse_environ(path.read_bytes())
+    except OSError:
+        return None
+
+
+@dataclass
+class Findings:
+    present: list[str] = field(default_factory=list)  # vector names (schema enum)
+    findings: list[str] = field(default_factory=list)  # one sentence each, names only, never paths
+    executing_pth_files: list[str] = field(default_factory=list)
+    accepted_pth_files: list[dict] = field(default_factory=list)
+
+    def add(self, vector: str, finding: str) -> None:
+        if vector not in self.present:
+            self.present.append(vector)
+        if finding not in self.findings:
+            self.findings.append(finding)
+
+
+def _set_in(name: str, environments: list[dict[str, str]]) -> bool:
+    return any(env.get(name) for env in environments)
+
+
+def _pythonpath_dirs(environments: list[dict[str, str]]) -> list[Path]:
+    entries = [entry for env in environments for entry in env.get("PYTHONPATH", "").split(os.pathsep)]
+    return [Path(entry or ".") for entry in dict.fromkeys(entries) if entry]
+
+
+def stdlib_dirs() -> list[Path]:
+    """The standard library's directories on a start-up sys.path (the zip, the library, lib-dynload)."""
+    paths = sysconfig.get_paths()
+    found = [Path(paths["stdlib"]), Path(paths["platstdlib"]), Path(paths["platstdlib"]) / "lib-dynload"]
+    libdir = sysconfig.get_config_var("LIBDIR")
+    if libdir:
+        found.append(Path(libdir) / f"python{sys.version_info[0]}{sys.version_info[1]}.zip")
+    return list(dict.fromkeys(found))
+
+
+def _user_site() -> Path | None:
+    """The user site, where this process's site honoured it (never under -I or -s)."""
+    if sys.flags.isolated or sys.flags.no_user_site or sys.flags.no_site or not site.ENABLE_USER_SITE:
+        return None
+    return Path(site.getusersitepackages())
+
+
+def _sha256(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def code_lines(pth: Path) -> list[str]:
+    """The lines of a .pth that site.addpackage executes (those starting with `import` and a blank)."""
+    try:
+        lines = pth.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+    return [line for line in lines if line.startswith(("import ", "import\t"))]
+
+
+def _distutils_hack_ran(default: str, environment: dict[str, str]) -> bool:
+    """Whether setuptools' .pth imported _distutils_hack in this process at start-up."""
+    return not sys.flags.no_site and environment.get("SETUPTOOLS_USE_DISTUTILS", default) == "local"
+
+
+def judge_pth_files(site_dirs: list[Path], search: list[Path], environment: dict[str, str], out: Findings) -> None:
+    """Every code-running .pth in the directories site processes is a vector, except setuptools' own
+    (known bytes) whose one import is off in the workers and, where it ran here, imported a known file."""
+    for directory in site_dirs:
+        try:
+            candidates = sorted(directory.glob("*.pth"))
+        except OSError:
+            continue
+        for pth in candidates:
+            if not code_lines(pth):
+                continue
+            default = KNOWN_SETUPTOOLS_PTH.get(_sha256(pth) or "") if pth.name == SETUPTOOLS_PTH else None
+            if default is None:
+                out.executing_pth_files.append(pth.name)
+                out.add(".pth", f"{pth.name} in a site directory runs code at every start-up")
+                continue
+            if not _distutils_hack_ran(default, environment):
+                out.accepted_pth_files.append({"name": pth.name, "why": "setuptools' own, byte for byte; its "
+                                               "import is off (SETUPTOOLS_USE_DISTUTILS) in this process and "
+                                               "in every worker"})
+                continue
+            spec = _find("_distutils_hack", search)
+            release = KNOWN_DISTUTILS_HACK.get(_sha256(Path(spec.origin)) or "") if spec and spec.origin else None
+            if release is None:
+                out.executing_pth_files.append(pth.name)
+                out.add(".pth", f"{pth.name} imported _distutils_hack into the gate's own process, and that file "
+                                "is not one of a known setuptools release")
+            else:
+                out.accepted_pth_files.append({"name": pth.name, "why": f"setuptools' own, byte for byte; the "
+                                               f"_distutils_hack it imported here is setuptools {release}'s; "
+                                               "off in every worker"})
+
+
+def _find(name: str, directories: list[Path]):
+    for directory in directories:
+        try:
+            spec = importlib.machinery.PathFinder.find_spec(name, [str(directory)])
+        except (ImportError, OSError, ValueError):
+            continue
+        if spec is not None:
+            return spec
+    return None
+
+
+def judge_start_up_modules(search: list[tuple[str, Path]], out: Findings) -> None:
+    """A sitecustomize or usercustomize file (module, package, .pyc or extension) anywhere site imports it
+    from, found as a file; and one still in sys.modules, for a file since deleted."""
+    for name in START_UP_MODULES:
+        for kind, directory in search:
+            if _find(name, [directory]) is not None:
+                out.add(name, f"a {name} in {kind} runs at every start-up")
+        if getattr(sys.modules.get(name), "__file__", None):
+            out.add(name, f"a {name} was imported into the gate's own process at start-up")
+
+
+def judge_environment(environments: list[dict[str, str]], out: Findings) -> None:
+    for name in LOADER_VARIABLES:
+        if _set_in(name, environments):
+            out.add(name, f"{name} is set: the dynamic loader runs it in the gate and in every worker")
+    if not sys.flags.ignore_environment:  # -E and -I make the interpreter ignore every PYTHON* variable
+        for name in PYTHON_VARIABLES:
+            if _set_in(name, environments):
+                out.add(name, f"{name} is set and the gate's own process was started without -I or -E")
+    try:
+        preload = SYSTEM_PRELOAD.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        preload = ""
+    if any(line.strip() and not line.lstrip().startswith("#") for line in preload.splitlines()):
+        out.add("ld.so.preload", "/etc/ld.so.preload names a library the loader maps into every process")
+
+
+def trusted_library_dirs() -> set[Path]:
+    """Where the interpreter's and the system's own libraries live: a library mapped from there is what the
+    loader finds without LD_LIBRARY_PATH (rewriting them is rewriting the system: docs/gate.md#threat-model)."""
+    multiarch = sysconfig.get_config_var("MULTIARCH") or ""
+    dirs = ["/lib", "/lib64", "/usr/lib", "/usr/lib64"]
+    dirs += [f"/lib/{multiarch}", f"/usr/lib/{multiarch}"] if multiarch else []
+    libdir = sysconfig.get_config_var("LIBDIR")
+    dirs += [libdir] if libdir else []
+    return {Path(d).resolve() for d in dirs}
+
+
+def library_path_dirs(environments: list[dict[str, str]]) -> set[Path]:
+    entries = [entry for env in environments for entry in env.get("LD_LIBRARY_PATH", "").split(":")]
+    # An empty entry means the working directory to the loader.
+    return {Path(entry or ".").resolve() for entry in entries} if any(env.get("LD_LIBRARY_PATH")
+                                                                          for env in environments) else set()
+
+
+def environments() -> list[dict[str, str]]:
+    """os.environ and, where there is one, the environment this process was started with."""
+    original = original_environment()
+    return [dict(os.environ)] + ([original] if original is not None else [])
+
+
+def untrusted_library_path_dirs(envs: list[dict[str, str]] | None = None) -> set[Path]:
+    """LD_LIBRARY_PATH directories outside the system's and the interpreter's own library folders."""
+    return library_path_dirs(environments() if envs is None else envs) - trusted_library_dirs()
+
+
+def judge_own_mappings(maps_text: str | None, environments: list[dict[str, str]], out: Findings) -> None:
+    """A library mapped into the gate's own process from an LD_LIBRARY_PATH directory: the gate needs none
+    (the interpreter, the C library and the standard library's extensions come from their own places)."""
+    directories = untrusted_library_path_dirs(environments)
+    if not directories or maps_text is None:
+        return
+    for name in procmaps.mapped_from(procmaps.parse_maps(maps_text), directories):
+        out.add("LD_LIBRARY_PATH", f"{name} is mapped into the gate's own process from an LD_LIBRARY_PATH "
+                                   "directory")
+
+
+def scan(maps_text: str | None = None, environment: dict[str, str] | None = None) -> Findings:
+    """Every vector for this (the gate's) process and its workers."""
+    original = original_environment() if environment is None else environment
+    environments = [dict(os.environ)] + ([original] if original is not None else [])
+    out = Findings()
+    judge_environment(environments, out)
+    if maps_text is None:
+        maps_text = procmaps.read_maps("self")
+    judge_own_mappings(maps_text, environments, out)
+    site_dirs = interpreter_site_dirs()
+    user_site = _user_site()
+    search: list[tuple[str, Path]] = []
+    if not sys.flags.ignore_environment:
+        search += [("a PYTHONPATH directory", d) for d in _pythonpath_dirs(environments)]
+    search += [("the standard library", d) for d in stdlib_dirs()]
+    search += [("a site directory", d) for d in torch_search_dirs()]
+    if user_site is not None:
+        search.append(("the user site", user_site))
+    judge_start_up_modules(search, out)
+    at_start = original if original is not None else dict(os.environ)  # what the .pth lines saw
+    judge_pth_files(site_dirs + ([user_site] if user_site else []), [d for _, d in search], at_start, out)
+    return out
+
+
+def parent_flags() -> dict:
+    """How the gate's own interpreter was started (sys.flags)."""
+    return {"isolated": bool(sys.flags.isolated), "ignore_environment": bool(sys.flags.ignore_environment),
+            "no_site": bool(sys.flags.no_site), "no_user_site": bool(sys.flags.no_user_site)}
+
+
+def record(allowed: bool) -> dict:
+    """The result's `isolation`: the vectors for the gate and its workers, how the gate itself was started,
+    and whether --allow-injection-vectors let the run go on with them."""
+    found = scan()
+    return {"present": found.present, "findings": found.findings, "executing_pth_files": found.executing_pth_files,
+            "accepted_pth_files": found.accepted_pth_files, "parent_flags": parent_flags(), "allowed": allowed,
+            "workers": "python -I", "worker_environment": dict(WORKER_ENVIRONMENT),
+            "worker_site_dirs": "interpreter site-packages and their .pth path lines; torch only from there"}

@@ -1,0 +1,100 @@
+"""Every file torch's dist-info RECORD lists, hashed and sized against it, and every file in the torch
+package that RECORD does not list: a torch edited after install (a patched __init__.py, a swapped library,
+a .pyc forged with its source's mtime and size) is not the build it names.
+
+A RECORD is written by whoever installs the files, so a fake torch can write its own; what this adds is that
+the files on disk are exactly the ones it lists, so the other views (the backend libraries the device worker
+really mapped, the kernel driver's list of GPUs) judge the build the RECORD names. It runs in a thread of the
+gate's parent while the device worker imports torch (hashlib releases the GIL), so its cost hides there;
+benchmarks/bench_gate.py measures it alone.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+import io
+import os
+import time
+from pathlib import Path
+
+MAX_NAMED = 5
+
+
+def _digest(path: Path) -> tuple[str, int]:
+    """urlsafe-base64 SHA-256 without padding (the RECORD encoding, PEP 376/627) and the size read."""
+    with open(path, "rb") as handle:
+        digest = hashlib.file_digest(handle, "sha256")  # C loop, GIL released: hides behind torch's import
+        size = handle.tell()
+    return base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode("ascii"), size
+
+
+def parse_record(text: str) -> list[tuple[str, str | None, int | None]]:
+    """(path, sha256 value, size) per RECORD row; the value is None for a row listed without a hash (RECORD
+    itself, and the .pyc files an installer compiled after unpacking)."""
+    rows: list[tuple[str, str | None, int | None]] = []
+    for row in csv.reader(io.StringIO(text)):
+        if not row or not row[0]:
+            continue
+        if len(row) < 3 or not row[1]:
+            rows.append((row[0], None, None))
+            continue
+        algorithm, _, value = row[1].partition("=")
+        if algorithm != "sha256":
+            rows.append((row[0], "", None))  # an algorithm we do not verify is a mismatch, never a pass
+            continue
+        rows.append((row[0], value, int(row[2]) if row[2].isdigit() else None))
+    return rows
+
+
+def _unlisted(site_dir: Path, listed: set[str]) -> list[str]:
+    """Files in site_dir/torch that RECORD does not name (nothing installed them: someone added them)."""
+    found = []
+    for folder, _, files in os.walk(site_dir / "torch"):
+        for name in files:
+            relative = os.path.relpath(os.path.join(folder, name), site_dir).replace(os.sep, "/")
+            if relative not in listed:
+                found.append(relative)
+    return sorted(found)
+
+
+def verify(site_dir: Path | None, dist_info: str | None) -> dict:
+    """{"verified", "files", "bytes", "duration_s", "problems"}: verified only when RECORD exists, lists the
+    torch package, and every listed file has its size and hash, and nothing unlisted lies in torch/."""
+    started = time.monotonic()
+    report: dict = {"verified": False, "files": 0, "bytes": 0, "duration_s": 0.0, "problems": []}
+    problems: list[str] = report["problems"]
+    record = site_dir / dist_info / "RECORD" if site_dir is not None and dist_info else None
+    try:
+        rows = parse_record(record.read_text(encoding="utf-8")) if record is not None else None
+    except (OSError, UnicodeDecodeError, csv.Error):
+        rows = None
+    if rows is None:
+        problems.append("torch has no readable dist-info RECORD: its files cannot be verified")
+    elif not any(path.startswith("torch/") and expected for path, expected, _ in rows):
+        problems.append("torch's RECORD lists no file of the torch package with its hash")
+    else:
+        mismatched, missing = [], []
+        for path, expected, size in rows:
+            if expected is None:
+                continue
+            try:
+                digest, actual_size = _digest(site_dir / path)
+            except OSError:
+                missing.append(path)
+                continue
+            report["files"] += 1
+            report["bytes"] += actual_size
+            if digest != expected or (size is not None and size != actual_size):
+                mismatched.append(path)
+        unlisted = _unlisted(site_dir, {path for path, _, _ in rows} | {f"{dist_info}/RECORD"})
+        for label, names in (("differ from torch's RECORD", mismatched), ("listed in torch's RECORD are missing",
+                             missing), ("in the torch package are not in its RECORD", unlisted)):
+            if names:
+                shown = ", ".join(names[:MAX_NAMED]) + (f" and {len(names) - MAX_NAMED} more"
+                                                        if len(names) > MAX_NAMED else "")
+                problems.append(f"{len(names)} file(s) {label}: {shown}")
+    report["verified"] = not problems
+    report["duration_s"] = round(time.monotonic() - started, 3)
+    return report

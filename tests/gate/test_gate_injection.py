@@ -1,0 +1,152 @@
+"""The gate's own view cannot be rewritten: every injection below is set up from outside the project's code
+(tests/gate/injection_kit.py) and forges the mount view so that `--require nfs` would hold on this ext4
+machine; each fails the requirement with the vector named, and the reason still shows what the forged view
+said (so the injection really worked). Clean runs, a CUDA-style LD_LIBRARY_PATH and `--require-device cpu`
+runs stay passing. The evidence index holds a run allowed with --allow-injection-vectors unproven."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from core.contract import prove_platform
+
+from tests.conftest import ROOT, run_gate
+from tests.gate import injection_kit as kit
+from tests.gate.test_gate_isolation import bare_venv, run_gate_with
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the loader and /proc views are Linux's")
+FORGED = "(otherwise: the work dir's mount is nfs4, vers=4.2)"
+
+
+def fstype(path: Path) -> str:
+    return subprocess.run(["findmnt", "-n", "-o", "FSTYPE", "--target", str(path)], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def nfs_verdict(run) -> dict:
+    return next(v for v in run.result["requirements"] if v["name"] == "nfs")
+
+
+def assert_refused_naming(run, vector: str) -> None:
+    verdict = nfs_verdict(run)
+    assert run.returncode == 1 and run.result["ok"] is False and verdict["ok"] is False
+    assert vector in run.result["isolation"]["present"] and vector in verdict["reason"]
+    assert verdict["reason"].startswith("injection vector(s) present")
+
+
+def test_an_ld_preload_shim_faking_nfs_fails_require_nfs_named_and_would_otherwise_have_passed(tmp_path):
+    shim, mounts = kit.preload_shim(tmp_path / "shim"), kit.nfs_mountinfo(tmp_path / "view")
+    env = {"LD_PRELOAD": str(shim), "FAKE_MOUNTINFO": str(mounts)}
+    refused = run_gate(tmp_path, "--device", "cpu", "--require", "nfs", env=env)
+    assert_refused_naming(refused, "LD_PRELOAD")
+    assert FORGED in nfs_verdict(refused)["reason"]  # the shim did rewrite what the probe read
+
+    allowed = run_gate(tmp_path, "--device", "cpu", "--require", "nfs", "--allow-injection-vectors", env=env)
+    assert allowed.result["isolation"]["allowed"] is True and allowed.result["arguments"]["allow_injection_vectors"]
+    assert nfs_verdict(allowed)["ok"] is True and allowed.result["filesystem"]["type"] == "nfs4"  # the forgery
+    reasons = prove_platform("nfs", allowed.result)
+    assert any("injection vector(s) present in the gate's run (LD_PRELOAD" in r for r in reasons), reasons
+    assert str(tmp_path) not in allowed.output.read_text(encoding="utf-8")  # named, never valued
+
+
+def test_ld_audit_fails_a_platform_requirement_named(tmp_path):
+    run = run_gate(tmp_path, "--device", "cpu", "--require", "nfs",
+                   env={"LD_AUDIT": str(kit.audit_library(tmp_path / "audit"))})
+    assert_refused_naming(run, "LD_AUDIT")
+
+
+def test_a_shim_libpython_on_ld_library_path_is_seen_mapped_into_the_gate_and_fails_named(tmp_path):
+    shim_dir = tmp_path / "shimlib"
+    shim = kit.libpython_shim(shim_dir)
+    env = {"LD_LIBRARY_PATH": str(shim_dir), "FAKE_MOUNTINFO": str(kit.nfs_mountinfo(tmp_path / "view"))}
+    run = run_gate(tmp_path, "--device", "cpu", "--require", "nfs", env=env)
+    assert_refused_naming(run, "LD_LIBRARY_PATH")
+    assert f"{shim.name} is mapped into the gate's own process from an LD_LIBRARY_PATH directory" in \
+        run.result["isolation"]["findings"]
+    assert FORGED in nfs_verdict(run)["reason"]
+
+
+def venv_with_real_torch(folder: Path) -> tuple[Path, Path]:
+    """A throw-away venv whose site-packages finds the real torch through a .pth path line."""
+    import torch
+
+    python, purelib = bare_venv(folder)
+    (purelib / "real_torch.pth").write_text(str(Path(torch.__file__).resolve().parent.parent) + "\n", "utf-8")
+    return python, purelib
+
+
+def test_a_sitecustomize_in_site_packages_that_hides_itself_is_found_on_disk_and_fails_named(tmp_path):
+    python, purelib = venv_with_real_torch(tmp_path / "venv")
+    (purelib / "sitecustomize.py").write_text(kit.SITECUSTOMIZE_FAKING_MOUNTS, encoding="utf-8")
+    env = {"FAKE_MOUNTINFO": str(kit.nfs_mountinfo(tmp_path / "view"))}
+    run = run_gate_with(tmp_path, python, ROOT / "scripts" / "platform_runtime_check.py", "--device", "cpu",
+                        "--require", "nfs", env=env)
+    assert_refused_naming(run, "sitecustomize")
+    assert FORGED in nfs_verdict(run)["reason"]
+    assert run.result["isolation"]["device_worker_loaded"] == []  # gone from sys.modules: only the file shows it
+
+
+@pytest.mark.parametrize("name", ["usercustomize", "zz_evil.pth"])
+def test_other_start_up_code_in_site_packages_fails_named(tmp_path, name):
+    python, purelib = venv_with_real_torch(tmp_path / "venv")
+    if name.endswith(".pth"):
+        (purelib / name).write_text("import os\n", encoding="utf-8")
+    else:
+        (purelib / f"{name}.py").write_text("x = 1\n", encoding="utf-8")
+    run = run_gate_with(tmp_path, python, ROOT / "scripts" / "platform_runtime_check.py", "--device", "cpu",
+                        "--require", "nfs", env={})
+    assert_refused_naming(run, ".pth" if name.endswith(".pth") else name)
+    if name.endswith(".pth"):
+        assert run.result["isolation"]["executing_pth_files"] == [name]
+
+
+def test_a_pythonpath_sitecustomize_patching_the_gates_json_and_hiding_from_os_environ_fails_named(tmp_path):
+    folder = tmp_path / "pp"
+    folder.mkdir()
+    (folder / "sitecustomize.py").write_text(kit.SITECUSTOMIZE_PATCHING_JSON, encoding="utf-8")
+    run = run_gate(tmp_path, "--device", "cpu", "--require", "nfs", env={"PYTHONPATH": str(folder)})
+    assert_refused_naming(run, "PYTHONPATH")
+    assert "sitecustomize" in run.result["isolation"]["present"]
+    assert "(otherwise: the work dir's mount is nfs4" in nfs_verdict(run)["reason"]  # json.loads was patched
+
+
+def test_a_gate_started_isolated_ignores_pythonpath_and_names_nothing(tmp_path):
+    folder = tmp_path / "pp"
+    folder.mkdir()
+    (folder / "sitecustomize.py").write_text(kit.SITECUSTOMIZE_PATCHING_JSON, encoding="utf-8")
+    work = tmp_path / "work"
+    work.mkdir()
+    output = tmp_path / "result.json"
+    completed = subprocess.run([sys.executable, "-I", "-B", str(ROOT / "scripts" / "platform_runtime_check.py"),
+                                "--device", "cpu", "--require-filesystem", fstype(work), "--work-dir", str(work),
+                                "--output", str(output)], env={"PYTHONPATH": str(folder), "PATH": "/usr/bin:/bin"},
+                               capture_output=True, text=True, timeout=300)
+    import json
+
+    result = json.loads(output.read_text(encoding="utf-8"))
+    assert completed.returncode == 0 and result["ok"] is True, result["failures"]
+    assert result["isolation"]["present"] == [] and result["isolation"]["parent_flags"]["isolated"] is True
+
+
+def test_a_clean_run_and_a_cuda_style_ld_library_path_pass_a_requirement_with_no_vector(tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    for env in ({}, {"LD_LIBRARY_PATH": str(kit.cuda_toolkit_dir(tmp_path / "cuda"))}):
+        run = run_gate(tmp_path, "--device", "cpu", "--require-filesystem", fstype(work), "--work-dir", str(work),
+                       env=env)
+        assert run.returncode == 0 and run.result["ok"] is True, (env, run.result["failures"])
+        assert run.result["isolation"]["present"] == [] and run.result["isolation"]["findings"] == []
+        assert [p["name"] for p in run.result["isolation"]["accepted_pth_files"]] in ([], ["distutils-precedence.pth"])
+    nfs = run_gate(tmp_path, "--device", "cpu", "--require", "nfs", "--work-dir", str(work))
+    assert nfs_verdict(nfs)["reason"] == f"the work dir's own mount is {fstype(work)}, not nfs/nfs4"  # no vector
+
+
+def test_a_cpu_only_run_is_not_failed_by_a_vector_which_is_still_named(tmp_path):
+    env = {"LD_PRELOAD": str(kit.preload_shim(tmp_path / "shim")), "FAKE_MOUNTINFO": str(kit.nfs_mountinfo(tmp_path))}
+    run = run_gate(tmp_path, "--device", "cpu", "--require-device", "cpu", env=env)
+    assert run.returncode == 0 and run.result["ok"] is True, run.result["failures"]
+    assert run.result["isolation"]["present"] == ["LD_PRELOAD"]
+    assert prove_platform("linux", run.result)  # but the index takes no platform from it

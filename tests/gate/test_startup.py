@@ -1,0 +1,169 @@
+"""What ran, or could run, before the gate (platform_runtime.startup) and the one rule over what it found
+(core.trust), unit by unit; tests/gate/test_gate_injection.py runs each injection for real."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from core import trust
+from core.contract import prove_platform
+from platform_runtime import startup
+
+SETUPTOOLS_PTH = (b"import os; var = 'SETUPTOOLS_USE_DISTUTILS'; enabled = os.environ.get(var, 'local') == 'local'; "
+                  b"enabled and __import__('_distutils_hack').add_shim(); \n")
+
+
+def test_the_start_up_environment_is_read_as_execve_passed_it():
+    assert startup.parse_environ(b"A=1\0PYTHONPATH=/x:/y\0B=\0=junk\0C=a=b\0") == {
+        "A": "1", "PYTHONPATH": "/x:/y", "B": "", "C": "a=b"}
+
+
+def test_a_variable_deleted_from_os_environ_is_still_found_in_the_start_up_environment(monkeypatch):
+    monkeypatch.delenv("LD_PRELOAD", raising=False)
+    found = startup.Findings()
+    startup.judge_environment([{}, {"LD_PRELOAD": "/tmp/shim.so"}], found)
+    assert found.present == ["LD_PRELOAD"] and "/tmp" not in " ".join(found.findings)
+
+
+def site_with(tmp_path: Path, pth: bytes, hack: bytes | None) -> Path:
+    site = tmp_path / "site-packages"
+    site.mkdir()
+    (site / "distutils-precedence.pth").write_bytes(pth)
+    if hack is not None:
+        (site / "_distutils_hack").mkdir()
+        (site / "_distutils_hack" / "__init__.py").write_bytes(hack)
+    return site
+
+
+def real_distutils_hack() -> bytes:
+    import _distutils_hack  # setuptools in this venv
+
+    return Path(_distutils_hack.__file__).read_bytes()
+
+
+def test_setuptools_own_pth_is_accepted_when_what_it_imported_is_a_known_release(tmp_path):
+    site = site_with(tmp_path, SETUPTOOLS_PTH, real_distutils_hack())
+    found = startup.Findings()
+    startup.judge_pth_files([site], [site], {}, found)
+    assert found.present == [] and found.accepted_pth_files[0]["name"] == "distutils-precedence.pth"
+    assert "the _distutils_hack it imported here is setuptools " in found.accepted_pth_files[0]["why"]
+
+
+def test_setuptools_pth_off_by_its_variable_is_accepted_without_looking_further(tmp_path):
+    site = site_with(tmp_path, SETUPTOOLS_PTH, b"raise SystemExit('never imported')\n")
+    found = startup.Findings()
+    startup.judge_pth_files([site], [site], {"SETUPTOOLS_USE_DISTUTILS": "stdlib"}, found)
+    assert found.present == [] and "off" in found.accepted_pth_files[0]["why"]
+
+
+@pytest.mark.parametrize("pth, hack", [
+    (SETUPTOOLS_PTH.replace(b"add_shim(); ", b"add_shim(); import evil; "), None),  # one byte more: not setuptools'
+    (SETUPTOOLS_PTH, b"import os\nos.environ['X'] = 'edited _distutils_hack'\n"),  # the file it imports, edited
+])
+def test_a_code_running_pth_that_is_not_setuptools_own_is_a_vector(tmp_path, pth, hack):
+    site = site_with(tmp_path, pth, hack if hack is not None else real_distutils_hack())
+    found = startup.Findings()
+    startup.judge_pth_files([site], [site], {}, found)
+    assert found.present == [".pth"] and found.executing_pth_files == ["distutils-precedence.pth"]
+
+
+def test_a_pth_of_path_lines_only_runs_nothing(tmp_path):
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "paths.pth").write_text("# a comment\n../elsewhere\nimportant_dir\n", encoding="utf-8")
+    found = startup.Findings()
+    startup.judge_pth_files([site], [site], {}, found)
+    assert found.present == [] and found.accepted_pth_files == []
+
+
+@pytest.mark.parametrize("layout", ["sitecustomize.py", "sitecustomize/__init__.py", "sitecustomize.pyc"])
+def test_a_sitecustomize_is_found_as_a_file_in_any_form(tmp_path, layout):
+    target = tmp_path / layout
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if layout.endswith(".pyc"):
+        import py_compile
+
+        source = tmp_path / "src.py"
+        source.write_text("x = 1\n")
+        py_compile.compile(str(source), cfile=str(target))
+    else:
+        target.write_text("raise ImportError(name='sitecustomize')\n")
+    found = startup.Findings()
+    startup.judge_start_up_modules([("a site directory", tmp_path)], found)
+    assert found.present == ["sitecustomize"] and found.findings == ["a sitecustomize in a site directory runs at "
+                                                                     "every start-up"]
+
+
+MAPS = ("7f0000000000-7f0000001000 r-xp 00000000 08:01 11 {lib}/libpython3.11.so.1.0\n"
+        "7f0000002000-7f0000003000 r-xp 00000000 08:01 12 /usr/lib/x86_64-linux-gnu/libc.so.6\n")
+
+
+def test_a_library_mapped_from_an_ld_library_path_folder_is_a_vector_and_a_cuda_folder_mapping_nothing_is_not(
+        tmp_path):
+    shim, cuda = tmp_path / "shim", tmp_path / "cuda" / "lib64"
+    shim.mkdir()
+    cuda.mkdir(parents=True)
+    found = startup.Findings()
+    startup.judge_own_mappings(MAPS.format(lib=shim), [{"LD_LIBRARY_PATH": f"{cuda}:{shim}"}], found)
+    assert found.present == ["LD_LIBRARY_PATH"]
+    assert found.findings == ["libpython3.11.so.1.0 is mapped into the gate's own process from an LD_LIBRARY_PATH "
+                              "directory"]
+    clean = startup.Findings()
+    startup.judge_own_mappings(MAPS.format(lib="/opt/py/lib"), [{"LD_LIBRARY_PATH": str(cuda)}], clean)
+    assert clean.present == []
+
+
+def test_the_system_library_folder_on_ld_library_path_is_not_a_vector(tmp_path):
+    found = startup.Findings()
+    system = next((d for d in ("/usr/lib/x86_64-linux-gnu", "/usr/lib") if Path(d).is_dir()), None)
+    if system is None or shutil.which("ldd") is None:
+        pytest.skip("no system library folder")
+    startup.judge_own_mappings(MAPS.format(lib=system), [{"LD_LIBRARY_PATH": system}], found)
+    assert found.present == []
+
+
+# --- core.trust: one rule for the gate and the index -----------------------------------------------------------
+
+def gate_result(present: list[str], allowed: bool) -> dict:
+    return {"platform": {"system": "Linux"}, "device": {"type": "cpu"},
+            "filesystem": {"type": "nfs4", "method": "linux-mountinfo-mnt-id", "nfs_version": "4.2"},
+            "requirements": [{"name": "nfs", "ok": True}],
+            "isolation": {"present": present, "allowed": allowed, "findings": [f"{p} is set" for p in present]}}
+
+
+def test_a_vector_refuses_requirements_unless_allowed():
+    assert trust.injection_refusal(gate_result([], False)) is None
+    assert trust.injection_refusal(gate_result(["LD_PRELOAD"], True)) is None
+    refusal = trust.injection_refusal(gate_result(["LD_PRELOAD"], False))
+    assert refusal.startswith("injection vector(s) present: LD_PRELOAD (LD_PRELOAD is set)")
+
+
+def test_the_index_holds_a_platform_unproven_when_vectors_were_present_even_if_allowed_and_the_requirement_held():
+    assert prove_platform("nfs", gate_result([], False)) == []
+    for allowed in (True, False):
+        reasons = prove_platform("nfs", gate_result(["sitecustomize"], allowed))
+        assert len(reasons) == 1 and "injection vector(s) present in the gate's run (sitecustomize" in reasons[0]
+    assert prove_platform("linux", gate_result(["PYTHONPATH"], True))
+
+
+def test_a_result_from_gates_before_this_rule_is_judged_by_its_other_fields():
+    legacy = gate_result([".pth"], False)  # they flagged setuptools' own .pth, and refused nothing
+    del legacy["isolation"]["allowed"]
+    assert prove_platform("nfs", legacy) == []
+    del legacy["isolation"]
+    assert prove_platform("nfs", legacy) == []
+
+
+def test_the_index_carries_the_vectors_from_the_result_bytes_into_its_proof():
+    from evidence_index.results import _gate_claims
+    from evidence_index.verdict import _gate_document
+
+    allowed = gate_result(["LD_PRELOAD"], True)
+    claims = _gate_claims(allowed)
+    assert claims["isolation"] == {"present": ["LD_PRELOAD"], "allowed": True}
+    assert prove_platform("nfs", _gate_document({"claims": claims}))
+    legacy = gate_result([".pth"], False)
+    del legacy["isolation"]["allowed"]
+    assert "isolation" not in _gate_claims(legacy)
