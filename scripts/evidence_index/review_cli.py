@@ -79,10 +79,14 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
     add_tolerance(report)
 
 
-def _check_output(*paths: Path | None) -> None:
+def _check_output(*paths: Path | None, inputs: tuple[Path | None, ...] = ()) -> None:
+    """An output must be a file, and none of the inputs: `--json OLD` would replace the evidence it compares."""
+    given = [p.resolve() for p in inputs if p is not None]
     for path in paths:
         if path is not None and path.is_dir():
             raise InputError(f"{path} is a folder, not a file to write")
+        if path is not None and path.resolve() in given:
+            raise InputError(f"{path} is an input: write the output elsewhere (nothing was written)")
 
 
 @dataclass
@@ -122,7 +126,7 @@ def load_pair(args: argparse.Namespace, old_path: Path, prefix: str) -> tuple[Lo
 
 
 def run_diff(args: argparse.Namespace) -> int:
-    _check_output(args.json, args.markdown)
+    _check_output(args.json, args.markdown, inputs=(args.old, args.new))
     try:
         old, tolerance = load_pair(args, args.old, "old_")
         new = load(args.new, args.new_artifacts, args.new_logs, "the new input", args.allow_offline)
@@ -147,7 +151,7 @@ def run_diff(args: argparse.Namespace) -> int:
 def run_report(args: argparse.Namespace) -> int:
     from .report import render_report
 
-    _check_output(args.html)
+    _check_output(args.html, inputs=(args.index, args.baseline))
     tolerance = Tolerance(seconds=args.duration_seconds, ratio=args.duration_ratio)
     try:
         loaded = load(args.index, args.artifacts, args.logs, "the index", args.allow_offline)

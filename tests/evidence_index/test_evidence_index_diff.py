@@ -308,6 +308,23 @@ def test_an_output_that_is_a_folder_is_a_usage_error(tmp_path, flag):
     assert done.returncode == 2 and "folder" in done.stderr
 
 
+def test_an_output_that_is_an_input_is_a_usage_error_and_the_input_is_kept(tmp_path):
+    old, new = tmp_path / "old.json", tmp_path / "new.json"
+    shutil.copy(FILESYSTEMS / TMPFS, old)
+    shutil.copy(FILESYSTEMS / "platform-runtime-cpu-xfs-loop.json", new)
+    kept = old.read_bytes(), new.read_bytes()
+    for flag, target in (("--json", old), ("--markdown", new)):
+        done = cli("diff", old, new, flag, target)
+        assert done.returncode == 2 and "is an input" in done.stderr and "Traceback" not in done.stderr
+    assert (old.read_bytes(), new.read_bytes()) == kept
+    folder = tmp_path / "run"
+    shutil.copytree(FILESYSTEMS, folder)
+    index = folder / "evidence-index.json"
+    before = index.read_bytes()
+    done = cli("report", index, "--artifacts", folder, "--html", index)
+    assert done.returncode == 2 and "is an input" in done.stderr and index.read_bytes() == before
+
+
 def test_a_requirement_only_one_run_has_is_one_record_with_the_item_whole(tmp_path):
     def edit(document: dict) -> None:  # the same gate run without --require-filesystem
         document["requirements"] = [r for r in document["requirements"] if r["name"] != "filesystem=tmpfs"]
