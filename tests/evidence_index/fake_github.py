@@ -138,6 +138,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 - http.server's name
         record = Recorded(self.host_kind, self.path, {k.lower(): v for k, v in self.headers.items()})
         self._record_of_this_request = record
+        if self.host_kind == "api":
+            record.route = self.fake._route_of(urlsplit(self.path).path)
         self.fake._record(record)
         fault = self.fake._take_fault(self.host_kind, urlsplit(self.path).path)
         if fault is not None and not fault.truncate:
@@ -308,18 +310,20 @@ class FakeGitHub:
         record.status = 200
         handler._send_payload(content, content_type, truncate, gzip_it=self.gzip_blobs)
 
+    def _route_of(self, path: str) -> str:
+        """A request path as /repos/{o}/{r}/...: without a GHES prefix, and the /repositories/{id}/... form
+        (what GitHub's Link headers use) named as the same repository."""
+        if self.api_prefix:
+            path = path[len(self.api_prefix):] if path.startswith(self.api_prefix + "/") else "/not-under-prefix"
+        return re.sub(rf"^/repositories/{REPO_ID}/", f"/repos/{self.repository}/", path)
+
     def _api(self, handler: _Handler, record: Recorded, truncate: bool) -> None:
         if self.token is not None and record.headers.get("authorization") != f"Bearer {self.token}":
             handler._send_json(shapes.error(401, "Bad credentials"), 401)
             return
         parts = urlsplit(handler.path)
         query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
-        path = parts.path
-        if self.api_prefix:
-            path = path[len(self.api_prefix):] if path.startswith(self.api_prefix + "/") else "/not-under-prefix"
-        # The /repositories/{id}/... form (what GitHub's Link headers use) names the same repository.
-        path = re.sub(rf"^/repositories/{REPO_ID}/", f"/repos/{self.repository}/", path)
-        record.route = path
+        path = record.route
         prefix = f"/repos/{self.repository}/actions"
         run = rf"{prefix}/runs/{self.run_id}"
         routes = [

@@ -11,7 +11,7 @@ import pytest
 import requests
 
 from tests.evidence_index import rest_schema
-from tests.evidence_index.fake_github import CARRY_OVER, FakeArtifact, FakeGitHub, make_zip, standard_run
+from tests.evidence_index.fake_github import CARRY_OVER, FakeArtifact, FakeGitHub, Fault, make_zip, standard_run
 from tests.evidence_index.test_evidence_index_build import build, fake, sources  # noqa: F401 - fixtures
 from tests.evidence_index.test_evidence_index_reruns import rerun_failed_windows
 
@@ -23,8 +23,12 @@ ANY_OPERATION = {401, 403, 404, 429, 500, 502, 503}
 def served_problems(fake: FakeGitHub) -> list[str]:  # noqa: F811
     """Every way the API responses the fake answered so far break the description."""
     found = []
-    for record in (r for r in fake.requests if r.host == "api" and r.route):
-        template = rest_schema.operation_of(record.route)
+    for record in (r for r in fake.requests if r.host == "api"):
+        try:
+            template = rest_schema.operation_of(record.route)
+        except LookupError:
+            found.append(f"{record.route}: not an operation of the description")
+            continue
         body = json.loads(record.body) if record.body else None
         try:
             rest_schema.response_of(template, record.status)
@@ -71,9 +75,25 @@ def test_every_response_of_every_operation_fits_the_description(fake, sources, c
 
 def test_what_the_builder_asks_during_a_build_fits_the_description_too(fake, sources, tmp_path):  # noqa: F811
     standard_run(fake, ("linux", "windows", "mps"), sources)
+    # The faults the tests inject are GitHub-shaped too: a rate limit, a server error, a missing grant.
+    fake.faults += [Fault(path=r"/runs/\d+$", status=429, headers={"retry-after": "0"}),
+                    Fault(path=r"/jobs$", status=500),
+                    Fault(path=r"/artifacts$", status=403, headers={"retry-after": "0"},
+                          body=b'{"message": "You have exceeded a secondary rate limit.", "status": "403"}')]
     assert build(fake, tmp_path).code == 0
     assert len([r for r in fake.requests if r.host == "api"]) >= 8
     assert served_problems(fake) == []
+
+
+def test_an_undescribed_status_or_a_body_that_is_no_basic_error_is_caught(fake):  # noqa: F811
+    fake.faults += [Fault(path=r"/runs/\d+$", status=418, body=b'{"message": "teapot"}'),
+                    Fault(path=r"/artifacts$", status=500, body=b'{"message": 5}')]
+    get(fake, f"/runs/{fake.run_id}")
+    get(fake, f"/runs/{fake.run_id}/artifacts")
+    assert served_problems(fake) == [
+        f"/repos/{fake.repository}/actions/runs/{fake.run_id}: 418 is not a response of "
+        "/repos/{owner}/{repo}/actions/runs/{run_id}",
+        f"/repos/{fake.repository}/actions/runs/{fake.run_id}/artifacts 500: message: 5 is not of type 'string'"]
 
 
 def test_the_check_fails_on_a_body_that_breaks_the_schema(fake, sources):  # noqa: F811
