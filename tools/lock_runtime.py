@@ -3,6 +3,8 @@
 
     python tools/lock_runtime.py [--cpu-wheels DIR] [--only linux-cpu|windows|macos-arm64]
 
+Without --only it also writes requirements/lock/installer.txt: uv's pin with the hashes of all its wheels.
+
 Each lock is `uv pip compile --generate-hashes --python-platform P --python-version 3.11` of the runtime
 pins (uv at the version of requirements/installer.txt): every package of the closure with the SHA-256 of
 every file the index has for that version. Windows and macOS arm64 resolve on PyPI (their torch wheels
@@ -74,6 +76,15 @@ def compile_lock(uv: Path, name: str, cpu_wheels: Path | None, output: Path) -> 
     return 0
 
 
+def lock_installer(uv: Path, output: Path) -> int:
+    """requirements/lock/installer.txt: uv at its pin with the hashes of every wheel of that release, so
+    the tool venv's `pip install uv` is hash-checked on every platform."""
+    command = [str(uv), "pip", "compile", "--quiet", "--universal", "--generate-hashes", "--no-annotate",
+               "--custom-compile-command", "python tools/lock_runtime.py", str(installer.INSTALLER_PINS),
+               "-o", str(output)]
+    return subprocess.run(command, env={**os.environ, **installer.UV_ENV}).returncode
+
+
 def add_extra_hashes(path: Path) -> None:
     """Append EXTRA_CPU_HASHES to their package's block, with a comment saying where they came from."""
     lines = path.read_text(encoding="utf-8").splitlines()
@@ -108,6 +119,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"lock_runtime: {why}", file=sys.stderr)
         return 1
     runtime_lock.LOCK_DIR.mkdir(parents=True, exist_ok=True)
+    if not args.only:
+        print("locking uv -> requirements/lock/installer.txt", flush=True)
+        if lock_installer(uv, runtime_lock.LOCK_DIR / "installer.txt") != 0:
+            print("lock_runtime: uv pip compile failed for requirements/installer.txt", file=sys.stderr)
+            return 1
     for name in args.only or sorted(PLATFORMS):
         output = runtime_lock.LOCK_DIR / f"{name}.txt"
         print(f"locking {name} -> {output.relative_to(ROOT)}", flush=True)

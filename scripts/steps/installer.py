@@ -26,10 +26,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 INSTALLER_PINS = ROOT / "requirements" / "installer.txt"
+INSTALLER_LOCK = ROOT / "requirements" / "lock" / "installer.txt"
 MANIFEST = "platform-runtime-cache.json"
-# What actions/cache saves and restores under the root: uv's cache, its manifest, and uv's tool venv
-# (restoring it saves the pip install of uv, about 5 s; one that no longer runs is rebuilt).
-CACHED_NAMES = ("uv-cache", MANIFEST, "uv-tool-{version}")
+# What actions/cache saves and restores under the root: uv's cache and its manifest. Not uv's tool venv:
+# a restored cache is only as trustworthy as every job that could save one, and an executable from it
+# would run unchecked; uv is reinstalled, hash-checked, on each hosted job (a few seconds).
+CACHED_NAMES = ("uv-cache", MANIFEST)
 # uv must not download an interpreter or read a project's uv.toml: it installs into the venv it is given.
 UV_ENV = {"UV_PYTHON_DOWNLOADS": "never", "UV_NO_CONFIG": "1"}
 
@@ -39,6 +41,16 @@ def uv_pin() -> str:
     lines = [line.split("#", 1)[0].strip() for line in INSTALLER_PINS.read_text(encoding="utf-8").splitlines()]
     (pin,) = [line for line in lines if line]
     return pin
+
+
+def uv_requirement() -> list[str]:
+    """pip arguments for uv: hash-checked against requirements/lock/installer.txt when that lock pins the
+    same release (every wheel of it), else the bare pin (a test's other release, or a lock not yet made)."""
+    if INSTALLER_LOCK.exists():
+        lines = [line.strip() for line in INSTALLER_LOCK.read_text(encoding="utf-8").splitlines()]
+        if any(line.startswith(uv_pin() + " ") or line == uv_pin() for line in lines):
+            return ["--require-hashes", "--no-deps", "-r", str(INSTALLER_LOCK)]
+    return [uv_pin()]
 
 
 def uv_version() -> str:
@@ -110,7 +122,7 @@ def ensure_uv(root: Path, base_python: str = sys.executable) -> tuple[Path | Non
     if made.returncode != 0:
         return None, f"cannot make a tool venv for uv: {_tail(made.stderr)}"
     pip = subprocess.run([str(_venv_python(tool)), "-m", "pip", "install", "--disable-pip-version-check",
-                          "--no-input", "-q", uv_pin()], capture_output=True, text=True)
+                          "--no-input", "-q", *uv_requirement()], capture_output=True, text=True)
     if pip.returncode != 0:
         return None, f"pip could not install {uv_pin()} here: {_tail(pip.stderr)}"
     if _runs(uv) != version:

@@ -182,7 +182,7 @@ def cache_outputs(args) -> int:
     # and nothing is restored when this interpreter already has every pin (nothing will be installed).
     restore = os.environ.get("RUNNER_ENVIRONMENT") == "github-hosted" and bool(missing(pins))
     set_outputs({"restore": "true" if restore else "false", "cache-dir": root.as_posix(), "cache-paths": "\n".join(
-        (root / name.format(version=installer.uv_version())).as_posix() for name in installer.CACHED_NAMES),
+        (root / name).as_posix() for name in installer.CACHED_NAMES),
         "cache-key": key, "cache-restore-prefix": prefix})
     return 0
 

@@ -314,8 +314,9 @@ def test_the_cache_key_names_os_arch_python_uv_and_the_pins_digest(offline):
     assert outputs["cache-key"] == (f"platform-runtime-install-{made_for['os']}-{made_for['machine']}-"
                                     f"py{made_for['python']}-uv{made_for['uv']}-{digest[:32]}")
     assert outputs["cache-key"].startswith(outputs["cache-restore-prefix"])
+    # uv's tool venv is not among them: an executable restored from a cache would run unchecked.
     assert outputs["cache-paths"].splitlines() == [(offline.cache_root / name).as_posix() for name in (
-        "uv-cache", installer.MANIFEST, f"uv-tool-{installer.uv_version()}")]
+        "uv-cache", installer.MANIFEST)]
 
 
 def test_the_default_cache_is_the_runners_tool_cache_else_the_user_cache(tmp_path):
@@ -359,3 +360,12 @@ def test_the_gate_records_the_installer_and_the_lock_beside_the_torch_build(tmp_
     # A marker naming a path outside requirements/lock/ is recorded, never read.
     (venv / install_venv.MARKER).write_text(json.dumps({"lock": "../../etc/passwd", "lock_sha256": digest}))
     assert torch_build.read_install(site, ROOT)["lock_sha256_in_checkout"] is None
+
+
+def test_uv_itself_is_installed_hash_checked_and_a_wrong_hash_means_pip(tmp_path, monkeypatch):
+    assert installer.uv_requirement()[:2] == ["--require-hashes", "--no-deps"]
+    lock = tmp_path / "installer.txt"
+    lock.write_text(f"{installer.uv_pin()} \\\n    --hash=sha256:{'0' * 64}\n")
+    monkeypatch.setattr(installer, "INSTALLER_LOCK", lock)
+    uv, why = installer.ensure_uv(tmp_path / "root")
+    assert uv is None and "pip could not install" in why and "HASHES" in why.upper(), why
