@@ -71,8 +71,8 @@ def seconds_to_verdict(run) -> tuple[float, float | None]:
     return (verdict - times[0]).total_seconds(), install
 
 
-def test_the_linux_job_twice_the_second_restores_the_uv_cache(tmp_path, node_modules, lean_tree,  # noqa: F811
-                                                              torch_index):
+def test_the_linux_job_twice_the_second_restores_the_uv_cache_then_a_self_hosted_run_keeps_it(
+        tmp_path, node_modules, lean_tree, torch_index):  # noqa: F811
     if not BASE_PYTHON.exists():
         pytest.skip("no base python3 next to this venv's interpreter")
     caller = _consumer(tmp_path, "install-twice.yml")
@@ -100,5 +100,14 @@ def test_the_linux_job_twice_the_second_restores_the_uv_cache(tmp_path, node_mod
             assert "Cache restored from key: platform-runtime-install-" in lines, lines[-4000:]
             assert "::set-output:: cache-hit=true" in lines and "Cache saved" not in lines  # its `if:` skips it
             assert "| cache | hit (restored, exact key) |" in lines
-    for attempt, (total, install) in enumerate(timings, 1):
-        print(f"act linux job {attempt}: start to verdict {total:.1f} s, install {install} s")
+    # A self-hosted runner: nothing restored, the folder kept on disk from the job before (not pruned).
+    run = run_act(tmp_path, node_modules, "workflow_dispatch", "-W", ".github/workflows/install-twice.yml",
+                  "--var", f"TORCH_INDEX_URL={torch_index}", "--local-repository", f"{REPOSITORY}@v1={lean_tree}",
+                  workdir=caller, extra_env={**env, "RUNNER_ENVIRONMENT": "self-hosted"})
+    assert run.job_results().get("linux") == "success", run.log[-6000:]
+    lines = "\n".join(run.messages("linux"))
+    assert "Restore the install cache" not in lines and "cache: kept" in lines, lines[-4000:]
+    timings.append(seconds_to_verdict(run))
+    names = ("hosted, empty cache", "hosted, cache restored", "self-hosted, cache kept on disk")
+    for name, (total, install) in zip(names, timings):
+        print(f"act linux job ({name}): start to verdict {total:.1f} s, install {install} s")
