@@ -74,14 +74,16 @@ def _artifact_reasons(name: str, artifact: dict[str, Any], job: dict[str, Any]) 
 
 
 def _gate_reasons(name: str, gate: dict[str, Any], job: dict[str, Any], run: dict[str, Any]) -> list[str]:
-    """The one gate result proves this platform, and was made by this run, attempt and job."""
+    """The one gate result proves this platform, and was made by this repository's run, attempt and job."""
     reasons = prove_platform(name, _gate_document(gate))
     github = (gate.get("claims") or {}).get("github")
     if not isinstance(github, dict):
         reasons.append(f"{name}: the gate result was not produced inside GitHub Actions (github is null)")
     else:
-        expected = {"run_id": run.get("run_id"), "run_attempt": job.get("run_attempt") or run.get("attempt"),
-                    "job_id": job.get("id")}
+        # The repository too: it is what a baseline run is checked against (review.py), and a gate result
+        # made in another repository's run of the same id would otherwise pass as this one's.
+        expected = {"repository": run.get("repository"), "run_id": run.get("run_id"),
+                    "run_attempt": job.get("run_attempt") or run.get("attempt"), "job_id": job.get("id")}
         for key, want in expected.items():
             if want is None and run.get("offline"):
                 continue  # offline, a job's id is known only when its outputs name it

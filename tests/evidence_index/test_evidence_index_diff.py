@@ -302,6 +302,21 @@ def test_an_edited_run_index_is_not_authentic(tmp_path):
     assert done.returncode == 3 and "verdict" in done.stderr
 
 
+def test_a_run_index_whose_repository_was_edited_is_not_authentic(tmp_path):
+    # The repository a run index names is what a baseline is checked against: the gate results' own
+    # github.repository must say the same, or an index copied from another repository could be renamed.
+    old = run_index(tmp_path, "old", 17320001234)
+    forged = json.loads((old / "index.json").read_text())
+    forged["predicate"]["run"]["repository"] = "someone/else"
+    (tmp_path / "forged.json").write_text(json.dumps(forged))
+    folders = ("--old-artifacts", old / "artifacts", "--old-logs", old / "logs", "--new-artifacts", old / "artifacts",
+               "--new-logs", old / "logs")
+    done = cli("diff", old / "index.json", tmp_path / "forged.json", *folders)
+    assert done.returncode == 3 and "repository" in done.stderr, done.stdout + done.stderr
+    assert cli("verify", tmp_path / "forged.json", "--artifacts", old / "artifacts", "--logs",
+               old / "logs").returncode == 3
+
+
 @pytest.mark.parametrize("flag", ["--json", "--markdown"])
 def test_an_output_that_is_a_folder_is_a_usage_error(tmp_path, flag):
     done = cli("diff", FILESYSTEMS / TMPFS, FILESYSTEMS / TMPFS, flag, tmp_path)
