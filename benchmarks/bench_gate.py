@@ -1,7 +1,10 @@
 """Benchmark: the whole gate against a baseline process that only imports torch and runs the same 12 SGD
 steps, in the same run, alternating, and the ratio of their medians. Goal: at most 1.3x. With --collectives N
 each round also runs the gate with `--collectives N` (gloo on the CPU) and prints what the check adds beside
-the gate without it, and its ranks' time per op (no goal: it is a cost to know, not a budget).
+the gate without it, and its ranks' time per op (no goal: it is a cost to know, not a budget). Each round also
+times the torch RECORD check alone (every file of torch's dist-info RECORD hashed and sized, in a fresh
+process, as the gate's parent runs it in a thread beside the device worker) and prints it against the
+baseline: what it would add if it did not hide behind torch's import, and the gate's own record of it.
 
     .venv/bin/python benchmarks/bench_gate.py [--rounds 5] [--collectives 2]
 """
@@ -18,7 +21,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-GOAL = 1.3
+GOAL = 1.3  # the issue-19 aim is 1.15x: printed beside it, not yet held on these shared 2-core machines
+AIM = 1.15
 BASELINE = """
 import torch
 torch.set_num_threads(1)
@@ -40,6 +44,24 @@ def timed(command: list[str], cwd: Path, check: bool = True) -> float:
     started = time.perf_counter()
     subprocess.run(command, cwd=cwd, check=check, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return time.perf_counter() - started
+
+
+RECORD_CHECK = """
+import json, sys
+sys.path.insert(0, {scripts!r})
+from platform_runtime import isolation, torch_build, torch_record
+site_dir = isolation.locate_torch().site_dir
+report = torch_record.verify(site_dir, (torch_build.read_build(site_dir) or {{}}).get("dist_info"))
+print(json.dumps({{k: report[k] for k in ("verified", "files", "bytes", "duration_s")}}))
+"""
+
+
+def record_check(cwd: Path) -> tuple[float, dict]:
+    """Wall seconds of the RECORD check alone (interpreter start included) and what it reported."""
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-I", "-B", "-c", RECORD_CHECK.format(scripts=str(ROOT / "scripts"))],
+                          cwd=cwd, check=True, capture_output=True, text=True)
+    return time.perf_counter() - started, json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def listed(times: list[float]) -> str:
@@ -68,6 +90,7 @@ def main() -> int:
     parser.add_argument("--collectives", type=int, metavar="N", help="also time the gate with --collectives N")
     args = parser.parse_args()
     gate_times, baseline_times, with_times, with_results = [], [], [], []
+    record_times, record_reports, in_gate = [], [], []
     with tempfile.TemporaryDirectory() as work:
         gate = [sys.executable, "-B", str(ROOT / "scripts" / "platform_runtime_check.py"), "--device", "cpu",
                 "--output", str(Path(work) / "result.json")]
@@ -75,6 +98,11 @@ def main() -> int:
         for _ in range(args.rounds):
             baseline_times.append(timed(baseline, Path(work)))
             gate_times.append(timed(gate, Path(work)))
+            views = json.loads((Path(work) / "result.json").read_text(encoding="utf-8"))["device"].get("views") or {}
+            in_gate.append((views.get("record") or {}).get("duration_s"))
+            seconds, report = record_check(Path(work))
+            record_times.append(seconds)
+            record_reports.append(report)
             if args.collectives:
                 with_times.append(timed([*gate, "--collectives", str(args.collectives)], Path(work), check=False))
                 with_results.append(json.loads((Path(work) / "result.json").read_text(encoding="utf-8")))
@@ -84,7 +112,13 @@ def main() -> int:
           f"[{', '.join(f'{t:.2f}' for t in baseline_times)}]")
     print(f"gate (every check, CPU, this file system): median {gate_median:.2f} s  "
           f"[{', '.join(f'{t:.2f}' for t in gate_times)}]")
-    print(f"ratio gate/baseline: {ratio:.2f}x (goal <= {GOAL:.2f}x) -> {'OK' if ratio <= GOAL else 'OVER'}")
+    print(f"ratio gate/baseline: {ratio:.2f}x (goal <= {GOAL:.2f}x) -> {'OK' if ratio <= GOAL else 'OVER'}; "
+          f"aim <= {AIM:.2f}x -> {'met' if ratio <= AIM else 'not met'}")
+    record_median = statistics.median(record_times)
+    print(f"torch RECORD check alone ({record_reports[0]['files']} files, {record_reports[0]['bytes'] / 1e6:.0f} MB, "
+          f"verified {all(r['verified'] for r in record_reports)}): median {record_median:.2f} s  "
+          f"[{listed(record_times)}] = {record_median / baseline_median:.2f}x the baseline if it were serial; in the "
+          f"gate, beside the device worker: median {statistics.median(t for t in in_gate if t is not None):.2f} s")
     if args.collectives:
         collective_costs(with_results, gate_median, statistics.median(with_times), with_times)
     return 0 if ratio <= GOAL else 1

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
-from concurrent.futures import Future, ThreadPoolExecutor
+import threading
 from pathlib import Path
 
 from platform_runtime import nvidia_driver, procmaps, startup, torch_record
@@ -18,12 +18,26 @@ class DeviceViews:
         self.site_dir = site_dir
         self.dist_info = (build or {}).get("dist_info")
         self.mappings: list[procmaps.Mapping] | None = None
-        self._record: Future | None = None
+        self._record: dict | None = None
+        self._thread: threading.Thread | None = None
 
     def start_record_check(self) -> None:
-        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="torch-record")
-        self._record = pool.submit(torch_record.verify, self.site_dir, self.dist_info)
-        pool.shutdown(wait=False)
+        """Hash torch's files in a daemon thread (a hung file system must not keep the gate from exiting)."""
+        def check() -> None:
+            self._record = torch_record.verify(self.site_dir, self.dist_info)
+
+        self._thread = threading.Thread(target=check, name="torch-record", daemon=True)
+        self._thread.start()
+
+    def record_check(self, timeout: float) -> dict:
+        """The RECORD check's report, waiting at most `timeout` seconds (the gate's deadline) for it."""
+        if self._thread is None:
+            return torch_record.verify(self.site_dir, self.dist_info)
+        self._thread.join(timeout=max(timeout, 0.0))
+        if self._record is None:
+            return {"verified": False, "files": 0, "bytes": 0, "duration_s": round(timeout, 3),
+                    "problems": ["torch's files were still being hashed against its RECORD at the gate's deadline"]}
+        return self._record
 
     def observe(self, pid: int) -> None:
         """Called while the device worker waits after its report: what it has mapped, from outside."""
@@ -55,10 +69,9 @@ class DeviceViews:
                     isolation["findings"].append(finding)
         return {"observed": "linux-proc-maps", "torch_lib": mapped}
 
-    def record(self, report: dict, isolation: dict) -> dict:
+    def record(self, report: dict, isolation: dict, timeout: float) -> dict:
         """device.views: what each view saw (measurements; core.trust.device_view_problems judges them)."""
-        record = self._record.result() if self._record is not None else torch_record.verify(None, None)
-        views: dict = {"record": record, "mapped": self._mapped(isolation)}
+        views: dict = {"record": self.record_check(timeout), "mapped": self._mapped(isolation)}
         if report.get("type") == "cuda":
             check = nvidia_driver.uuid_check((report.get("cuda") or {}).get("uuid"))
             views["driver"] = {**check, "problem": nvidia_driver.uuid_problem(check)}

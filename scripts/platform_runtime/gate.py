@@ -280,7 +280,8 @@ class Gate:
                 missing = isolation.missing_torch_reason(self.torch)
                 problems = [missing] if missing else []
                 problems += torch_build.cross_check(self.build, details.get("torch"), details.get("type"))
-                result["device"]["views"] = self.views.record(details, result["isolation"])
+                result["device"]["views"] = self.views.record(details, result["isolation"],
+                                                              timeout=self.deadline.remaining())
                 problems += trust.device_view_problems(result["device"])
                 result["device"]["build_cross_check"] = problems
                 result["isolation"]["device_worker_loaded"] = details.get("startup_modules")

@@ -31,8 +31,10 @@ from platform_runtime import procmaps
 from platform_runtime.isolation import interpreter_site_dirs, torch_search_dirs
 
 LOADER_VARIABLES = ("LD_PRELOAD", "LD_AUDIT", "DYLD_INSERT_LIBRARIES")  # honoured by the loader, always
-# Honoured by the interpreter unless it runs with -E or -I (the workers always do).
-PYTHON_VARIABLES = ("PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONUSERBASE", "PYTHONPLATLIBDIR")
+# Honoured by the interpreter unless it runs with -E or -I (the workers always do). PYTHONEXECUTABLE (macOS)
+# sets sys.executable, the interpreter the gate starts its workers with.
+PYTHON_VARIABLES = ("PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONUSERBASE", "PYTHONPLATLIBDIR",
+                    "PYTHONEXECUTABLE")
 START_UP_MODULES = ("sitecustomize", "usercustomize")
 SYSTEM_PRELOAD = Path("/etc/ld.so.preload")
 # setuptools' distutils-precedence.pth, byte for byte (SHA-256 -> the default its one import line tests):
@@ -199,6 +201,13 @@ def judge_environment(environments: list[dict[str, str]], out: Findings) -> None
         for name in PYTHON_VARIABLES:
             if _set_in(name, environments):
                 out.add(name, f"{name} is set and the gate's own process was started without -I or -E")
+    # A warning filter's category `module.Class` is imported at start-up: PYTHONWARNINGS=ignore::evil.W runs evil.
+    filters = list(sys.warnoptions) + ([entry for env in environments
+                                        for entry in env.get("PYTHONWARNINGS", "").split(",")]
+                                       if not sys.flags.ignore_environment else [])
+    if any("." in (entry.split(":") + ["", "", ""])[2] for entry in filters):
+        out.add("PYTHONWARNINGS", "a warning filter (PYTHONWARNINGS or -W) names a category in a module, which "
+                                  "the interpreter imports at start-up")
     try:
         preload = SYSTEM_PRELOAD.read_text(encoding="utf-8", errors="replace")
     except OSError:

@@ -27,6 +27,14 @@ def test_a_variable_deleted_from_os_environ_is_still_found_in_the_start_up_envir
     assert found.present == ["LD_PRELOAD"] and "/tmp" not in " ".join(found.findings)
 
 
+@pytest.mark.parametrize("value, named", [("ignore::evil.Planted", True), ("error::DeprecationWarning", False),
+                                          ("ignore", False)])
+def test_a_warning_filter_whose_category_lies_in_a_module_is_a_vector(value, named):
+    found = startup.Findings()
+    startup.judge_environment([{"PYTHONWARNINGS": value}], found)
+    assert (found.present == ["PYTHONWARNINGS"]) is named
+
+
 def site_with(tmp_path: Path, pth: bytes, hack: bytes | None) -> Path:
     site = tmp_path / "site-packages"
     site.mkdir()
