@@ -1,5 +1,5 @@
 """Benchmark: the whole gate against a baseline process that only imports torch and runs the same 12 SGD
-steps, in the same run, alternating, and the ratio of their medians. Goal: at most 1.3x. With --collectives N
+steps, in the same run, alternating, and the ratio of their medians. Goal: at most 1.15x. With --collectives N
 each round also runs the gate with `--collectives N` (gloo on the CPU) and prints what the check adds beside
 the gate without it, and its ranks' time per op (no goal: it is a cost to know, not a budget). Each round also
 times the torch RECORD check alone (every file of torch's dist-info RECORD hashed and sized, in a fresh
@@ -21,8 +21,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-GOAL = 1.3  # the issue-19 aim is 1.15x: printed beside it, not yet held on these shared 2-core machines
-AIM = 1.15
+GOAL = 1.15
 BASELINE = """
 import torch
 torch.set_num_threads(1)
@@ -112,8 +111,7 @@ def main() -> int:
           f"[{', '.join(f'{t:.2f}' for t in baseline_times)}]")
     print(f"gate (every check, CPU, this file system): median {gate_median:.2f} s  "
           f"[{', '.join(f'{t:.2f}' for t in gate_times)}]")
-    print(f"ratio gate/baseline: {ratio:.2f}x (goal <= {GOAL:.2f}x) -> {'OK' if ratio <= GOAL else 'OVER'}; "
-          f"aim <= {AIM:.2f}x -> {'met' if ratio <= AIM else 'not met'}")
+    print(f"ratio gate/baseline: {ratio:.2f}x (goal <= {GOAL:.2f}x) -> {'OK' if ratio <= GOAL else 'OVER'}")
     record_median = statistics.median(record_times)
     print(f"torch RECORD check alone ({record_reports[0]['files']} files, {record_reports[0]['bytes'] / 1e6:.0f} MB, "
           f"verified {all(r['verified'] for r in record_reports)}): median {record_median:.2f} s  "
