@@ -224,6 +224,9 @@ def trusted_library_dirs() -> set[Path]:
     dirs += [f"/lib/{multiarch}", f"/usr/lib/{multiarch}"] if multiarch else []
     libdir = sysconfig.get_config_var("LIBDIR")
     dirs += [libdir] if libdir else []
+    # Where this installation really is (a relocated build's LIBDIR names where it was built): setup-python puts
+    # its own lib folder, holding libpython, on LD_LIBRARY_PATH on every Linux runner.
+    dirs.append(str(Path(sys.base_prefix) / "lib"))
     return {Path(d).resolve() for d in dirs}
 
 

@@ -123,6 +123,16 @@ def test_a_library_mapped_from_an_ld_library_path_folder_is_a_vector_and_a_cuda_
     assert clean.present == []
 
 
+def test_the_interpreters_own_lib_folder_on_ld_library_path_is_not_a_vector():
+    # What actions/setup-python does on every Linux runner: LD_LIBRARY_PATH=<its install>/lib, libpython there.
+    import sys
+
+    own = Path(sys.base_prefix) / "lib"
+    found = startup.Findings()
+    startup.judge_own_mappings(MAPS.format(lib=own), [{"LD_LIBRARY_PATH": str(own)}], found)
+    assert found.present == []
+
+
 def test_the_system_library_folder_on_ld_library_path_is_not_a_vector(tmp_path):
     found = startup.Findings()
     system = next((d for d in ("/usr/lib/x86_64-linux-gnu", "/usr/lib") if Path(d).is_dir()), None)
