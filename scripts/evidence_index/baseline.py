@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .common import FetchError, InputError, is_safe_relative
+from .common import FetchError, InputError, is_safe_relative, newest_first
 from .github import GitHubClient
 from .zipsafe import Caps, UnsafeArchive, safe_extract
 
@@ -114,7 +114,9 @@ def fetch_baseline(client: GitHubClient, repository: str, run_id: str, work: Pat
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise BaselineError(f"its evidence artifact holds no readable {INDEX_NAME}") from error
     check_index_run(statement, repository, run_id, run.get("path"))
-    by_name = {str(a.get("name")): a for a in artifacts if not a.get("expired")}
+    by_name: dict[str, dict[str, Any]] = {}
+    for artifact in newest_first(a for a in artifacts if not a.get("expired")):
+        by_name.setdefault(str(artifact.get("name")), artifact)  # a repeated name: its newest copy
     (work / "artifacts").mkdir(exist_ok=True)
     for subject in subjects:
         name = subject[len("artifacts/"):-len(".zip")] if isinstance(subject, str) and subject.startswith(

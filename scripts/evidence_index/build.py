@@ -13,7 +13,6 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,7 @@ from core.files import encode_json, sha256_bytes
 from core.provenance import git_state
 
 from . import PREDICATE_VERSION
-from .common import FetchError, InputError, atomic_write_bytes, hash_stream, is_safe_relative
+from .common import FetchError, InputError, atomic_write_bytes, hash_stream, is_safe_relative, newest_first
 from .github import GitHubClient
 from .judge import Observed, judge_run
 from .logparse import LogScanner
@@ -246,19 +245,11 @@ def _locate(state: _Build, entry: dict[str, Any]) -> dict[str, Any]:
     name = artifact_name(platform, entry["job"].get("run_attempt") or state.attempt)
     # Names are unique per run; should the list still repeat one, the newest unexpired copy (by created_at:
     # the list's order is not age, its documented default is direction=desc) is the one to read.
-    matches = sorted((a for a in state.listed if a.get("name") == name), key=_created, reverse=True)
+    matches = newest_first(a for a in state.listed if a.get("name") == name)
     api = next((a for a in matches if not a.get("expired")), matches[0] if matches else None)
     return {"name": name, "listed": api is not None, "id": api.get("id") if api else None,
             "api_digest": api.get("digest") if api else None, "expired": bool(api and api.get("expired")),
             "from_attempt": entry["job"].get("run_attempt") or state.attempt, "located_by": "name"}
-
-
-def _created(artifact: dict[str, Any]) -> float:
-    """An artifact's created_at as a timestamp; one without a readable date sorts oldest."""
-    try:
-        return datetime.fromisoformat(str(artifact.get("created_at")).replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return float("-inf")
 
 
 def _as_int(value: Any) -> Any:

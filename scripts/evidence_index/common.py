@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable
+from datetime import datetime
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 # The one atomic writer and file hasher of the project (stdlib only, so the indexer stays light).
 from core.files import atomic_write_bytes as _atomic_write_bytes
@@ -67,3 +68,14 @@ def hash_stream(stream: IO[bytes], keep_max: int = 0,
         if sink is not None:
             sink(chunk)
     return digest.hexdigest(), size, bytes(kept) if kept is not None else None
+
+
+def newest_first(artifacts: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Artifacts newest first by `created_at`: the list's own order is not age (its documented default is
+    direction=desc, and a client may ask otherwise). One without a readable date sorts oldest."""
+    def created(artifact: dict[str, Any]) -> float:
+        try:
+            return datetime.fromisoformat(str(artifact.get("created_at")).replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return float("-inf")
+    return sorted(artifacts, key=created, reverse=True)

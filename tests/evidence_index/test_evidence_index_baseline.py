@@ -223,3 +223,14 @@ def test_the_workflow_takes_an_optional_baseline_run_id_and_its_review_step_cann
     names = [s.get("name", "") for s in job["steps"]]
     upload = next(s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/upload-artifact@"))
     assert names.index(step["name"]) < names.index(upload["name"]) and upload["with"]["path"] == "evidence"
+
+
+def test_a_repeated_artifact_name_in_the_baseline_run_resolves_to_its_newest_copy(tmp_path, baseline):
+    """The artifact list is newest first (direction=desc): an older copy listed after the real one, under the
+    same name, must not be the one downloaded."""
+    real = next(a for a in baseline.artifacts if a.name.startswith("platform-runtime-linux-"))
+    baseline.artifacts.append(FakeArtifact(id=3901000998, name=real.name, content=b"PK\x05\x06" + b"\0" * 18,
+                                           created_at="2026-08-24T09:00:00Z"))
+    done, evidence, summary = review(tmp_path, current_run(tmp_path), baseline)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (evidence / "baseline-diff.json").is_file(), summary
