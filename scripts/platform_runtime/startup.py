@@ -125,9 +125,10 @@ def _sha256(path: Path) -> str | None:
 
 
 def code_lines(pth: Path) -> list[str]:
-    """The lines of a .pth that site.addpackage executes (those starting with `import` and a blank)."""
+    """The lines of a .pth that site.addpackage executes (those starting with `import` and a blank). Read as
+    utf-8-sig: Python 3.13's site strips a byte-order mark first, so a marked `import` line runs there."""
     try:
-        lines = pth.read_text(encoding="utf-8", errors="replace").splitlines()
+        lines = pth.read_bytes().decode("utf-8-sig", errors="replace").splitlines()
     except OSError:
         return []
     return [line for line in lines if line.startswith(("import ", "import\t"))]

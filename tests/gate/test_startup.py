@@ -77,6 +77,15 @@ def test_a_code_running_pth_that_is_not_setuptools_own_is_a_vector(tmp_path, pth
     assert found.present == [".pth"] and found.executing_pth_files == ["distutils-precedence.pth"]
 
 
+def test_a_pth_whose_import_line_follows_a_byte_order_mark_is_a_vector(tmp_path):
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "marked.pth").write_bytes(b"\xef\xbb\xbfimport os\n")
+    found = startup.Findings()
+    startup.judge_pth_files([site], [site], {}, found)
+    assert found.executing_pth_files == ["marked.pth"]
+
+
 def test_a_pth_of_path_lines_only_runs_nothing(tmp_path):
     site = tmp_path / "site"
     site.mkdir()
