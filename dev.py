@@ -61,7 +61,7 @@ def _install_with_uv(python: Path) -> bool:
         print("dev.py: creating .venv with uv", flush=True)
         made = subprocess.run([str(uv), "venv", "--clear", "--seed", "--python", sys.executable, *sources, str(VENV)],
                               env=env)
-        if made.returncode != 0:
+        if made.returncode != 0 and subprocess.run([sys.executable, "-m", "venv", "--clear", str(VENV)]).returncode:
             return False
     command = installer.uv_install(uv, python, cache, REQUIREMENTS, "", sources + (["--index", index] if index else []),
                                    hashed=False)
