@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "tools"))
-from nfsvm import job, phases, server_gone, verdict  # noqa: E402
+from nfsvm import busy_rename, job, phases, server_gone, verdict  # noqa: E402
 
 STUCK = [{"pid": 501, "name": "python3", "state": "D"}]
 GATE = {"ok": False, "exit_code": 3, "failures": ["jsonl_append: did not finish within 90 s (the gate's --timeout)"],
@@ -80,3 +80,19 @@ def test_the_stuck_processes_of_a_user_are_read_from_proc():
     finally:
         child.kill()
         child.wait()
+
+
+def test_the_busy_rename_experiment_passes_only_when_every_round_passed_and_says_whether_etxtbsy_was_met():
+    good = {"exit_code": 0, "result": {"ok": True, "writer_busy_rename_retries": 3}}
+    clean = {"exit_code": 0, "result": {"ok": True, "writer_busy_rename_retries": 0}}
+    failed = {"exit_code": 1,
+              "result": {"ok": False, "reason": "1 writer process(es) failed (OSError: Text file busy)"}}
+    assert busy_rename.judge([good, clean]) == {"rounds": 2, "passed": 2, "busy_rename_retries": [3, 0], "reasons": [],
+                                                "met_etxtbsy": True, "pass": True}
+    assert busy_rename.judge([clean])["met_etxtbsy"] is False
+    judged = busy_rename.judge([good, failed, {"exit_code": None, "result": None}])
+    assert judged["pass"] is False and judged["passed"] == 1 and "Text file busy" in judged["reasons"][0]
+    assert busy_rename.judge([])["pass"] is False
+    made, _ = job.make_job(ROOT, ["server_gone", "busy_rename", "action"], 420.0)
+    assert made["phases"] == ["action", "busy_rename", "server_gone"]
+    assert phases.phase_function("busy_rename") is busy_rename.busy_rename_phase

@@ -17,9 +17,10 @@ from nfsvm import vm  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 PHASES = ("action", "two_clients", "server_restart", "busy_unmount")  # what a plain run runs
-# Named with --phases only: server_gone leaves the VM's NFS server stopped and a mount hung, and adds about
-# two minutes; it runs last whatever the order given.
-OPTIONAL_PHASES = ("server_gone",)
+# Named with --phases only: busy_rename (the gate's replace check three times on one client, counting the
+# busy renames retried) is an experiment; server_gone leaves the VM's NFS server stopped and a mount hung,
+# and adds about two minutes. They run after the others, server_gone last, whatever the order given.
+OPTIONAL_PHASES = ("busy_rename", "server_gone")
 ALL_PHASES = PHASES + OPTIONAL_PHASES
 
 
@@ -50,7 +51,8 @@ def make_job(repo: Path, phases: list[str], gate_timeout: float) -> tuple[dict, 
     """The job the guest runs. Timeouts are generous: under TCG the gate imports torch in ~20 s idle."""
     python = repo / ".venv" / "bin" / "python"
     shares = [{"tag": f"share{i}", "path": str(path)} for i, path in enumerate(shared_paths(repo, python))]
-    phases = sorted(phases, key=lambda name: name in OPTIONAL_PHASES)  # stable: the given order otherwise
+    order = {name: index + 1 for index, name in enumerate(OPTIONAL_PHASES)}
+    phases = sorted(phases, key=lambda name: order.get(name, 0))  # stable: the given order otherwise
     job = {"repo": str(repo), "python": str(python), "host_python": host_python(python), "phases": phases,
            "shares": shares,
            "gate_timeout": gate_timeout, "fault_gate_timeout": gate_timeout, "restart_delay": 8}

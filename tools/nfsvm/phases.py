@@ -502,6 +502,10 @@ def phase_function(name: str):
         from nfsvm import server_gone
 
         return server_gone.server_gone_phase
+    if name == "busy_rename":
+        from nfsvm import busy_rename
+
+        return busy_rename.busy_rename_phase
     return PHASES[name]
 
 
@@ -536,7 +540,8 @@ class WarmUp:
 # Where each phase's verdict lies (tools/nfsvm/verdict.py reads the same names).
 RESULT_FILES = {"action": "action/steps.json", "two_clients": "two_clients/two-clients.json",
                 "server_restart": "server_restart/server-restart.json",
-                "busy_unmount": "busy_unmount/busy-unmount.json", "server_gone": "server_gone/server-gone.json"}
+                "busy_unmount": "busy_unmount/busy-unmount.json", "server_gone": "server_gone/server-gone.json",
+                "busy_rename": "busy_rename/busy-rename.json"}
 
 
 def write_missing_result(out: Path, phase: str, reason: str) -> None:
@@ -559,7 +564,8 @@ def run_all(job: dict, out: str, boot_seconds: float) -> None:
             if name == "action":  # the action's own steps overlap the warm-up until its gate
                 action_phase(job, out_dir, boot_seconds, before_gate=warm.wait)
             else:
-                warm.wait()
+                if name != "busy_rename":  # imports no torch
+                    warm.wait()
                 phase_function(name)(job, out_dir, boot_seconds)
         except Exception as error:  # one broken phase must not hide the others' results
             log(f"phase {name} raised {type(error).__name__}: {error}")

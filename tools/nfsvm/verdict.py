@@ -101,6 +101,12 @@ def describe_busy(doc: dict) -> str:
             f"workspace gone {free.get('workspace_absent')}")
 
 
+def describe_busy_rename(doc: dict) -> str:
+    v = doc.get("verdict") or {}
+    return (f"gate replace check on one client: {v.get('passed')}/{v.get('rounds')} rounds passed, busy renames "
+            f"retried per round {v.get('busy_rename_retries')} (ETXTBSY met: {v.get('met_etxtbsy')})")
+
+
 def describe_gone(doc: dict) -> str:
     v = doc.get("verdict") or {}
     return (f"server stopped at +{(doc.get('stop') or {}).get('seconds_after_gate_start')} s; gate exit "
@@ -125,6 +131,8 @@ def judge(out: Path, boot: dict, phases: list[str]) -> list[dict]:
                                                               describe_busy))],
         "server_gone": [("server_gone", lambda: phase_check(load(out / "server_gone", "server-gone.json"),
                                                             describe_gone))],
+        "busy_rename": [("busy_rename", lambda: phase_check(load(out / "busy_rename", "busy-rename.json"),
+                                                            describe_busy_rename))],
     }
     for phase in phases:
         for name, run in table[phase]:
