@@ -56,12 +56,15 @@ class ChildOutcome:
     stderr_tail: str = ""
     errors: list[str] = field(default_factory=list)
     stuck: list[dict] = field(default_factory=list)  # its session's processes left in uninterruptible sleep
+    blocked: list[dict] = field(default_factory=list)  # those in uninterruptible sleep when its deadline came
 
     def failure(self) -> str | None:
         """Why this child did not deliver a result, or None when it did."""
         if self.timed_out:
             who = "the gate's --timeout" if self.global_deadline else "its deadline"
             text = f"{self.name} did not finish within {self.timeout_s:.0f} s ({who}) and was killed"
+            if self.blocked:  # why it did not finish: blocked in the kernel (a hung mount), not computing
+                text += f"; at the deadline {stuck.describe(self.blocked)}"
             if self.abandoned and self.stuck:
                 text += (f"; abandoned, not awaited: {stuck.describe(self.stuck)} {KILL_GRACE_S:.0f} s after "
                          "the kill")
@@ -144,6 +147,7 @@ def collect(name: str, process: subprocess.Popen, started: float, timeout: float
         stdout, stderr = process.communicate(timeout=max(timeout - (time.monotonic() - started), 0.01))
         timed_out = False
     except subprocess.TimeoutExpired:
+        blocked = stuck.stuck_in(process.pid) if os.name == "posix" else []
         kill_tree(process)
         abandoned = False
         try:
@@ -155,13 +159,13 @@ def collect(name: str, process: subprocess.Popen, started: float, timeout: float
         left = stuck.stuck_in(process.pid) if os.name == "posix" else []
         abandoned = abandoned or bool(left)
     else:
-        abandoned, left = False, []
+        abandoned, left, blocked = False, [], []
     duration = time.monotonic() - started
     payload = None if timed_out else parse_last_json(stdout)
     return ChildOutcome(
         name=name, returncode=process.returncode, payload=payload, duration_s=round(duration, 3),
         timed_out=timed_out, timeout_s=timeout, global_deadline=global_deadline and timed_out, abandoned=abandoned,
-        stderr_tail=stderr.decode("utf-8", "replace")[-2000:], stuck=left,
+        stderr_tail=stderr.decode("utf-8", "replace")[-2000:], stuck=left, blocked=blocked,
     )
 
 

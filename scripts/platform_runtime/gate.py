@@ -268,6 +268,8 @@ class Gate:
             self._record_collectives(result, failures, outcome)
             return
         check: dict = {"ok": False, "duration_s": outcome.duration_s, "reason": None}
+        if outcome.blocked:
+            check["blocked_at_deadline"] = outcome.blocked
         if outcome.abandoned:
             check["abandoned"] = True
             check["abandoned_processes"] = outcome.stuck
@@ -329,6 +331,8 @@ class Gate:
         status = "cleaned" if ok else ("timeout" if outcome.timed_out else "failed")
         cleanup["status"] = status
         check = {"ok": ok, "duration_s": outcome.duration_s, "reason": None, "status": status}
+        if outcome.blocked:
+            check["blocked_at_deadline"] = outcome.blocked
         if outcome.abandoned:
             check["abandoned"] = True
             check["abandoned_processes"] = outcome.stuck

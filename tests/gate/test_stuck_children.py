@@ -42,6 +42,13 @@ def test_a_timed_out_childs_failure_names_its_stuck_processes():
     assert "--timeout" in text and "abandoned, not awaited: pid 77 (python3) in uninterruptible sleep (D)" in text
 
 
+def test_a_child_blocked_in_the_kernel_at_its_deadline_says_so_even_when_the_kill_ended_it():
+    outcome = children.ChildOutcome(name="concurrent_replace", returncode=-9, payload=None, duration_s=88.0,
+                                    timed_out=True, timeout_s=88.0, global_deadline=True,
+                                    blocked=[{"pid": 80, "name": "python3", "state": "D"}])
+    assert outcome.failure().endswith("was killed; at the deadline pid 80 (python3) in uninterruptible sleep (D)")
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc")
 def test_collect_reads_the_real_state_of_what_is_left_of_a_killed_childs_session(monkeypatch):
     """A real child killed at its timeout: collect looks for what is left of its session in /proc and finds
@@ -57,4 +64,5 @@ def test_collect_reads_the_real_state_of_what_is_left_of_a_killed_childs_session
     monkeypatch.setattr(stuck, "stuck_in", stuck_in)
     process = children.start([sys.executable, "-c", "import time; time.sleep(60)"])
     outcome = children.collect("probe", process, time.monotonic(), 0.5, False)
-    assert outcome.timed_out and seen == [process.pid] and outcome.stuck == [] and not outcome.abandoned
+    assert outcome.timed_out and seen == [process.pid, process.pid] and outcome.stuck == outcome.blocked == []
+    assert not outcome.abandoned

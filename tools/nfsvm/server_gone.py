@@ -67,6 +67,8 @@ def judge(document: dict | None, exit_code: int | None, gate_seconds: float, tim
         "failed_with_reasons": (exit_code in (1, 3) and isinstance(document, dict) and document.get("ok") is False
                                 and document.get("exit_code") == exit_code and bool(document.get("failures"))),
         "stuck_after_gate": stuck_after, "abandoned_named": sorted(p for p in named if isinstance(p, int)),
+        "checks_blocked_at_deadline": sorted(name for name, c in ((document or {}).get("checks") or {}).items()
+                                             if isinstance(c, dict) and c.get("blocked_at_deadline")),
         "every_stuck_process_named": all(s["pid"] in named for s in stuck_after),
         "teardown_exit_code": teardown.get("exit_code"), "teardown_seconds": teardown.get("seconds"),
         "teardown_returned": teardown.get("exit_code") is not None,

@@ -112,7 +112,8 @@ def describe_gone(doc: dict) -> str:
     return (f"server stopped at +{(doc.get('stop') or {}).get('seconds_after_gate_start')} s; gate exit "
             f"{v.get('gate_exit_code')} {doc.get('seconds_from_stop_to_gate_exit')} s after the stop "
             f"({v.get('gate_seconds')} s of --timeout {v.get('gate_timeout')}), abandoned named "
-            f"{v.get('abandoned_named')}, D after exit {[s.get('pid') for s in v.get('stuck_after_gate') or []]}; "
+            f"{v.get('abandoned_named')}, D after exit {[s.get('pid') for s in v.get('stuck_after_gate') or []]}, "
+            f"blocked in D at the deadline: {v.get('checks_blocked_at_deadline')}; "
             f"teardown exit {v.get('teardown_exit_code')} in {v.get('teardown_seconds')} s, detached "
             f"{v.get('teardown_detached')}, export left alone {v.get('export_left_alone')}")
 
