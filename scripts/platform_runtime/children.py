@@ -23,6 +23,10 @@ from platform_runtime import stuck
 from platform_runtime.isolation import WORKER_FLAGS
 
 KILL_GRACE_S = 3.0
+# A file-system check's deadline when the gate's --timeout is the default (600 s); it grows with --timeout
+# (FS_CHECK_SHARE of it), so a user who gives a slow machine more time gives it to every check and role.
+FS_CHECK_TIMEOUT_S = 120.0
+FS_CHECK_SHARE = FS_CHECK_TIMEOUT_S / 600.0
 PACKAGE_DIR = Path(__file__).resolve().parent
 WORKER_ENTRY = PACKAGE_DIR.parent / "platform_runtime_worker.py"
 
@@ -62,7 +66,8 @@ class ChildOutcome:
         """Why this child did not deliver a result, or None when it did."""
         if self.timed_out:
             who = "the gate's --timeout" if self.global_deadline else "its deadline"
-            text = f"{self.name} did not finish within {self.timeout_s:.0f} s ({who}) and was killed"
+            text = (f"NO ANSWER: {self.name} did not finish within {self.timeout_s:.0f} s ({who}) and was killed "
+                    f"after {self.duration_s:.1f} s")
             if self.blocked:  # why it did not finish: blocked in the kernel (a hung mount), not computing
                 text += f"; at the deadline {stuck.describe(self.blocked)}"
             if self.abandoned and self.stuck:

@@ -22,6 +22,7 @@ this process really mapped while torch is still loaded.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import importlib.machinery
 import importlib.util
@@ -67,6 +68,14 @@ def first_line_without_paths(text: str, workspace: Path) -> str:
     """Exception text without the workspace's absolute path or the home directory."""
     text = text.replace(str(workspace), "<workspace>").replace(str(Path.home()), "~")
     return text.splitlines()[0][:300] if text else text
+
+
+def error_of(exc: BaseException, workspace: Path, stage: str) -> dict:
+    """The exception that ended the device check: type, errno name, message (no paths), the stage it hit."""
+    code = exc.errno if isinstance(exc, OSError) else None
+    text = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    return {"type": type(exc).__name__, "errno": errno.errorcode.get(code) if isinstance(code, int) else None,
+            "message": first_line_without_paths(text, workspace), "operation": f"stage {stage}"}
 
 
 class Stage:
@@ -329,7 +338,10 @@ def save_checkpoint(torch, model, optimizer, workspace: Path, phase: Phases) -> 
         path = workspace / "checkpoint.pt"
         state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "steps": STEPS}
         record["tensor_devices"] = phase.devices_of(state_tensors(state))
-        torch.save(state, path)
+        # Through our own file object: a full disk then surfaces as OSError ENOSPC, not as torch's own
+        # "unexpected pos" from its C++ writer, which names no cause.
+        with open(path, "wb") as handle:
+            torch.save(state, handle)
     return path, record["tensor_devices"]
 
 
@@ -477,9 +489,11 @@ def run(requested: str, workspace: Path, site_dir: str | None = None) -> dict:
         report.update(resolved=resolved, type=kind)
         compute(torch, device, workspace, report, stage)
     except Exception as exc:  # noqa: BLE001 - every failure on the device is a reported result
-        message = first_line_without_paths(str(exc), workspace)
+        report["error"] = error_of(exc, workspace, stage.name)
+        message = report["error"]["message"]
         out_of_memory = "out of memory" in message.lower()
-        report.update(stage=stage.name, reason=f"{'out of memory' if out_of_memory else type(exc).__name__} "
+        kind = " ".join(part for part in (type(exc).__name__, report["error"]["errno"]) if part)
+        report.update(stage=stage.name, reason=f"{'out of memory' if out_of_memory else kind} "
                                                f"at stage {stage.name}: {message}")
         return report
     problems = problems_of(report, kind)

@@ -8,7 +8,9 @@ through the entry script (`python -I -B scripts/platform_runtime_worker.py fs_wo
     cleanup WORKSPACE
 (and the roles the coordinators start: replace-writer, replace-reader, append-writer, lock-attempt)
 
-Each prints one JSON object on its last stdout line. The gate gives each a deadline.
+Each prints one JSON object on its last stdout line; one that ends with an exception prints the error that
+ended it (platform_runtime/roles.py). The gate gives each check a deadline (`--deadline-at`, a wall-clock
+instant); the roles a check starts get what is left of it.
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 import threading
 import time
@@ -34,56 +35,20 @@ from core.files import (
     read_bytes_retrying,
     retry_sharing,
 )
+from core.outcomes import append_problems, lock_probe_problems, replace_problems
 
-from platform_runtime import filesystem, killed_writer
-from platform_runtime.children import worker_command
+from platform_runtime import filesystem, killed_writer, roles
+from platform_runtime.children import FS_CHECK_TIMEOUT_S
 from platform_runtime.jsonl import METHOD, LockedAppender, record_line, verify_records
 
-ROLE_TIMEOUT_S = 90.0
+# After the release, another process's attempts are repeated for up to this long (and never past its
+# deadline) before the lock is said not to be released: on NFS the release reaches the server a moment later.
+LOCK_RETRY_WINDOW_S = 10.0
 
 
 def emit(payload: dict) -> None:
     sys.stdout.write(json.dumps(payload, sort_keys=True) + "\n")
     sys.stdout.flush()
-
-
-def spawn_role(*args: str) -> subprocess.Popen:
-    return subprocess.Popen(worker_command("fs_worker", *args), stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
-
-
-class RoleFailure:
-    """A role process that gave no result: why, as far as it could say (its guarded error line)."""
-
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
-
-
-def collect_role(process: subprocess.Popen, timeout: float = ROLE_TIMEOUT_S) -> dict | RoleFailure:
-    try:
-        stdout, _ = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        try:
-            process.communicate(timeout=5)
-        except subprocess.TimeoutExpired:  # unkillable for now (uninterruptible sleep): abandoned, not awaited
-            return RoleFailure(f"no result within {timeout:.0f} s, and it did not exit when killed (abandoned)")
-        return RoleFailure(f"no result within {timeout:.0f} s")
-    lines = [line for line in stdout.decode("utf-8", "replace").splitlines() if line.strip()]
-    try:
-        payload = json.loads(lines[-1]) if lines else None
-    except ValueError:
-        payload = None
-    if process.returncode == 0 and isinstance(payload, dict):
-        return payload
-    if isinstance(payload, dict) and payload.get("reason"):
-        return RoleFailure(str(payload["reason"]))
-    return RoleFailure(f"exited with code {process.returncode}")
-
-
-def role_failures(results: list, role: str) -> list[str]:
-    """'N <role> process(es) failed (first reason)', or nothing when every role delivered."""
-    failed = [r for r in results if isinstance(r, RoleFailure)]
-    return [f"{len(failed)} {role} process(es) failed ({failed[0].reason})"] if failed else []
 
 
 # --- probe ----------------------------------------------------------------------------------------------
@@ -248,52 +213,46 @@ def replace_reader(target: Path, stop: Path, max_seconds: float, tolerate_missin
 
 
 def concurrent_replace(workspace: Path, writers: int, replaces: int, readers: int, min_versions: int,
-                       tolerate_missing: bool) -> dict:
+                       tolerate_missing: bool, deadline: roles.CheckDeadline) -> dict:
     folder = workspace / "replace"
     folder.mkdir()
     target, stop = folder / "state.json", folder / "writers-done"
     atomic_write_bytes(target, version_document(-1, 0))
-    reader_procs = [spawn_role("replace-reader", str(target), str(stop), str(ROLE_TIMEOUT_S - 10),
-                               *(["--tolerate-missing"] if tolerate_missing else [])) for _ in range(readers)]
-    for process in reader_procs:  # writers start only once every reader is reading
-        assert process.stdout is not None
-        ready = threading.Thread(target=process.stdout.readline, daemon=True)
+    # A reader stops by itself a moment before its deadline, so what it saw is an answer, not a kill.
+    reading_for = max(0.0, deadline.for_role() - deadline.reserve_s)
+    reader_roles = [roles.start("replace-reader", f"r{i}", deadline, str(target), str(stop), f"{reading_for:.3f}",
+                                *(["--tolerate-missing"] if tolerate_missing else [])) for i in range(readers)]
+    for role in reader_roles:  # writers start only once every reader is reading
+        assert role.process.stdout is not None
+        ready = threading.Thread(target=role.process.stdout.readline, daemon=True)
         ready.start()
-        ready.join(ROLE_TIMEOUT_S / 3)
-    writer_procs = [spawn_role("replace-writer", str(target), str(i), str(replaces)) for i in range(writers)]
-    writer_results = [collect_role(p) for p in writer_procs]
+        ready.join(deadline.for_role())
+    writer_roles = [roles.start("replace-writer", f"w{i}", deadline, str(target), str(i), str(replaces))
+                    for i in range(writers)]
+    writer_outcomes = [roles.collect(role) for role in writer_roles]
     stop.touch()
-    reader_results = [collect_role(p) for p in reader_procs]
-    problems = role_failures(writer_results, "writer") + role_failures(reader_results, "reader")
-    good_writers = [r for r in writer_results if isinstance(r, dict)]
-    good_readers = [r for r in reader_results if isinstance(r, dict)]
-    partial = sum(r["partial_reads"] for r in good_readers)
-    missing = sum(r["missing_reads"] for r in good_readers)
+    reader_outcomes = [roles.collect(role) for role in reader_roles]
+    good_writers, good_readers = roles.results(writer_outcomes), roles.results(reader_outcomes)
     versions = {tuple(v) for r in good_readers for v in r["versions"]}
     final = parse_version(read_bytes_retrying(target))
-    if partial:
-        problems.append(f"readers saw {partial} partial or unparsable version(s)")
-    if missing and not tolerate_missing:
-        problems.append(f"readers found the file missing {missing} time(s) while it was replaced")
-    if good_readers and len(versions) < min_versions:
-        problems.append(f"readers saw only {len(versions)} distinct version(s), fewer than {min_versions}: "
-                        "the check proved nothing")
-    if final is None or final[1] != replaces - 1:
-        problems.append("the final file is not a complete last version")
-    leftovers = [p.name for p in folder.iterdir() if p.name.endswith(TEMP_SUFFIX)]
-    if leftovers:
-        problems.append(f"{len(leftovers)} temporary file(s) left behind")
-    return {
-        "ok": not problems, "reason": "; ".join(problems) or None,
+    missing = sum(r["missing_reads"] for r in good_readers)
+    check = {
         "writers": writers, "replaces_per_writer": replaces, "readers": readers,
         "writes": sum(r["writes"] for r in good_writers),
-        "reads": sum(r["reads"] for r in good_readers), "partial_reads": partial,
-        "missing_reads": missing, "missing_reads_tolerated": bool(missing and tolerate_missing),
+        "reads": sum(r["reads"] for r in good_readers), "partial_reads": sum(r["partial_reads"] for r in good_readers),
+        "missing_reads": missing, "tolerate_missing": tolerate_missing,
+        "missing_reads_tolerated": bool(missing and tolerate_missing),
         "distinct_versions_seen": len(versions), "min_distinct_versions": min_versions,
+        "final_version": list(final) if final else None,
+        "temp_files_left": sum(1 for p in folder.iterdir() if p.name.endswith(TEMP_SUFFIX)),
         "writer_sharing_retries": sum(r["sharing_retries"] for r in good_writers),
         "writer_busy_rename_retries": sum(r["busy_rename_retries"] for r in good_writers),
         "reader_sharing_retries": sum(r["sharing_retries"] for r in good_readers),
+        "deadline_s": round(deadline.total_s, 3),
+        "roles": [roles.record(o) for o in writer_outcomes + reader_outcomes],
     }
+    problems = replace_problems(check)
+    return {"ok": not problems, "reason": "; ".join(problems) or None, **check}
 
 
 # --- concurrent JSONL append ----------------------------------------------------------------------------
@@ -308,63 +267,72 @@ def append_writer(target: Path, writer: int, records: int) -> dict:
     return {"appended": records, "lock_waits": appender.lock_waits}
 
 
-def lock_attempt(target: Path) -> dict:
+def lock_attempt(target: Path, retry_for: float) -> dict:
+    """Non-blocking attempts with the appender's own call: one, or repeated for retry_for seconds (with a
+    growing pause) until one is granted."""
     appender = LockedAppender(target)
+    started = time.monotonic()
+    attempts, pause = 0, 0.01
     try:
-        return {"acquired": appender.try_lock()}
+        while True:
+            attempts += 1
+            acquired = appender.try_lock()
+            waited = time.monotonic() - started
+            if acquired or waited + pause > retry_for:
+                return {"acquired": acquired, "attempts": attempts, "waited_s": round(waited, 3)}
+            time.sleep(pause)
+            pause = min(pause * 2, 0.5)
     finally:
         appender.close()
 
 
-def _other_process_acquires(target: Path) -> bool | None:
-    result = collect_role(spawn_role("lock-attempt", str(target)), timeout=30)
-    return result.get("acquired") if isinstance(result, dict) else None
+def _other_process_attempt(target: Path, name: str, deadline: roles.CheckDeadline, retry_for: float) -> dict:
+    outcome = roles.collect(roles.start("lock-attempt", name, deadline, str(target), "--retry-for",
+                                        f"{retry_for:.3f}"))
+    answer = outcome.get("result") or {}
+    return {**roles.record(outcome), "acquired": answer.get("acquired"), "attempts": answer.get("attempts"),
+            "waited_s": answer.get("waited_s"), "retry_window_s": retry_for}
 
 
-def lock_probe(folder: Path) -> dict:
+def lock_probe(folder: Path, deadline: roles.CheckDeadline) -> dict:
     """Deterministic exclusion: while this process holds the appender's lock, another process's non-blocking
-    attempt (the same call) must be refused; once released, it must succeed. A lock that does not lock fails
-    here every time, not only when the scheduler happens to interleave two appends."""
+    attempt (the same call, made once) must be refused; once released, another's attempts, repeated for a
+    bounded window, must succeed. A lock that does not lock fails here every time, not only when the
+    scheduler happens to interleave two appends; a process that does not answer is named as such."""
     target = folder / "lock-probe.jsonl"
     holder = LockedAppender(target)
     try:
         holder.lock()
         try:
-            while_held = _other_process_acquires(target)
+            while_held = _other_process_attempt(target, "while-held", deadline, 0.0)
         finally:
             holder.unlock()
-        after_release = _other_process_acquires(target)
+        window = min(LOCK_RETRY_WINDOW_S, deadline.for_role() / 2)
+        after_release = _other_process_attempt(target, "after-release", deadline, window)
     finally:
         holder.close()
-    problems = []
-    if while_held is not False:
-        problems.append("the lock did not exclude another process (its non-blocking attempt was not refused)"
-                        if while_held else "the lock probe's second process gave no answer")
-    if after_release is not True:
-        problems.append("a released lock could not be acquired by another process")
-    return {"method": METHOD, "refused_while_held": while_held is False,
-            "acquired_after_release": after_release is True, "ok": not problems, "problems": problems}
+    held_answered, released_answered = (attempt["answer"] == "answered" for attempt in (while_held, after_release))
+    return {"method": METHOD, "refused_while_held": held_answered and while_held["acquired"] is False,
+            "acquired_after_release": released_answered and after_release["acquired"] is True,
+            "while_held": while_held, "after_release": after_release}
 
 
-def concurrent_append(workspace: Path, writers: int, records: int) -> dict:
+def concurrent_append(workspace: Path, writers: int, records: int, deadline: roles.CheckDeadline) -> dict:
     folder = workspace / "append"
     folder.mkdir()
-    probe = lock_probe(folder)
+    probe = lock_probe(folder, deadline)
     target = folder / "records.jsonl"
-    procs = [spawn_role("append-writer", str(target), str(i), str(records)) for i in range(writers)]
-    results = [collect_role(p) for p in procs]
-    verdict = verify_records(read_bytes_retrying(target), writers, records)
-    problems = list(probe["problems"]) + role_failures(results, "writer")
-    for key, label in (("missing", "lost"), ("duplicated", "duplicated"), ("corrupt_lines", "torn or foreign"),
-                       ("unexpected", "unexpected")):
-        if verdict[key]:
-            problems.append(f"{verdict[key]} record(s) {label}")
-    if verdict["unterminated_tail"]:
-        problems.append("the file ends in a partial line")
-    return {"ok": not problems, "reason": "; ".join(problems) or None, "method": METHOD,
-            "lock_probe": {k: v for k, v in probe.items() if k != "problems"},
-            "processes": writers, "records_per_process": records,
-            **{k: v for k, v in verdict.items() if k != "ok"}}
+    writer_roles = [roles.start("append-writer", f"w{i}", deadline, str(target), str(i), str(records))
+                    for i in range(writers)]
+    outcomes = [roles.collect(role) for role in writer_roles]
+    # No writer may have reached the file (none answered in time): then it holds nothing, which is what it saw.
+    verdict = verify_records(read_bytes_retrying(target) if target.exists() else b"", writers, records)
+    check = {"method": METHOD, "lock_probe": probe, "processes": writers, "records_per_process": records,
+             **{k: v for k, v in verdict.items() if k != "ok"}, "deadline_s": round(deadline.total_s, 3),
+             "roles": [roles.record(o) for o in outcomes]}
+    probe["ok"] = not lock_probe_problems(probe)
+    problems = append_problems(check)
+    return {"ok": not problems, "reason": "; ".join(problems) or None, **check}
 
 
 # --- cleanup --------------------------------------------------------------------------------------------
@@ -382,6 +350,18 @@ def cleanup(workspace: Path) -> dict:
             "sharing_retries": counter.sharing_violations}
 
 
+def deadline_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--deadline-at", type=float, metavar="EPOCH",
+                        help="the check's deadline, a time.time() instant set by the gate (default: "
+                             f"{FS_CHECK_TIMEOUT_S:.0f} s from now); its roles get what is left of it")
+
+
+def check_deadline(args: argparse.Namespace) -> roles.CheckDeadline:
+    if args.deadline_at is None:
+        return roles.CheckDeadline(FS_CHECK_TIMEOUT_S)
+    return roles.CheckDeadline.at(args.deadline_at)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="mode", required=True)
@@ -394,6 +374,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kill-seed", type=int)
     p = sub.add_parser("replace")
     p.add_argument("workspace", type=Path)
+    deadline_option(p)
     p.add_argument("--writers", type=int, default=4)
     p.add_argument("--replaces", type=int, default=50)
     p.add_argument("--readers", type=int, default=2)
@@ -410,13 +391,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tolerate-missing", action="store_true")
     p = sub.add_parser("append")
     p.add_argument("workspace", type=Path)
+    deadline_option(p)
     p.add_argument("--writers", type=int, default=8)
     p.add_argument("--records", type=int, default=200)
     p = sub.add_parser("append-writer")
     p.add_argument("target", type=Path)
     p.add_argument("writer", type=int)
     p.add_argument("records", type=int)
-    sub.add_parser("lock-attempt").add_argument("target", type=Path)
+    p = sub.add_parser("lock-attempt")
+    p.add_argument("target", type=Path)
+    p.add_argument("--retry-for", type=float, default=0.0, metavar="SECONDS",
+                   help="repeat the non-blocking attempt until granted, for at most this long (default: once)")
     sub.add_parser("cleanup").add_argument("workspace", type=Path)
     return parser
 
@@ -425,12 +410,12 @@ MODES = {
     "probe": lambda a: probe(a.work_dir, a.workspace_name),
     "failing-writer": lambda a: failing_writer(a.workspace, a.kills, a.kill_seed),
     "replace": lambda a: concurrent_replace(a.workspace, a.writers, a.replaces, a.readers, a.min_versions,
-                                            a.tolerate_missing),
+                                            a.tolerate_missing, check_deadline(a)),
     "replace-writer": lambda a: replace_writer(a.target, a.writer, a.replaces),
     "replace-reader": lambda a: replace_reader(a.target, a.stop, a.max_seconds, a.tolerate_missing),
-    "append": lambda a: concurrent_append(a.workspace, a.writers, a.records),
+    "append": lambda a: concurrent_append(a.workspace, a.writers, a.records, check_deadline(a)),
     "append-writer": lambda a: append_writer(a.target, a.writer, a.records),
-    "lock-attempt": lambda a: lock_attempt(a.target),
+    "lock-attempt": lambda a: lock_attempt(a.target, a.retry_for),
     "cleanup": lambda a: cleanup(a.workspace),
 }
 
@@ -441,14 +426,5 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def guarded_main(argv: list[str]) -> int:
-    """An OSError becomes a failed result naming the error, never a traceback or a path."""
-    try:
-        return main(argv)
-    except OSError as exc:
-        emit({"ok": False, "reason": f"{type(exc).__name__}: {exc.strerror or 'I/O error'}"})
-        return 1
-
-
 if __name__ == "__main__":
-    sys.exit(guarded_main(sys.argv[1:]))
+    sys.exit(roles.guarded(main, sys.argv[1:]))

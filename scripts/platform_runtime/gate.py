@@ -47,7 +47,7 @@ class Options:
     timeout_s: float = 600.0
     cleanup_timeout_s: float = 30.0
     device_timeout_s: float = 300.0
-    fs_timeout_s: float = 120.0
+    fs_timeout_s: float = children.FS_CHECK_TIMEOUT_S
     probe_timeout_s: float = 30.0
     min_versions: int = 10
     collectives: str | None = None  # a number of ranks, "auto", or None: the check is not run
@@ -60,6 +60,10 @@ class Options:
         start the launcher and the ranks, each importing torch; the whole group is killed at it."""
         return 2 * self.collectives_timeout_s + 20.0
     allow_injection_vectors: bool = False
+
+    def fs_check_timeout(self) -> float:
+        """Each file-system check's own deadline: its default, or its share of a longer --timeout."""
+        return max(self.fs_timeout_s, self.timeout_s * children.FS_CHECK_SHARE)
 
 
 def arguments_of(options: Options) -> dict:
@@ -88,6 +92,7 @@ def skeleton(options: Options, requested_device: str) -> dict:
     }
 
 
+
 class Gate:
     def __init__(self, options: Options) -> None:
         self.options = options
@@ -105,6 +110,9 @@ class Gate:
                 hold: bool = False) -> tuple:
         """Start a child; its timeout is capped by the global deadline unless it has its own (cleanup)."""
         capped, by_global = (timeout, False) if own_deadline else self.deadline.cap(timeout)
+        return self._start(name, command, capped, by_global, hold)
+
+    def _start(self, name: str, command: list[str], capped: float, by_global: bool, hold: bool = False) -> tuple:
         process = children.start(command, env={**os.environ, **startup.WORKER_ENVIRONMENT}, hold=hold)
         self.running.append(process)
         return name, process, time.monotonic(), capped, by_global
@@ -222,8 +230,13 @@ class Gate:
             "jsonl_append": ["append", str(workspace)],
         }
         launched = [device]
-        launched += [self._launch(name, children.worker_command("fs_worker", *fs_args[name]),
-                                  self.options.fs_timeout_s) for name in FS_CHECKS]
+        for name in FS_CHECKS:
+            # The check learns its own deadline, so the roles it starts get what is left of it.
+            timeout, by_global = self.deadline.cap(self.options.fs_check_timeout())
+            command = children.worker_command("fs_worker", *fs_args[name])
+            if name != "failing_writer":
+                command += ["--deadline-at", f"{time.time() + timeout:.3f}"]
+            launched.append(self._start(name, command, timeout, by_global))
         if self.options.collectives:
             launched.append(self._launch("collectives", self._collectives_command(workspace),
                                          self.options.collectives_deadline_s))
@@ -288,7 +301,7 @@ class Gate:
                 result["device"]["build_cross_check"] = problems
                 result["isolation"]["device_worker_loaded"] = details.get("startup_modules")
                 details = {k: details.get(k) for k in ("stage", "matmul", "training", "checkpoint", "ran_on",
-                                                       "peak_allocated_bytes", "phases")}
+                                                       "peak_allocated_bytes", "phases", "error")}
             details.pop("ok", None)
             details.pop("reason", None)
             check.update(details)

@@ -36,8 +36,10 @@ def test_a_lock_that_does_not_lock_fails_every_time(tmp_path, attempt):
 def test_a_real_lock_passes_the_probe_and_records_its_method(tmp_path):
     result = fs_worker(tmp_path, "", "append", "--writers", "2", "--records", "5")
     assert result["ok"] is True, result["reason"]
-    assert result["lock_probe"] == {"method": "fcntl-lockf-exclusive", "refused_while_held": True,
-                                    "acquired_after_release": True, "ok": True}
+    probe = result["lock_probe"]
+    assert (probe["method"], probe["refused_while_held"], probe["acquired_after_release"], probe["ok"]) == (
+        "fcntl-lockf-exclusive", True, True, True)
+    assert probe["while_held"]["acquired"] is False and probe["after_release"]["acquired"] is True
 
 
 def test_missing_reads_fail_on_a_local_file_system_and_are_counted_where_nfs_allows_them(tmp_path):

@@ -242,6 +242,37 @@ elif ROLE in ("append", "append-writer", "lock-attempt") and FAULT == "lock-noop
     import fcntl
 
     fcntl.lockf = lambda *a, **k: None
+elif ROLE == "lock-attempt" and FAULT == "lock-attempt-silent":
+    # A lock attempt that never answers (an interpreter that takes forever to start on a loaded machine).
+    import time
+
+    time.sleep(3600)
+elif ROLE == "lock-attempt" and FAULT in ("lock-granted-late", "lock-never-granted") and "0.000" not in ROLE_ARGS:
+    # The attempts after the release are refused: the first three (a release that reaches the server late),
+    # or all of them (a lock that stays taken).
+    import errno
+    import fcntl
+
+    real_lockf, refusals = fcntl.lockf, []
+
+    def lockf(fd, command, *args):
+        if command & fcntl.LOCK_NB and (FAULT == "lock-never-granted" or len(refusals) < 3):
+            refusals.append(1)
+            raise BlockingIOError(errno.EAGAIN, "Resource temporarily unavailable")
+        return real_lockf(fd, command, *args)
+
+    fcntl.lockf = lockf
+elif ROLE == "append-writer" and FAULT == "appender-disk-full" and ROLE_ARGS[1:2] == ["5"]:  # writer 5
+    import errno
+
+    def write(fd, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    os.write = write
+elif ROLE == "replace-writer" and FAULT == "replace-writer-silent" and ROLE_ARGS[1:2] == ["2"]:  # writer 2
+    import time
+
+    time.sleep(3600)
 elif ROLE == "replace-writer" and FAULT == "replace-unlinks-first":
     # A replace that is not one step: the name is absent for a moment (what NFS clients may show readers).
     import time

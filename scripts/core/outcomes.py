@@ -1,0 +1,105 @@
+"""Pure rules over what a file-system check recorded about its role processes and its data: the check's
+problems, recomputed from the measurements alone (never from a recorded `ok`).
+
+A role that gave no answer fails the check, named as NO ANSWER with its deadline and how long it ran:
+never as the property under test failing. While any role did not deliver, what only a complete run can
+show (the last version written, every record present, no temporary left by a killed writer) is not
+judged; what was seen broken (a partial read, a torn line) fails whatever the rest did.
+"""
+
+from __future__ import annotations
+
+ANSWERED = "answered"
+
+
+def delivered(roles: list[dict]) -> bool:
+    return bool(roles) and all(role.get("answer") == ANSWERED for role in roles)
+
+
+def error_text(error: dict) -> str:
+    """'OSError ENOSPC (No space left on device) in files.atomic_write_bytes: handle.write(data)'."""
+    kind = " ".join(part for part in (error.get("type"), error.get("errno")) if part)
+    message = f" ({error['message']})" if error.get("message") else ""
+    return f"{kind}{message} in {error.get('operation') or 'an unknown operation'}"
+
+
+def no_answer_text(role: dict) -> str:
+    text = f"no result within its {role.get('deadline_s', 0):.1f} s deadline (ran {role.get('ran_s', 0):.1f} s)"
+    return text + ("; it did not exit when killed and was abandoned" if role.get("abandoned") else "")
+
+
+def role_problems(roles: list[dict]) -> list[str]:
+    """One problem per kind of role and kind of outcome, counted, naming the first one's facts."""
+    problems = []
+    for kind in dict.fromkeys(role.get("role") for role in roles):
+        mine = [role for role in roles if role.get("role") == kind]
+        silent = [role for role in mine if role.get("answer") == "no-answer"]
+        failed = [role for role in mine if role.get("answer") == "failed"]
+        mute = [role for role in mine if role.get("answer") not in (ANSWERED, "no-answer", "failed")]
+        if silent:
+            problems.append(f"NO ANSWER from {len(silent)} of {len(mine)} {kind} process(es): "
+                            f"{silent[0].get('name')} gave {no_answer_text(silent[0])}")
+        if failed:
+            problems.append(f"{len(failed)} of {len(mine)} {kind} process(es) failed: "
+                            f"{failed[0].get('name')} ended with {error_text(failed[0].get('error') or {})}")
+        if mute:
+            exit_text = mute[0].get("exit_text") or f"with code {mute[0].get('exit')}"
+            problems.append(f"{len(mute)} of {len(mine)} {kind} process(es) failed: {mute[0].get('name')} exited "
+                            f"{exit_text} without a result")
+    return problems
+
+
+def lock_probe_problems(probe: dict) -> list[str]:
+    """While this process holds the lock another's non-blocking attempt must be refused; after the release
+    another must acquire it within the retry window."""
+    problems = []
+    held, released = probe.get("while_held") or {}, probe.get("after_release") or {}
+    if held.get("answer") != ANSWERED:
+        problems.append("lock probe: " + (role_problems([held]) or ["its attempt while held was not made"])[0])
+    elif held.get("acquired") is not False:
+        problems.append("the lock did not exclude another process (its non-blocking attempt was not refused)")
+    if released.get("answer") != ANSWERED:
+        problems.append("lock probe: " + (role_problems([released]) or ["its attempt after release was not made"])[0])
+    elif released.get("acquired") is not True:
+        problems.append(f"a released lock could not be acquired by another process ({released.get('attempts')} "
+                        f"attempt(s) within {released.get('retry_window_s', 0):.1f} s)")
+    return problems
+
+
+def replace_problems(check: dict) -> list[str]:
+    roles = check.get("roles") or []
+    problems = role_problems(roles)
+    readers_answered = any(r.get("role") == "replace-reader" and r.get("answer") == ANSWERED for r in roles)
+    if check.get("partial_reads"):
+        problems.append(f"readers saw {check['partial_reads']} partial or unparsable version(s)")
+    if check.get("missing_reads") and not check.get("tolerate_missing"):
+        problems.append(f"readers found the file missing {check['missing_reads']} time(s) while it was replaced")
+    if not delivered(roles):
+        return problems  # what only a complete run shows is not judged: the roles above are the reason
+    if readers_answered and check.get("distinct_versions_seen", 0) < check.get("min_distinct_versions", 1):
+        problems.append(f"readers saw only {check.get('distinct_versions_seen', 0)} distinct version(s), fewer than "
+                        f"{check.get('min_distinct_versions')}: the check proved nothing")
+    final = check.get("final_version")
+    if not final or final[1] != check.get("replaces_per_writer", 0) - 1:
+        problems.append("the final file is not a complete last version")
+    if check.get("temp_files_left"):
+        problems.append(f"{check['temp_files_left']} temporary file(s) left behind")
+    return problems
+
+
+APPEND_DAMAGE = (("duplicated", "duplicated"), ("corrupt_lines", "torn or foreign"), ("unexpected", "unexpected"))
+
+
+def append_problems(check: dict) -> list[str]:
+    roles = check.get("roles") or []
+    problems = lock_probe_problems(check.get("lock_probe") or {}) + role_problems(roles)
+    for key, label in APPEND_DAMAGE:
+        if check.get(key):
+            problems.append(f"{check[key]} record(s) {label}")
+    if not delivered(roles):
+        return problems  # a writer that did not finish: its missing records and partial tail prove nothing
+    if check.get("missing"):
+        problems.append(f"{check['missing']} record(s) lost")
+    if check.get("unterminated_tail"):
+        problems.append("the file ends in a partial line")
+    return problems
