@@ -1,19 +1,25 @@
 """The whole test suite: linters first (fast, and a red lint needs no torch), then pytest.
 
-Run through `python3 dev.py test`, which provides the venv; extra arguments go to pytest, except two that
-are this runner's own: --no-lint (pytest only) and --fail-on-skip (a skipped test fails the run, for jobs
-whose tests must all run, such as the root mount tests). Every skip is counted and printed with its reason
-after pytest, so a test that silently stopped running shows.
+Run through `python3 dev.py test`, which provides the venv; extra arguments go to pytest, except this
+runner's own: --no-lint (pytest only), --fail-on-skip (a skipped test fails the run, for jobs whose tests
+must all run, such as the root mount tests) and --under-load N (N CPU-bound busy processes run beside the
+whole run, linters and pytest, and are stopped however it ends: the suite must not depend on a quiet
+machine). Every skip is counted and printed with its reason after pytest, so a test that silently stopped
+running shows.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cpu_load import CpuLoad  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -66,7 +72,37 @@ def report_skips(skipped: list[tuple[str, str]]) -> None:
         print(f"  SKIP {name}: {reason or '(no reason given)'}", flush=True)
 
 
+def under_load(argv: list[str]) -> tuple[int, list[str]]:
+    """--under-load N (or --under-load=N) taken out of the arguments; 0 when absent."""
+    rest, count = [], 0
+    items = iter(argv)
+    for arg in items:
+        if arg == "--under-load" or arg.startswith("--under-load="):
+            value = arg.partition("=")[2] if "=" in arg else next(items, "")
+            if not value.isdigit():
+                raise SystemExit("run_tests.py: --under-load needs a number of busy processes (0 or more)")
+            count = int(value)
+        else:
+            rest.append(arg)
+    return count, rest
+
+
+def _terminated(signum, _frame) -> None:
+    raise SystemExit(128 + signum)  # unwinds through the load's `with`, which stops the busy processes
+
+
 def main(argv: list[str]) -> int:
+    load, argv = under_load(argv)
+    if not load:
+        return run(argv)
+    signal.signal(signal.SIGTERM, _terminated)
+    with CpuLoad(load) as busy:
+        print(f"== under load: {load} CPU-bound busy process(es), pids {' '.join(map(str, busy.pids()))}",
+              flush=True)
+        return run(argv)
+
+
+def run(argv: list[str]) -> int:
     lint = "--no-lint" not in argv
     fail_on_skip = "--fail-on-skip" in argv
     pytest_args = [arg for arg in argv if arg not in ("--no-lint", "--fail-on-skip")]

@@ -1,9 +1,17 @@
-"""The test runner counts and prints every skip with its reason, and --fail-on-skip turns one into a failure."""
+"""The test runner counts and prints every skip with its reason, --fail-on-skip turns one into a failure, and
+--under-load N runs N busy processes beside the run and stops them however it ends."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import subprocess
 import sys
+import time
+from pathlib import Path
+
+import pytest
 
 from tests.conftest import ROOT
 
@@ -27,3 +35,88 @@ def test_a_skip_is_counted_and_printed_with_its_reason(tmp_path):
 def test_fail_on_skip_fails_a_run_with_a_skip(tmp_path):
     completed = run_all(tmp_path, "--fail-on-skip")
     assert completed.returncode == 1 and "every selected test had to run" in completed.stdout
+
+
+LINUX_ONLY = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc to find the busy processes")
+# A sample test that counts the busy processes beside it (the runner's children whose command line holds the
+# busy loop: other runs on the machine have their own) and says it started, then waits as long as asked.
+BESIDE = """
+import os, pathlib, time
+
+def busy():
+    found = []
+    for entry in pathlib.Path("/proc").iterdir():
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            if ppid == os.getppid() and b"os.getppid() == parent" in (entry / "cmdline").read_bytes():
+                found.append(entry.name)
+        except (OSError, ValueError, IndexError):
+            pass
+    return found
+
+def test_beside_the_load():
+    pathlib.Path(os.environ["MARK"]).write_text(str(len(busy())))
+    time.sleep(float(os.environ.get("HOLD", "0")))
+    assert os.environ.get("FAIL") != "1"
+"""
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def start_loaded(tmp_path, load: str, **env: str) -> tuple[subprocess.Popen, list[int]]:
+    suite = tmp_path / "test_beside.py"
+    suite.write_text(BESIDE)
+    process = subprocess.Popen([sys.executable, str(ROOT / "tools" / "run_tests.py"), "--no-lint", "--under-load",
+                                load, str(suite), "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path)],
+                               stdout=subprocess.PIPE, text=True, start_new_session=True,
+                               env={**os.environ, "MARK": str(tmp_path / "mark"), **env})
+    first = process.stdout.readline()
+    assert first.startswith(f"== under load: {load} CPU-bound busy process(es), pids "), first
+    return process, [int(pid) for pid in first.split("pids ")[1].split()]
+
+
+def wait_gone(pids: list[int], seconds: float = 20) -> list[int]:
+    give_up = time.monotonic() + seconds
+    while any(alive(pid) for pid in pids) and time.monotonic() < give_up:
+        time.sleep(0.1)
+    return [pid for pid in pids if alive(pid)]
+
+
+@LINUX_ONLY
+@pytest.mark.parametrize("fail", ["0", "1"])
+def test_under_load_runs_busy_processes_beside_the_tests_and_stops_them_at_the_end(tmp_path, fail):
+    process, pids = start_loaded(tmp_path, "2", FAIL=fail)
+    output = process.communicate(timeout=120)[0]
+    assert process.returncode == (1 if fail == "1" else 0), output
+    assert (tmp_path / "mark").read_text() == "2"  # the test ran beside exactly the two busy processes
+    assert wait_gone(pids, seconds=0) == []  # stopped before the runner returned, pass or fail
+
+
+@LINUX_ONLY
+@pytest.mark.parametrize("signal_number", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL])
+def test_busy_processes_end_when_the_run_is_killed(tmp_path, signal_number):
+    process, pids = start_loaded(tmp_path, "2", HOLD="60")
+    try:
+        give_up = time.monotonic() + 60
+        while not (tmp_path / "mark").exists() and time.monotonic() < give_up:
+            time.sleep(0.1)
+        assert all(alive(pid) for pid in pids)
+        os.kill(process.pid, signal_number)
+        process.wait(timeout=30)
+        # SIGKILL leaves no code of the runner to stop them: they notice their starter is gone and exit.
+        assert wait_gone(pids) == []
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)  # the sample test the runner started, when it survived
+
+
+@pytest.mark.parametrize("value", ["two", "-1", ""])
+def test_under_load_refuses_a_value_that_is_not_a_count(tmp_path, value):
+    completed = run_all(tmp_path, "--under-load", value)
+    assert completed.returncode != 0 and "--under-load needs a number of busy processes" in completed.stderr
