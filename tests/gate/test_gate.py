@@ -214,7 +214,12 @@ def test_interrupted_gate_kills_its_children_and_still_writes_a_failed_result(tm
     process = subprocess.Popen([str(fault_python()), "-B", str(SCRIPTS / "platform_runtime_check.py"), "--device",
                                 "cpu", "--output", str(output)], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE)
-    time.sleep(3)
+    # The signal comes once the gate has started its hung device worker, however long that took (not after a
+    # guessed sleep, which on a loaded machine can strike before the gate is even running).
+    give_up = time.monotonic() + 120
+    while subprocess.run(["pgrep", "-f", f"device_worker.py cpu {tmp_path}"], capture_output=True).returncode != 0:
+        assert time.monotonic() < give_up and process.poll() is None, "the gate never started its device worker"
+        time.sleep(0.1)
     process.send_signal(signum)
     process.communicate(timeout=60)
     assert process.returncode == 130
