@@ -206,14 +206,20 @@ def test_a_child_that_cannot_be_reaped_is_abandoned_and_named_within_the_deadlin
     assert device["abandoned"] is True and "abandoned" in device["reason"]
 
 
+def default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @POSIX_ONLY
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_interrupted_gate_kills_its_children_and_still_writes_a_failed_result(tmp_path, signum):
     output = tmp_path / "result.json"
     env = dict(os.environ, PLATFORM_RUNTIME_FAULT="device-hangs")
+    # SIGINT as a terminal delivers it: a suite started in the background by a shell inherits it ignored,
+    # and so would the gate (Python then installs no KeyboardInterrupt handler).
     process = subprocess.Popen([str(fault_python()), "-B", str(SCRIPTS / "platform_runtime_check.py"), "--device",
                                 "cpu", "--output", str(output)], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE)
+                               stderr=subprocess.PIPE, preexec_fn=default_sigint)
     # The signal comes once the gate has started its hung device worker, however long that took (not after a
     # guessed sleep, which on a loaded machine can strike before the gate is even running).
     give_up = time.monotonic() + 120

@@ -75,6 +75,9 @@ def start_loaded(tmp_path, load: str, **env: str) -> tuple[subprocess.Popen, lis
     process = subprocess.Popen([sys.executable, str(ROOT / "tools" / "run_tests.py"), "--no-lint", "--under-load",
                                 load, str(suite), "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path)],
                                stdout=subprocess.PIPE, text=True, start_new_session=True,
+                               # SIGINT as a terminal delivers it, even when this suite runs in the background
+                               # (a shell's background job inherits it ignored)
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
                                env={**os.environ, "MARK": str(tmp_path / "mark"), **env})
     first = process.stdout.readline()
     assert first.startswith(f"== under load: {load} CPU-bound busy process(es), pids "), first
