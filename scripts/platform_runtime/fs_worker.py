@@ -244,6 +244,7 @@ def concurrent_replace(workspace: Path, writers: int, replaces: int, readers: in
         "missing_reads_tolerated": bool(missing and tolerate_missing),
         "distinct_versions_seen": len(versions), "min_distinct_versions": min_versions,
         "final_version": list(final) if final else None,
+        "final_version_complete": final is not None and final[1] == replaces - 1,
         "temp_files_left": sum(1 for p in folder.iterdir() if p.name.endswith(TEMP_SUFFIX)),
         "writer_sharing_retries": sum(r["sharing_retries"] for r in good_writers),
         "writer_busy_rename_retries": sum(r["busy_rename_retries"] for r in good_writers),
@@ -251,6 +252,7 @@ def concurrent_replace(workspace: Path, writers: int, replaces: int, readers: in
         "deadline_s": round(deadline.total_s, 3),
         "roles": [roles.record(o) for o in writer_outcomes + reader_outcomes],
     }
+    check["failed_processes"] = sum(role["answer"] != "answered" for role in check["roles"])
     problems = replace_problems(check)
     return {"ok": not problems, "reason": "; ".join(problems) or None, **check}
 
@@ -329,7 +331,8 @@ def concurrent_append(workspace: Path, writers: int, records: int, deadline: rol
     verdict = verify_records(read_bytes_retrying(target) if target.exists() else b"", writers, records)
     check = {"method": METHOD, "lock_probe": probe, "processes": writers, "records_per_process": records,
              **{k: v for k, v in verdict.items() if k != "ok"}, "deadline_s": round(deadline.total_s, 3),
-             "roles": [roles.record(o) for o in outcomes]}
+             "roles": [roles.record(o) for o in outcomes],
+             "failed_processes": sum(o["answer"] != "answered" for o in outcomes)}
     probe["ok"] = not lock_probe_problems(probe)
     problems = append_problems(check)
     return {"ok": not problems, "reason": "; ".join(problems) or None, **check}
