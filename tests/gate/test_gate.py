@@ -222,8 +222,9 @@ def test_interrupted_gate_kills_its_children_and_still_writes_a_failed_result(tm
                                stderr=subprocess.PIPE, preexec_fn=default_sigint)
     # The signal comes once the gate has started its hung device worker, however long that took (not after a
     # guessed sleep, which on a loaded machine can strike before the gate is even running).
+    worker = f"device_worker.py .*cpu {tmp_path}"  # a regular expression: its options may come first
     give_up = time.monotonic() + 120
-    while subprocess.run(["pgrep", "-f", f"device_worker.py cpu {tmp_path}"], capture_output=True).returncode != 0:
+    while subprocess.run(["pgrep", "-f", worker], capture_output=True).returncode != 0:
         assert time.monotonic() < give_up and process.poll() is None, "the gate never started its device worker"
         time.sleep(0.1)
     process.send_signal(signum)
@@ -232,5 +233,5 @@ def test_interrupted_gate_kills_its_children_and_still_writes_a_failed_result(tm
     result = json.loads(output.read_text())
     assert result["ok"] is False and result["exit_code"] == 130
     assert "interrupted" in result["failures"][-1]
-    hung = subprocess.run(["pgrep", "-f", f"device_worker.py cpu {tmp_path}"], capture_output=True)
+    hung = subprocess.run(["pgrep", "-f", worker], capture_output=True)
     assert hung.returncode == 1, "the hung device worker survived the interrupt"
