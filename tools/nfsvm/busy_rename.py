@@ -17,7 +17,7 @@ from pathlib import Path
 from nfsvm import phases
 
 RESULT_FILE = "busy_rename/busy-rename.json"
-ROUNDS = 3
+ROUNDS = 10
 ROUND_LIMIT_S = 300.0
 
 

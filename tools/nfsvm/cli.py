@@ -3,7 +3,7 @@
 
     python tools/nfsvm/cli.py [--output-dir outputs/nfs] [--phases action,two_clients,...] [--limit SECONDS]
 
-(--phases may also name busy_rename, the gate's replace check three times on one client counting ETXTBSY
+(--phases may also name busy_rename, the gate's replace check ten times on one client counting ETXTBSY
 retries, and server_gone, the NFS server stopped for good under a running gate; never by default.)
 
 Builds or reuses the VM image (a pinned Debian bookworm root with nfs-kernel-server and the Debian

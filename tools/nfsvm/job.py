@@ -17,7 +17,7 @@ from nfsvm import vm  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 PHASES = ("action", "two_clients", "server_restart", "busy_unmount")  # what a plain run runs
-# Named with --phases only: busy_rename (the gate's replace check three times on one client, counting the
+# Named with --phases only: busy_rename (the gate's replace check ten times on one client, counting the
 # busy renames retried) is an experiment; server_gone leaves the VM's NFS server stopped and a mount hung,
 # and adds about two minutes. They run after the others, server_gone last, whatever the order given.
 OPTIONAL_PHASES = ("busy_rename", "server_gone")
