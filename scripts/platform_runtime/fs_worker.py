@@ -131,11 +131,13 @@ def failing_stage(folder: Path, stage: str) -> dict:
             "old_file_present": after is not None, "temp_files_left": len(leftovers)}
 
 
-def failing_writer(workspace: Path, kills: int = killed_writer.KILLS, seed: int | None = None) -> dict:
+def failing_writer(workspace: Path, kills: int = killed_writer.KILLS, seed: int | None = None,
+                   deadline: roles.CheckDeadline | None = None) -> dict:
     folder = workspace / "failing-writer"
     folder.mkdir()
     stages = {stage: failing_stage(folder, stage) for stage in FAILURE_STAGES}
-    killed = killed_writer.stage(folder, kills, seed)
+    deadline = deadline or roles.CheckDeadline(FS_CHECK_TIMEOUT_S)
+    killed = killed_writer.stage(folder, kills, seed, deadline.for_role())
     problems = killed_writer.problems(killed)
     for stage, facts in stages.items():
         if facts["raised"] is None:
@@ -375,6 +377,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("workspace", type=Path)
     p.add_argument("--kills", type=int, default=killed_writer.KILLS)
     p.add_argument("--kill-seed", type=int)
+    deadline_option(p)
     p = sub.add_parser("replace")
     p.add_argument("workspace", type=Path)
     deadline_option(p)
@@ -411,7 +414,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 MODES = {
     "probe": lambda a: probe(a.work_dir, a.workspace_name),
-    "failing-writer": lambda a: failing_writer(a.workspace, a.kills, a.kill_seed),
+    "failing-writer": lambda a: failing_writer(a.workspace, a.kills, a.kill_seed, check_deadline(a)),
     "replace": lambda a: concurrent_replace(a.workspace, a.writers, a.replaces, a.readers, a.min_versions,
                                             a.tolerate_missing, check_deadline(a)),
     "replace-writer": lambda a: replace_writer(a.target, a.writer, a.replaces),

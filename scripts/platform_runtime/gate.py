@@ -234,8 +234,7 @@ class Gate:
             # The check learns its own deadline, so the roles it starts get what is left of it.
             timeout, by_global = self.deadline.cap(self.options.fs_check_timeout())
             command = children.worker_command("fs_worker", *fs_args[name])
-            if name != "failing_writer":
-                command += ["--deadline-at", f"{time.time() + timeout:.3f}"]
+            command += ["--deadline-at", f"{time.time() + timeout:.3f}"]
             launched.append(self._start(name, command, timeout, by_global))
         if self.options.collectives:
             launched.append(self._launch("collectives", self._collectives_command(workspace),

@@ -129,12 +129,17 @@ class Writer:
             self.changed.wait_for(lambda: len(self.lines) >= count, timeout=limit_s)
             return len(self.lines) >= count and "<eof>" not in self.lines[:count]
 
-    def ready(self) -> int | None:
+    def ready(self, limit_s: float = READY_TIMEOUT_S) -> int | None:
         """How many temporaries it swept before writing; None when it died or stayed silent."""
-        if not self.wait_for(1):
+        if not self.wait_for(1, limit_s):
             return None
         words = self.lines[0].split()
         return int(words[1]) if len(words) == 2 and words[0] == "ready" and words[1].isdigit() else None
+
+    def silent(self) -> bool:
+        """It has said nothing and not ended: no answer yet (a slow start), not a failure it reported."""
+        with self.changed:
+            return not self.lines
 
     def finish(self, kill: bool) -> list[int]:
         """Kill it (or let it end), reap it, then the versions it reported committed, in order."""
@@ -153,8 +158,10 @@ class Writer:
         return [int(line) for line in self.lines[1:] if line.isdigit()]
 
 
-def stage(folder: Path, kills: int = KILLS, seed: int | None = None) -> dict:
-    """Run the stage in folder: the measurements only; core.verdicts judges them."""
+def stage(folder: Path, kills: int = KILLS, seed: int | None = None, deadline_s: float = READY_TIMEOUT_S) -> dict:
+    """Run the stage in folder: the measurements only; core.verdicts judges them. deadline_s: what the
+    check's own deadline leaves the stage (the gate passes it): a writer still silent then is no answer,
+    and no further writer is started."""
     seed = secrets.randbits(32) if seed is None else seed
     rng = random.Random(seed)
     target = folder / "killed-writer.json"
@@ -167,19 +174,26 @@ def stage(folder: Path, kills: int = KILLS, seed: int | None = None) -> dict:
              "document_bytes": DOCUMENT_BYTES, "torn": 0, "lost": 0, "unexpected": 0, "kills_after_commit": 0,
              "kills_mid_replace": 0, "commits": 0, "temporaries_left_by_kills": 0, "temporaries_swept": 0,
              "temporaries_left_after_cleanup": None, "writer_failures": 0, "temporaries_planted": 1,
-             "delays_ms": []}
+             "delays_ms": [], "deadline_s": round(deadline_s, 3), "writers_no_answer": 0}
     started = time.monotonic()
+
+    def left() -> float:
+        return max(0.0, deadline_s - (time.monotonic() - started))
+
     for _ in range(kills):
         delay = rng.uniform(0.0, MAX_DELAY_S)
         facts["delays_ms"].append(round(delay * 1000, 3))
         role = Writer(target, current + 1)
-        swept = role.ready()
+        swept = role.ready(left())
         if swept is None:
+            silent = role.silent()
             role.finish(kill=True)
-            facts["writer_failures"] += 1
+            facts["writers_no_answer" if silent else "writer_failures"] += 1
+            if silent:
+                break  # the deadline is spent: the check says so rather than start more writers
             continue
         facts["temporaries_swept"] += swept
-        if role.wait_for(2):  # its first commit: each kill then lands inside the loop, even on a busy runner
+        if role.wait_for(2, left()):  # its first commit: each kill then lands inside the loop, even on a busy runner
             time.sleep(delay)
         committed = role.finish(kill=True)
         facts["kills"] += 1
@@ -197,10 +211,17 @@ def stage(folder: Path, kills: int = KILLS, seed: int | None = None) -> dict:
             facts["kills_mid_replace"] += found == old + 1  # the rename landed, the report did not
         current = max(old, found or 0)
         facts["temporaries_left_by_kills"] += len(temporaries_of(target))
+    if facts["writers_no_answer"]:  # stopped at the deadline: what is left is counted, not cleaned
+        facts["temporaries_left_after_cleanup"] = len(temporaries_of(target))
+        facts["seconds"] = round(time.monotonic() - started, 3)
+        return facts
     last = Writer(target, current + 1, once=True)  # the cleanup: one more writer, not killed
-    swept = last.ready()
-    committed = last.finish(kill=False)
-    if swept is None or committed != [current + 1] or last.returncode != 0:
+    swept = last.ready(left())
+    silent = swept is None and last.silent()
+    committed = last.finish(kill=silent)
+    if silent:
+        facts["writers_no_answer"] += 1
+    elif swept is None or committed != [current + 1] or last.returncode != 0:
         facts["writer_failures"] += 1
     facts["temporaries_swept"] += swept or 0
     facts["temporaries_left_by_kills"] += facts["temporaries_planted"]
@@ -211,9 +232,20 @@ def stage(folder: Path, kills: int = KILLS, seed: int | None = None) -> dict:
 
 
 def problems(facts: dict) -> list[str]:
-    """The stage's rule, from its measurements alone."""
+    """The stage's rule, from its measurements alone. A writer that never answered within the deadline is
+    named as NO ANSWER, and what only the full series shows (every kill made, enough after a commit, the
+    last version) is then not judged: a slow machine is not a torn file."""
     found = []
     requested = facts.get("kills_requested")
+    silent = facts.get("writers_no_answer", 0)
+    if silent:
+        found.append(f"NO ANSWER from {silent} killed_writer writer process(es): no report within the stage's "
+                     f"{facts.get('deadline_s', 0):.1f} s deadline (ran {facts.get('seconds', 0):.1f} s)")
+        for key, what in (("torn", "torn or partial"), ("lost", "lost (missing or older than committed)"),
+                          ("unexpected", "neither the old nor the new version")):
+            if facts.get(key) != 0:
+                found.append(f"killed_writer.{key}: {facts.get(key)} kill(s) left the target {what}")
+        return found
     if not isinstance(requested, int) or requested < 1 or facts.get("kills") != requested:
         found.append(f"killed_writer.kills: {facts.get('kills')} of {requested} kills happened")
     for key, what in (("torn", "torn or partial"), ("lost", "lost (missing or older than committed)"),

@@ -129,3 +129,17 @@ def test_the_gate_names_a_silent_role_as_no_answer_in_the_check_and_its_failures
     # The check's deadline is its share of what --timeout left, and the writer's is what that left.
     assert replace["deadline_s"] <= 40 and replace["roles"][2]["deadline_s"] < replace["deadline_s"]
     assert any(f.startswith("concurrent_replace: NO ANSWER from 1 of 4") for f in run.result["failures"])
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the writers are forked, so the patched role reaches them")
+def test_a_killed_writer_that_never_answers_is_no_answer_within_the_stages_deadline(tmp_path, monkeypatch):
+    from platform_runtime import killed_writer
+
+    monkeypatch.setattr(killed_writer, "writer", lambda *args: time.sleep(60) or 0)  # a start that never ends
+    started = time.monotonic()
+    facts = killed_writer.stage(tmp_path, kills=5, seed=1, deadline_s=2.0)
+    assert time.monotonic() - started < 15 and facts["writers_no_answer"] == 1 and facts["writer_failures"] == 0
+    assert facts["deadline_s"] == 2.0 and facts["kills"] == 0
+    problems = killed_writer.problems(facts)
+    assert problems == [f"NO ANSWER from 1 killed_writer writer process(es): no report within the stage's 2.0 s "
+                        f"deadline (ran {facts['seconds']:.1f} s)"]
