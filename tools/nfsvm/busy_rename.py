@@ -4,7 +4,8 @@ The Linux NFS client refuses a rename with ETXTBSY while another operation of th
 unlinks that name, or after it was silly-renamed (fs/nfs/dir.c); the gate's atomic writer now retries it
 and counts each retry. This phase runs the gate's replace check (4 writers x 50 replaces, 2 readers, the
 fs worker exactly as the gate starts it) ROUNDS times on one NFS mount, no torch, and records each
-round's result: how many busy renames its writers retried, and whether it passed.
+round's result: how many busy renames its writers retried, and whether it passed. Then, on the same mount,
+benchmarks/stress_killed_writer.py (its counts are recorded, not judged here).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from nfsvm import phases
 RESULT_FILE = "busy_rename/busy-rename.json"
 ROUNDS = 10
 ROUND_LIMIT_S = 300.0
+STRESS_KILLS = 300  # benchmarks/stress_killed_writer.py on the NFS mount, after the rounds
+STRESS_LIMIT_S = 400.0
 
 
 def judge(rounds: list[dict]) -> dict:
@@ -30,6 +33,20 @@ def judge(rounds: list[dict]) -> dict:
     verdict["met_etxtbsy"] = any(isinstance(n, int) and n > 0 for n in verdict["busy_rename_retries"])
     verdict["pass"] = bool(rounds) and verdict["passed"] == len(rounds)
     return verdict
+
+
+def stress_on_nfs(job: dict, mount: Path, base: Path) -> dict:
+    """benchmarks/stress_killed_writer.py on the NFS mount, as the runner user: torn, lost, leftover counts."""
+    folder, report = mount / "platform-runtime-stress0000", base / "stress.json"
+    phases.as_runner(["mkdir", str(folder)])
+    done = phases.as_runner([job["python"], "-B", f"{job['repo']}/benchmarks/stress_killed_writer.py", "--kills",
+                             str(STRESS_KILLS), "--no-tmpfs", "--work-dir", str(folder), "--json", str(report)],
+                            timeout=STRESS_LIMIT_S)
+    try:
+        places = json.loads(report.read_text())
+    except (OSError, ValueError):
+        places = None
+    return {"exit_code": done["exit_code"], "seconds": done["seconds"], "places": places}
 
 
 def busy_rename_phase(job: dict, out: Path, _boot: float) -> dict:
@@ -59,6 +76,7 @@ def busy_rename_phase(job: dict, out: Path, _boot: float) -> dict:
             phases.log(f"busy_rename round {index}: exit {code}, busy retries "
                        f"{(result or {}).get('writer_busy_rename_retries')}, ok {(result or {}).get('ok')}")
             shutil.rmtree(export / workspace.name, ignore_errors=True)  # server side: the next round starts clean
+        report["stress_killed_writer"] = stress_on_nfs(job, mount, base)
     gate_like = phases.fake_gate_result(base, "platform-runtime-busyrename0000")
     report["teardown"] = phases.harness(job, "teardown", "--export", str(export), "--mount", str(mount),
                                         "--gate-result", str(gate_like), "--record", str(base / "nfs-harness.json"))
