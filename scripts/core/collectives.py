@@ -148,7 +148,9 @@ def problems(check: dict[str, Any]) -> list[str]:
     world = check.get("world_size")
     device_type = check.get("device_type")
     if not (isinstance(world, int) and not isinstance(world, bool) and 1 <= world <= MAX_WORLD):
-        return [f"{p}.world_size is {world!r}"]
+        why = check.get("reason") or check.get("error")
+        return [f"{p}.world_size is {world!r} (status {check.get('status')!r}" + (f": {str(why)[:200]})" if why
+                                                                                   else ")")]
     requested = check.get("requested")
     if requested != "auto" and requested != world:
         found.append(f"{p}.world_size is {world}, {requested!r} ranks were asked for")

@@ -15,7 +15,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from core import collectives
+from core import collectives, fleet
 from core.trust import injection_problems
 
 GATE_SCHEMA_ID = "kernodeck.platform-runtime.result/v1"
@@ -105,9 +105,23 @@ def is_plan_job(job_name: str) -> bool:
 
 
 def platform_of(job_name: str) -> str | None:
-    """`linux`, or `platform-runtime / linux` through a reusable workflow: the last segment names it."""
+    """`linux`, or `platform-runtime / linux` through a reusable workflow: the last segment names it; a fleet's
+    `cuda (<box>)` is cuda (core.fleet)."""
     last = job_name.rsplit(" / ", 1)[-1].strip()
-    return last if last in PLATFORMS else None
+    if last in PLATFORMS:
+        return last
+    return "cuda" if fleet.box_of(last) else None
+
+
+def job_label(platform: str, box: str | None) -> str:
+    """What a platform job is called in the index's verdict and summary: its platform, or `cuda (<box>)`."""
+    return f"{platform} ({box})" if box else platform
+
+
+def result_artifact_name(platform: str, box: str | None, attempt: int | str, prefix: str = ARTIFACT_PREFIX) -> str:
+    """The artifact a platform job uploads: `<prefix>-<platform>-attempt-<n>`, a fleet box's
+    `<prefix>-cuda-<box>-attempt-<n>`."""
+    return artifact_name(fleet.artifact_parts(box) if box else platform, attempt, prefix)
 
 
 def gate_result_name(platform: str) -> str:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.contract import PLAN_JOB, artifact_name, kind_of
+from core.contract import PLAN_JOB, job_label, kind_of, result_artifact_name
 from core.files import encode_json, sha256_bytes
 from core.provenance import git_state
 
@@ -229,7 +229,9 @@ def _locate(state: _Build, entry: dict[str, Any]) -> dict[str, Any]:
     """Which artifact holds this platform's evidence: by the id its job exported (--platform-artifacts,
     which survives re-runs), otherwise by the name of this job's attempt in the run's list."""
     platform = entry["platform"]
-    given = (state.options.platform_artifacts or {}).get(platform)
+    given = (state.options.platform_artifacts or {}).get(job_label(platform, entry.get("box")))
+    if given is not None and entry.get("box") and not given.get("artifact_id"):
+        given = None  # a fleet box's artifact is found by its name (a matrix job's outputs name one box only)
     if given is not None and not given.get("artifact_name") and not given.get("artifact_id"):
         return {"name": None, "listed": False, "id": None, "api_digest": None, "expired": False,
                 "from_attempt": _as_int(given.get("attempt")), "job_result": given.get("job_result"),
@@ -242,7 +244,7 @@ def _locate(state: _Build, entry: dict[str, Any]) -> dict[str, Any]:
                 "expired": bool(listed and listed.get("expired")),
                 "from_attempt": _as_int(given.get("attempt")), "job_result": given.get("job_result"),
                 "job_output_digest": given.get("artifact_digest"), "located_by": "id"}
-    name = artifact_name(platform, entry["job"].get("run_attempt") or state.attempt)
+    name = result_artifact_name(platform, entry.get("box"), entry["job"].get("run_attempt") or state.attempt)
     # Names are unique per run; should the list still repeat one, the newest unexpired copy (by created_at:
     # the list's order is not age, its documented default is direction=desc) is the one to read.
     matches = newest_first(a for a in state.listed if a.get("name") == name)

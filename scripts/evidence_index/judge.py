@@ -14,7 +14,8 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.contract import PLAN_JOB, artifact_name, platform_of
+from core.contract import PLAN_JOB, platform_of, result_artifact_name
+from core.fleet import box_of
 
 from .results import is_result, parse_json, read_result_bytes, too_large
 from .runfacts import facts_from_api
@@ -97,6 +98,9 @@ def judge_run(predicate: dict[str, Any], observed: Observed) -> dict[str, Any]:
         # Which platform a job is, and whether it ran, follow from its name and conclusion, not a flag.
         job = entry.get("job") or {}
         entry["platform"] = platform_of(str(job.get("name", ""))) or entry.get("platform")
+        entry.pop("box", None)
+        if box_of(str(job.get("name", ""))):
+            entry["box"] = box_of(str(job.get("name", "")))
         entry["selected"] = job.get("conclusion") != "skipped"
         if not entry["selected"]:
             continue
@@ -104,7 +108,7 @@ def judge_run(predicate: dict[str, Any], observed: Observed) -> dict[str, Any]:
         artifact = entry.get("artifact") or {}
         if artifact.get("located_by") == "name":  # the name follows from the platform and the job's attempt
             attempt = job.get("run_attempt") or (judged.get("run") or {}).get("attempt")
-            artifact["name"] = artifact_name(entry["platform"], attempt)
+            artifact["name"] = result_artifact_name(entry["platform"], entry.get("box"), attempt)
         _compare_digests(artifact, observed, bool((judged.get("run") or {}).get("offline")))
         bound = _results_under(f"artifacts/{artifact.get('name')}/", observed) if artifact.get("name") else []
         entry["results"] = _unbound(entry.get("results") or []) + bound

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from core.contract import PLATFORMS, artifact_of_job
+from core.fleet import box_of
 
 from .common import InputError
 
@@ -36,7 +37,8 @@ def check(document: Any) -> dict[str, dict[str, Any]]:
         raise InputError("--platform-artifacts must hold a JSON object {platform: {...}} or toJSON(needs)")
     plain = from_needs(document) if _is_needs(document) else document
     for platform, entry in plain.items():
-        if platform not in PLATFORMS or not isinstance(entry, dict):
+        # a platform, or one box of a cuda fleet as its job is named: `cuda (<box>)` (core.fleet)
+        if not (platform in PLATFORMS or box_of(platform)) or not isinstance(entry, dict):
             raise InputError(f"--platform-artifacts: {platform!r} is not a platform with an object")
         artifact_id, name = entry.get("artifact_id"), entry.get("artifact_name")
         if artifact_id not in (None, "") and not str(artifact_id).isdigit():

@@ -79,7 +79,7 @@ def _gate_claims(document: dict[str, Any]) -> dict[str, Any]:
         return {key: obj.get(key) for key in keys} if isinstance(obj, dict) else {}
 
     checks = document.get("checks")
-    return {
+    claims = {
         "exit_code": document.get("exit_code"),
         "platform": pick(document.get("platform"), "system", "release", "machine", "python", "windows_version"),
         "ok": document.get("ok"),
@@ -92,6 +92,30 @@ def _gate_claims(document: dict[str, Any]) -> dict[str, Any]:
                          if isinstance(req, dict)] if isinstance(document.get("requirements"), list) else None,
         "github": document.get("github") if isinstance(document.get("github"), dict) else None,
         **_isolation_claims(document),
+    }
+    box = _box_claims(document)
+    if box is not None:
+        claims["box"] = box
+    return claims
+
+
+def _box_claims(document: dict[str, Any]) -> dict[str, Any] | None:
+    """What tells one box of a fleet from another in the summary: its GPU, driver, torch build and the
+    collective check (the gate's own words, judged like the rest by core.contract); None for a gate that
+    saw no GPU and ran no collective check (the CPU results recorded before fleets stay as they were)."""
+    device = document.get("device") if isinstance(document.get("device"), dict) else {}
+    cuda = device.get("cuda") if isinstance(device.get("cuda"), dict) else {}
+    build = device.get("torch_build") if isinstance(device.get("torch_build"), dict) else {}
+    checks = document.get("checks") if isinstance(document.get("checks"), dict) else {}
+    collective = checks.get("collectives") if isinstance(checks.get("collectives"), dict) else None
+    if not cuda.get("available") and collective is None:
+        return None
+    return {
+        "gpu": cuda.get("name"), "gpus": cuda.get("device_count"),
+        "driver": cuda.get("kernel_driver") or cuda.get("driver_version"),
+        "torch_build": build.get("version"),
+        "collectives": None if collective is None else {
+            key: collective.get(key) for key in ("ok", "status", "world_size", "backend", "library_version")},
     }
 
 

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from core.contract import is_plan_job, platform_of
+from core.fleet import box_of
 
 API_DOCUMENTS = ("run", "jobs", "artifacts")  # logs/api/<name>.json
 
@@ -67,7 +68,11 @@ def job_entry(job: dict[str, Any], platform: str) -> dict[str, Any]:
     record = {k: job.get(k) for k in ("id", "name", "status", "conclusion", "run_attempt", "started_at",
                                       "completed_at", "labels", "html_url", "head_sha")}
     record["duration_s"] = duration(job)
-    return {"platform": platform, "selected": job.get("conclusion") != "skipped", "job": record}
+    entry = {"platform": platform, "selected": job.get("conclusion") != "skipped", "job": record}
+    box = box_of(str(job.get("name", "")))
+    if box:  # one box of a fleet: its own job, log and artifact
+        entry["box"] = box
+    return entry
 
 
 def _attempt_of(job: dict[str, Any]) -> int:

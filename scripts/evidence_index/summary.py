@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from core.contract import job_label
 from core.markdown import markdown_cell
 
 from .sources import digest_of_files
@@ -42,7 +43,7 @@ def render(statement: dict[str, Any]) -> str:
     lines.append("| --- | --- | --- | --- | --- | --- | --- | --- |")
     per_platform = verdict.get("platforms", {})
     for entry in predicate.get("platforms", []):
-        name = entry["platform"]
+        name = job_label(entry["platform"], entry.get("box"))
         if not entry.get("selected"):
             lines.append(f"| {name} | skipped | - | - | - | - | - | - |")
             continue
@@ -63,10 +64,42 @@ def render(statement: dict[str, Any]) -> str:
             f"{_short(gate.get('sha256'))} | {_short(digest_of_files(gate.get('source_files')))} |"
         )
     lines.append("")
+    lines += _boxes(predicate, per_platform)
     lines.append(f"{len(statement['subject'])} subjects bound by SHA-256; re-check with "
                  "`python scripts/build_evidence_index.py verify INDEX --artifacts DIR --logs DIR` "
                  "(exit 0 pass, 1 fail, 3 not authentic).")
     return "\n".join(lines) + "\n"
+
+
+def _collectives_cell(facts: Any) -> str:
+    if not isinstance(facts, dict):
+        return "not asked"
+    if facts.get("status") == "skipped":
+        return "skipped (fewer than 2 GPUs)"
+    if not facts.get("world_size"):
+        return f"FAIL ({facts.get('status')})"
+    version = f" {facts.get('library_version')}" if facts.get("library_version") else ""
+    return (f"{'ok' if facts.get('ok') else 'FAIL'}: {facts.get('world_size')} ranks, "
+            f"{facts.get('backend')}{version}")
+
+
+def _boxes(predicate: dict[str, Any], per_platform: dict[str, Any]) -> list[str]:
+    """The CUDA boxes, one row each: what a fleet differs in (device, driver, torch build) and its verdict."""
+    entries = [e for e in predicate.get("platforms", []) if e["platform"] == "cuda" and e.get("selected")]
+    if not entries:
+        return []
+    lines = ["| box | device | driver | torch build | collectives | verdict |", "| --- | --- | --- | --- | --- | --- |"]
+    for entry in entries:
+        gates = [r for r in entry.get("results", []) if r.get("kind") == "gate"]
+        box = ((gates[0].get("claims") or {}).get("box") or {}) if gates else {}
+        gpu = box.get("gpu") or "-"
+        if box.get("gpus"):
+            gpu = f"{gpu} (x{box['gpus']} visible)"
+        ok = per_platform.get(job_label("cuda", entry.get("box")), {}).get("ok")
+        lines.append(f"| {markdown_cell(entry.get('box') or 'cuda')} | {markdown_cell(gpu)} | "
+                     f"{markdown_cell(box.get('driver') or '-')} | {markdown_cell(box.get('torch_build') or '-')} | "
+                     f"{markdown_cell(_collectives_cell(box.get('collectives')))} | {'pass' if ok else 'FAIL'} |")
+    return [*lines, ""]
 
 
 def _render_local(statement: dict[str, Any]) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.contract import RESTATING_KINDS, platform_of, prove_platform
+from core.contract import RESTATING_KINDS, job_label, platform_of, prove_platform
 
 from .sources import digest_of_files
 
@@ -73,9 +73,12 @@ def _artifact_reasons(name: str, artifact: dict[str, Any], job: dict[str, Any]) 
     return reasons
 
 
-def _gate_reasons(name: str, gate: dict[str, Any], job: dict[str, Any], run: dict[str, Any]) -> list[str]:
+def _gate_reasons(name: str, gate: dict[str, Any], job: dict[str, Any], run: dict[str, Any],
+                  platform: str | None = None) -> list[str]:
     """The one gate result proves this platform, and was made by this repository's run, attempt and job."""
-    reasons = prove_platform(name, _gate_document(gate))
+    reasons = prove_platform(platform or name, _gate_document(gate))
+    if platform and platform != name:  # a fleet box: say which box did not prove cuda
+        reasons = [f"{name}: {reason}" for reason in reasons]
     github = (gate.get("claims") or {}).get("github")
     if not isinstance(github, dict):
         reasons.append(f"{name}: the gate result was not produced inside GitHub Actions (github is null)")
@@ -95,8 +98,8 @@ def _gate_reasons(name: str, gate: dict[str, Any], job: dict[str, Any], run: dic
 
 
 def platform_reasons(entry: dict[str, Any], run: dict[str, Any]) -> list[str]:
-    """Why one selected platform job is not proven; empty when it is."""
-    name = entry["platform"]
+    """Why one selected platform job (a fleet: one box's job) is not proven; empty when it is."""
+    name = label_of(entry)
     job = entry.get("job") or {}
     artifact = entry.get("artifact") or {}
     reasons = _job_and_log_reasons(name, job, entry.get("log") or {}, run) + _artifact_reasons(name, artifact, job)
@@ -108,8 +111,13 @@ def platform_reasons(entry: dict[str, Any], run: dict[str, Any]) -> list[str]:
         for result in results:
             reasons += _result_reasons(result, f"{name}: ")
     if len(gates) == 1 and not gates[0].get("error"):
-        reasons += _gate_reasons(name, gates[0], job, run)
+        reasons += _gate_reasons(name, gates[0], job, run, entry["platform"])
     return reasons
+
+
+def label_of(entry: dict[str, Any]) -> str:
+    """An entry's name in the verdict: its platform, or `cuda (<box>)` for one box of a fleet."""
+    return job_label(entry["platform"], entry.get("box"))
 
 
 def _required_platforms(predicate: dict[str, Any]) -> tuple[list[str], list[str]]:
@@ -159,7 +167,7 @@ def decide_run(predicate: dict[str, Any]) -> dict[str, Any]:
             reasons.append(f"{platform}: selected by the plan, but no {platform} job ran in this attempt")
     counts: dict[str, int] = {}
     for entry in selected:
-        counts[entry["platform"]] = counts.get(entry["platform"], 0) + 1
+        counts[label_of(entry)] = counts.get(label_of(entry), 0) + 1
     for platform, count in sorted(counts.items()):
         if count > 1:
             reasons.append(f"{platform}: {count} jobs claim this platform; which one is evidence is ambiguous")
@@ -168,10 +176,10 @@ def decide_run(predicate: dict[str, Any]) -> dict[str, Any]:
             reasons.append(f"job {job.get('name')!r} is a platform job but was not indexed as one")
     for entry in selected:
         mine = platform_reasons(entry, run)
-        per_platform[entry["platform"]] = {"ok": not mine, "reasons": mine}
+        per_platform[label_of(entry)] = {"ok": not mine, "reasons": mine}
         reasons += mine
     # The same bytes everywhere, and those bytes are the head commit's.
-    digests = {e["platform"]: digest_of_files(_gate_sources(e)) for e in selected if _gate_sources(e)}
+    digests = {label_of(e): digest_of_files(_gate_sources(e)) for e in selected if _gate_sources(e)}
     if len(set(digests.values())) > 1:
         listed = ", ".join(f"{p} {d[:12]}" for p, d in sorted(digests.items()))
         reasons.append(f"source hashes differ across platforms: {listed}")
@@ -187,7 +195,7 @@ def decide_run(predicate: dict[str, Any]) -> dict[str, Any]:
             differing = _source_mismatches(claimed, actual)
             if differing:
                 listed = ", ".join(differing[:MAX_LISTED]) + (" ..." if len(differing) > MAX_LISTED else "")
-                reasons.append(f"{entry['platform']}: {len(differing)} source file(s) differ from the head commit: "
+                reasons.append(f"{label_of(entry)}: {len(differing)} source file(s) differ from the head commit: "
                                f"{listed}")
     return {"pass": not reasons, "reasons": reasons, "platforms": per_platform}
 

@@ -13,10 +13,11 @@ artifact, from the job outputs each platform job exports. Job outputs persist wh
 are re-run, so after "Re-run failed jobs" a platform that passed in attempt 1 still names its
 attempt-1 artifact by id; `build_evidence_index.py build --platform-artifacts` downloads each zip by
 that id and compares the zip's SHA-256 with `artifact_digest`. A platform whose job uploaded nothing
-is left out: the builder's `--platforms` fails it as missing. So is cuda when it ran as a fleet of named
-boxes (core.fleet): a matrix job exports the outputs of one of its jobs only, so they cannot name every
-box's artifact, and the index does not yet bind a fleet box by box: the run fails as missing rather than
-pass on one box's evidence. Outputs: `ids` (comma-separated, for
+is left out: the builder's `--platforms` fails it as missing. A fleet of named boxes (core.fleet) is
+recorded box by box as `cuda (<box>)` with its artifact's name and no id: a matrix job exports the
+outputs of one of its jobs only, so they cannot name every box's artifact; the builder finds each box's
+artifact by that name (in the run's artifact list on GitHub, downloaded by `fleet-pattern` under act).
+Outputs: `ids` (comma-separated, for
 download-artifact's artifact-ids), `download-path` (download-artifact's `path`, chosen so that every
 artifact lands in `artifacts/<name>/` whether one or several are downloaded: see download_path),
 `evidence-name` (this job's own artifact, named by result_dir's rule).
@@ -39,7 +40,7 @@ from pathlib import Path
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
 
 from action_io import fail, set_outputs  # noqa: E402
-from core.contract import ARTIFACT_PREFIX, artifact_of_job  # noqa: E402
+from core.contract import ARTIFACT_PREFIX, artifact_of_job, job_label, result_artifact_name  # noqa: E402
 from result_dir import ArtifactNameError, artifact_name  # noqa: E402
 
 
@@ -62,10 +63,25 @@ def record(environ: Mapping[str, str]) -> dict:
     platforms = _json(environ, "PLATFORMS", list)
     if not all(isinstance(name, str) for name in platforms):
         raise InputError("PLATFORMS must be a JSON list of names")
+    boxes = fleet_boxes(environ) if "cuda" in platforms else []
+    entries = {name: artifact_of_job(needs.get(name)) for name in platforms if not (name == "cuda" and boxes)}
+    found = {name: entry for name, entry in entries.items() if entry is not None}
+    attempt = environ.get("GITHUB_RUN_ATTEMPT") or "1"
+    prefix = environ.get("ARTIFACT_PREFIX") or ARTIFACT_PREFIX
+    result = str((needs.get("cuda") or {}).get("result") or "missing") if isinstance(needs.get("cuda"), dict) \
+        else "missing"
+    for box in boxes:  # the matrix's result stands for each box here; on GitHub the job list has each one's
+        found[job_label("cuda", box)] = {"artifact_id": None, "artifact_digest": None, "job_id": None,
+                                         "artifact_name": result_artifact_name("cuda", box, attempt, prefix),
+                                         "attempt": int(attempt) if attempt.isdigit() else None,
+                                         "job_result": result}
+    return found
+
+
+def fleet_boxes(environ: Mapping[str, str]) -> list[str]:
+    """The named boxes of the plan's cuda matrix (CUDA_BOXES); [] for the single unnamed box."""
     boxes = _json(environ, "CUDA_BOXES", list) if environ.get("CUDA_BOXES") else []
-    fleet = any(isinstance(box, dict) and box.get("name") for box in boxes)
-    entries = {name: artifact_of_job(needs.get(name)) for name in platforms if not (name == "cuda" and fleet)}
-    return {name: entry for name, entry in entries.items() if entry is not None}
+    return [str(box["name"]) for box in boxes if isinstance(box, dict) and box.get("name")]
 
 
 DOWNLOAD_ROOT = "artifacts"  # the builder's --artifacts-dir under act
@@ -91,8 +107,12 @@ def run_record(output: Path) -> int:
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n", encoding="utf-8", newline="\n")
     uploaded = [entry for entry in document.values() if entry["artifact_id"]]
+    boxes = [entry["artifact_name"] for name, entry in document.items() if name.startswith("cuda (")]
+    prefix = os.environ.get("ARTIFACT_PREFIX") or ARTIFACT_PREFIX
     set_outputs({"ids": ",".join(str(entry["artifact_id"]) for entry in uploaded),
                  "download-path": download_path([str(entry["artifact_name"]) for entry in uploaded]),
+                 "fleet-pattern": f"{prefix}-cuda-*-attempt-*" if boxes else "",
+                 "fleet-path": download_path(boxes) if boxes else "",
                  "evidence-name": evidence_name})
     return 0
 

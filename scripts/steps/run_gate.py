@@ -64,6 +64,8 @@ def gate_command(args: argparse.Namespace) -> list[str]:
         command.append("--keep-workspace")
     if args.timeout:
         command += ["--timeout", args.timeout]
+    if args.collectives:  # N or auto: the gate itself refuses anything else (exit 2, with its message)
+        command += ["--collectives", args.collectives]
     return command
 
 
@@ -77,6 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work-dir", default="")
     parser.add_argument("--keep-workspace", default="false", choices=("true", "false"))
     parser.add_argument("--timeout", default="")
+    parser.add_argument("--collectives", default="", help="the gate's --collectives (N or auto); empty: not run")
     parser.add_argument("--lock", default="", help="hold an exclusive lock on this file while the gate runs")
     parser.add_argument("--title", default="platform runtime gate")
     args = parser.parse_args(argv)

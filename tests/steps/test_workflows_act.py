@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from evidence_index import summary as index_summary
 
 ROOT = Path(__file__).resolve().parents[2]
 ACT_DIR = ROOT / "tests" / "act"
@@ -492,23 +493,38 @@ def test_the_signing_workflow_takes_the_indexs_predicate_and_act_signs_nothing(t
     assert any("attest stand-in: act has no OIDC token" in line for line in attest)
 
 
-def test_a_fleet_of_three_boxes_runs_the_cuda_job_once_per_box_each_artifact_named_after_it(tmp_path, node_modules):
+def test_a_fleet_of_three_boxes_runs_one_cuda_job_per_box_and_the_index_binds_and_judges_each(tmp_path, node_modules):
     """Three "boxes" (three runner labels, each mapped onto this host): one cuda job per box, none cancelled by
-    another's failure (fail-fast: false), each box's results in an artifact named after its entry. No GPU here:
-    every box fails --require cuda, and the evidence job fails as well (it does not yet bind a fleet box by box,
-    and says cuda is missing rather than pass on one box's outputs)."""
+    another's failure (fail-fast: false), each box's results in an artifact named after its entry, and the
+    evidence index binding every box's gate result by SHA-256 and judging each. No GPU here: every box fails
+    --require cuda, each by name, and so does the run."""
     boxes = [{"name": "box-a", "labels": ["gpu-a"]}, {"name": "box-b", "labels": ["gpu-b"]}, ["self-hosted", "gpu-c"]]
     run = run_act(tmp_path, node_modules, "workflow_dispatch", "-W", WORKFLOW, "--input", "platform=cuda",
                   "--input", f"cuda-runners={json.dumps(boxes)}", "--input", "max-parallel=2",
+                  "--input", "cuda-collectives=auto",
                   "-P", "gpu-a=-self-hosted", "-P", "gpu-b=-self-hosted", "-P", "gpu-c=-self-hosted",
                   extra_env={"GITHUB_REPOSITORY": REPOSITORY})
     names = [n for n in run.artifact_names() if n.startswith("platform-runtime-cuda-")]
     assert names == [f"platform-runtime-cuda-{box}-attempt-1" for box in ("box-a", "box-b", "gpu-c")], run.log[-4000:]
+    digests = {}
     for name in names:
-        gate, _ = read_json(run.artifact(name), "platform-runtime-cuda.json")
+        gate, digests[name] = read_json(run.artifact(name), "platform-runtime-cuda.json")
         assert gate["ok"] is False and [r["ok"] for r in gate["requirements"] if r["name"] == "cuda"] == [False]
     cuda_ends = [e for e in run.events if e.get("jobID") == "cuda" and "jobResult" in e]
     assert [e["jobResult"] for e in cuda_ends] == ["failure"] * 3, cuda_ends
     assert run.job_results().get("evidence") == "failure"
     index, _ = read_json(run.artifact("platform-runtime-evidence-attempt-1"), "platform-runtime-evidence.json")
-    assert "cuda: selected by the plan, but no cuda job ran in this attempt" in index["predicate"]["verdict"]["reasons"]
+    entries = [e for e in index["predicate"]["platforms"] if e["platform"] == "cuda"]
+    assert [e["box"] for e in entries] == ["box-a", "box-b", "gpu-c"]
+    for entry in entries:
+        name = f"platform-runtime-cuda-{entry['box']}-attempt-1"
+        assert entry["artifact"]["name"] == name and entry["artifact"]["status"] == "local"
+        (gate,) = [r for r in entry["results"] if r["kind"] == "gate"]
+        assert gate["sha256"] == digests[name]  # the box's own bytes, bound
+    verdict = index["predicate"]["verdict"]
+    assert set(verdict["platforms"]) == {"cuda (box-a)", "cuda (box-b)", "cuda (gpu-c)"}
+    assert all(v["ok"] is False for v in verdict["platforms"].values())
+    assert any(r.startswith("cuda (gpu-c): cuda not proven") for r in verdict["reasons"]), verdict["reasons"]
+    table = index_summary.render(index)
+    assert "| box | device | driver | torch build | collectives | verdict |" in table
+    assert "| box-b | - | - | 2.13.0+cpu | FAIL (refused) | FAIL |" in table  # --device cuda, no GPU here
