@@ -190,3 +190,15 @@ def test_a_group_that_cannot_initialise_on_a_port_in_use_fails_naming_init(port_
     check = check_of(port_in_use)
     assert check["port"] == "given" and check["status"] == "failed"
     assert check["ranks"][0]["last_op"] == "init" and check["ranks"][0]["error"].startswith("DistNetworkError in init")
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--collectives", "0"], "--collectives: must be auto or a number of ranks from 1 to 64"),
+    (["--collectives", "many"], "--collectives: must be auto or a number of ranks"),
+    (["--collectives", "2", "--collectives-port", "70000"], "--collectives-port: must be a TCP port"),
+    (["--collectives", "2", "--collectives-timeout", "-1"], "--collectives-timeout: must be between"),
+])
+def test_bad_collective_options_are_usage_errors_with_a_message_and_no_traceback(tmp_path, args, words):
+    run = run_gate(tmp_path, *args)
+    assert run.returncode == 2 and words in run.stderr and "Traceback" not in run.stderr
+    assert run.result["exit_code"] == 2 and run.result["checks"] == {}

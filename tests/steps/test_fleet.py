@@ -76,10 +76,14 @@ def test_fleet_mistakes_stop_the_plan_with_one_error_line(tmp_path, args, words)
     assert proc.returncode == 2 and len(errors) == 1 and words in errors[0], proc.stdout
 
 
-def test_the_record_leaves_a_fleet_s_cuda_out_but_keeps_the_single_box(tmp_path):
+def test_the_record_names_each_box_s_artifact_by_name_not_the_one_box_the_matrix_outputs_show(tmp_path):
     outputs = {"artifact-id": "9", "artifact-name": "platform-runtime-cuda-a100-attempt-1", "attempt": "1"}
-    environ = {"NEEDS": json.dumps({"cuda": {"result": "success", "outputs": outputs}}), "PLATFORMS": '["cuda"]'}
+    environ = {"NEEDS": json.dumps({"cuda": {"result": "failure", "outputs": outputs}}), "PLATFORMS": '["cuda"]',
+               "GITHUB_RUN_ATTEMPT": "2", "ARTIFACT_PREFIX": "call-a"}
     fleet_boxes = json.dumps([{"name": "a100", "labels": ["a100"]}, {"name": "h100", "labels": ["h100"]}])
-    assert platform_artifacts.record({**environ, "CUDA_BOXES": fleet_boxes}) == {}
+    record = platform_artifacts.record({**environ, "CUDA_BOXES": fleet_boxes})
+    assert record == {f"cuda ({box})": {"artifact_id": None, "artifact_digest": None, "job_id": None, "attempt": 2,
+                                        "artifact_name": f"call-a-cuda-{box}-attempt-2", "job_result": "failure"}
+                      for box in ("a100", "h100")}
     single = json.dumps([{"name": "", "labels": ["gpu"]}])
-    assert list(platform_artifacts.record({**environ, "CUDA_BOXES": single})) == ["cuda"]
+    assert platform_artifacts.record({**environ, "CUDA_BOXES": single})["cuda"]["artifact_id"] == "9"
