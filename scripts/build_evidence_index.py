@@ -57,7 +57,8 @@ exit codes:
      verdict line says so)
   2  usage error (unreadable index, missing folder, --logs needed)
   3  not authentic: a digest mismatch, a missing file, an unknown _type / predicateType / predicate version
-     / kind, a recorded file without its subject, or a recorded judgement the bytes contradict"""
+     / kind, a recorded file without its subject, a recorded judgement the bytes contradict, or a result
+     whose own recorded flag (a check's ok, loss_decreased...) its measurements contradict (core.verdicts)"""
 VERDICT_HELP = "also write {schema, ok, reasons, index_sha256} here (what run_local.py reads as the step's result)"
 
 

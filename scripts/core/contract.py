@@ -15,8 +15,12 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from core import collectives, fleet
+from core import fleet
+from core.gate_judge import judge_gate
+from core.platforms import WINDOWS_FS_METHOD, WINDOWS_FS_TYPES, nfs_problems, windows_problems  # noqa: F401
+from core.strict_json import NotStrict, parse_strict  # THE strict reader, re-exported for every caller
 from core.trust import injection_problems
+from core.verdicts import NFS_TYPES, REQUIRED_GATE_CHECKS  # noqa: F401 - NFS_TYPES re-exported
 
 GATE_SCHEMA_ID = "kernodeck.platform-runtime.result/v1"
 DIAGNOSTIC_SCHEMA_ID = "kernodeck.diagnostic.report/v1"
@@ -52,12 +56,8 @@ SCHEMA_FILES = {
     "training-run-check": "training-run-check.schema.json",
     "nfs-harness": "nfs-harness.schema.json",  # helper E's schema; validated once the file exists
 }
-GATE_CHECKS = ("device_compute", "failing_writer", "concurrent_replace", "jsonl_append", "workspace_cleanup")
+GATE_CHECKS = REQUIRED_GATE_CHECKS
 PLATFORMS = ("linux", "windows", "mps", "cuda", "nfs")
-NFS_TYPES = ("nfs", "nfs4")
-WINDOWS_FS_METHOD = "win32-GetVolumeInformationW"
-# What GetVolumeInformationW names; a Linux file system type (ext4, xfs, tmpfs, overlay...) never proves Windows.
-WINDOWS_FS_TYPES = ("ntfs", "refs", "fat", "fat32", "exfat", "csvfs", "udf", "cdfs")
 
 
 ARTIFACT_PREFIX = "platform-runtime"
@@ -140,6 +140,8 @@ class Judgement:
     schema_errors: list[str] = field(default_factory=list)
     document: Any = None  # the parsed document (judge_bytes)
     error: str | None = None  # judge_bytes: why the bytes are not a document at all (not JSON, a BOM...)
+    # Recorded flags its own measurements contradict (field and both values): the document is not authentic.
+    forged: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "ok": self.ok, "reasons": list(self.reasons)}
@@ -171,21 +173,11 @@ def judge(document: Any, kind: str | None = None) -> Judgement:
     version = KINDS[declared][1]
     if version is not None and document.get("version") != version:
         reasons.append(f"version is {document.get('version')!r}, this judge knows {version}")
-    reasons += rule(document)
-    return Judgement(declared, not reasons, reasons)
-
-
-def parse_strict(data: bytes) -> Any:
-    """The JSON document in `data`: strict UTF-8, no byte-order mark (a BOM-prefixed or truncated file is not
-    a result anyone can judge the same way). Raises ValueError saying why."""
-    if data.startswith(b"\xef\xbb\xbf"):
-        raise ValueError("starts with a UTF-8 byte-order mark")
-    try:
-        return json.loads(data.decode("utf-8"))
-    except UnicodeDecodeError as error:
-        raise ValueError(f"not UTF-8 ({error.reason} at byte {error.start})") from error
-    except ValueError as error:
-        raise ValueError(f"not JSON: {error}") from error
+    found = rule(document)
+    forged = list(found[1]) if isinstance(found, tuple) else []
+    reasons += [f"not authentic: {why}" for why in forged]
+    reasons += found[0] if isinstance(found, tuple) else found
+    return Judgement(declared, not reasons, reasons, forged=forged)
 
 
 @cache
@@ -218,6 +210,9 @@ def judge_bytes(data: bytes) -> Judgement:
     parse strictly, recognise the kind, validate against its schema, judge by its rules. Never raises."""
     try:
         document = parse_strict(data)
+    except NotStrict as error:  # no writer of ours makes these bytes: not authentic, not merely failing
+        return Judgement("unknown", False, [f"not authentic: {str(error)[:300]}"], error=str(error)[:300],
+                         forged=[str(error)[:300]])
     except ValueError as error:
         return Judgement("unknown", False, [str(error)[:300]], error=str(error)[:300])
     judgement = judge(document)
@@ -248,61 +243,6 @@ def _schema_of(document: Any) -> Any:
 def _flags(document: dict[str, Any], **wanted: Any) -> list[str]:
     return [f"{key} is {document.get(key)!r}, a pass needs {value!r}"
             for key, value in wanted.items() if document.get(key) != value]
-
-
-def _judge_gate(document: dict[str, Any]) -> list[str]:
-    reasons: list[str] = []
-    checks = document.get("checks") if isinstance(document.get("checks"), dict) else {}
-    held = True
-    for name in GATE_CHECKS:
-        check = checks.get(name)
-        if not isinstance(check, dict):
-            reasons.append(f"checks.{name} is missing")
-            held = False
-        elif check.get("ok") is not True:
-            reasons.append(f"checks.{name}.ok is {check.get('ok')!r}: {str(check.get('reason') or '')[:200]}")
-            held = False
-        elif name == "device_compute" and (parts := _device_compute_parts(check)):
-            reasons += parts
-            held = False
-    if "collectives" in checks:  # optional: present only when it was asked for, then judged by its one rule
-        check = checks["collectives"] if isinstance(checks["collectives"], dict) else {}
-        found = collectives.problems(check)
-        if check.get("ok") is not True or found:
-            reasons.append(f"checks.collectives.ok is {check.get('ok')!r}; its rule finds: "
-                           f"{'; '.join(found[:3]) or 'nothing'}")
-            held = False
-    requirements = document.get("requirements")
-    if not isinstance(requirements, list):
-        reasons.append("requirements is not a list")
-        held = False
-    else:
-        for requirement in requirements:
-            if not isinstance(requirement, dict) or requirement.get("ok") is not True:
-                name = requirement.get("name") if isinstance(requirement, dict) else requirement
-                reasons.append(f"requirement {name!r} did not hold")
-                held = False
-    if document.get("ok") is not held:
-        reasons.append(f"ok is {document.get('ok')!r} but its checks and requirements say {held}")
-    reasons += _flags(document, exit_code=0)
-    if document.get("failures"):
-        reasons.append(f"failures lists {len(document['failures'])} failure(s)")
-    return reasons
-
-
-def _device_compute_parts(check: dict[str, Any]) -> list[str]:
-    """device_compute.ok is a claim; its parts are the evidence: the matmul equals the Python answer, the
-    training steps follow the update rule and learn, the checkpoint reloads without a mismatch."""
-    def part(name: str) -> dict[str, Any]:
-        value = check.get(name)
-        return value if isinstance(value, dict) else {}
-
-    wanted = [("matmul", "equals_python_answer", True)]
-    wanted += [("training", key, True) for key in ("update_rule_ok", "loss_decreased", "losses_finite",
-                                                    "parameters_changed")]
-    wanted += [("checkpoint", "ok", True), ("checkpoint", "mismatches", [])]
-    return [f"checks.device_compute.{name}.{key} is {part(name).get(key)!r}, a pass needs {value!r}"
-            for name, key, value in wanted if part(name).get(key) != value or key not in part(name)]
 
 
 def _judge_diagnostic(document: dict[str, Any]) -> list[str]:
@@ -353,8 +293,9 @@ def _judge_evidence_verdict(document: dict[str, Any]) -> list[str]:
     return reasons
 
 
-RULES: dict[str, Callable[[dict[str, Any]], list[str]]] = {
-    "gate": _judge_gate,
+# A rule answers its reasons, or (reasons, forged) where it recomputes recorded flags (core.gate_judge).
+RULES: dict[str, Callable[[dict[str, Any]], Any]] = {
+    "gate": judge_gate,
     "diagnostic": _judge_diagnostic,
     "reprise-verification": _judge_reprise_verification,
     "reprise-summary": _judge_reprise_summary,
@@ -367,37 +308,6 @@ RULES: dict[str, Callable[[dict[str, Any]], list[str]]] = {
 def _requirement_held(document: dict[str, Any], name: str) -> bool:
     requirements = document.get("requirements") if isinstance(document.get("requirements"), list) else []
     return any(isinstance(r, dict) and r.get("name") == name and r.get("ok") is True for r in requirements)
-
-
-def windows_problems(platform: dict[str, Any], fs: dict[str, Any]) -> list[str]:
-    """Why these facts do not show a Windows file system (empty when they do). The one rule, for the gate's
-    `--require windows` and for the index's proof: every Windows fact agrees -- Windows, whose API named
-    the file system, a Windows one, with no Linux mount id beside it, and a recorded Windows version."""
-    system, fs_type = platform.get("system"), str(fs.get("type") or "")
-    if system != "Windows":
-        return [f"platform.system is {system!r}, not Windows"]
-    wanted = [
-        (fs.get("method") == WINDOWS_FS_METHOD, f"the file system was not named by {WINDOWS_FS_METHOD} "
-                                                f"(method {fs.get('method')!r})"),
-        (fs_type.casefold() in WINDOWS_FS_TYPES, f"filesystem.type {fs_type!r} is not a Windows file system"),
-        (fs.get("mount_id") is None, f"filesystem.mount_id is {fs.get('mount_id')!r}: a Linux mount"),
-        (bool(platform.get("windows_version")), "platform.windows_version is not recorded"),
-    ]
-    return [why for held, why in wanted if not held]
-
-
-def nfs_problems(platform: dict[str, Any], fs: dict[str, Any]) -> list[str]:
-    """Why these facts do not show an NFS mount (empty when they do). The one rule, for the gate's
-    `--require nfs` and for the index's proof: Linux, the work dir's own mount found in mountinfo, of type
-    nfs or nfs4, with the NFS version its options name."""
-    system = platform.get("system")
-    if system != "Linux":
-        return [f"platform.system is {system!r}; nfs is proven only through Linux mountinfo"]
-    if not str(fs.get("method") or "").startswith(("linux-mountinfo-mnt-id", "linux-mountinfo-st-dev")):
-        return [f"the work dir's mount was not found in mountinfo (method {fs.get('method')!r})"]
-    if fs.get("type") not in NFS_TYPES:
-        return [f"the work dir's own mount is {fs.get('type') or 'unknown'}, not nfs/nfs4"]
-    return [] if fs.get("nfs_version") else ["the mount's NFS version (vers=) is not recorded"]
 
 
 def prove_platform(platform: str, gate: Any) -> list[str]:

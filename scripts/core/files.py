@@ -13,6 +13,7 @@ import contextlib
 import errno
 import hashlib
 import json
+import math
 import os
 import re
 import tempfile
@@ -58,7 +59,19 @@ def sha256_file(path: Path | str) -> str:
 def encode_json(document: object) -> bytes:
     """The one byte form of every JSON document the project writes: sorted keys, indent 2, UTF-8, LF only,
     whatever the platform, because these bytes are what the evidence index hashes."""
-    return (json.dumps(document, indent=2, sort_keys=True) + "\n").encode("utf-8")
+    return (json.dumps(finite(document), indent=2, sort_keys=True, allow_nan=False) + "\n").encode("utf-8")
+
+
+def finite(value: object) -> object:
+    """The document with each non-finite float written as text ("nan", "inf", "-inf"): NaN and Infinity are
+    not JSON, and the strict reader (core.strict_json) refuses them, so a NaN loss stays a readable fact."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    if isinstance(value, dict):
+        return {key: finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(item) for item in value]
+    return value
 
 
 def is_sharing_violation(exc: BaseException) -> bool:

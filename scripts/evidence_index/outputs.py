@@ -10,11 +10,10 @@ jobs" for the jobs that were not re-run, which is why the artifact is found by t
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from core.contract import PLATFORMS, artifact_of_job
+from core.contract import PLATFORMS, artifact_of_job, parse_strict
 from core.fleet import box_of
 
 from .common import InputError
@@ -56,7 +55,7 @@ def load(path: Path | None) -> dict[str, dict[str, Any]] | None:
     if path is None:
         return None
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as error:
-        raise InputError(f"--platform-artifacts {path}: not a readable JSON file ({type(error).__name__})") from error
+        document = parse_strict(path.read_bytes())
+    except (OSError, ValueError) as error:
+        raise InputError(f"--platform-artifacts {path}: not a readable strict JSON file ({error})") from error
     return check(document)

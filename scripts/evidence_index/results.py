@@ -6,11 +6,10 @@ The digest is taken from the very bytes that are parsed, so what is judged is wh
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
-from core.contract import DATA_SCHEMA_IDS, judge_bytes
+from core.contract import DATA_SCHEMA_IDS, judge_bytes, parse_strict
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 MAX_RESULT_BYTES = 32 * 1024 * 1024
@@ -33,8 +32,8 @@ def parse_json(data: bytes | None) -> Any:
     if data is None:
         return None
     try:
-        return json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+        return parse_strict(data)
+    except ValueError:
         return None
 
 
@@ -59,9 +58,13 @@ def read_result_bytes(data: bytes, name: str) -> dict[str, Any]:
     document = judgement.document
     if judgement.error is not None:
         record.update(kind="unknown", ok=False, schema_valid=None, reasons=[judgement.error], error=judgement.error)
+        if judgement.forged:
+            record["not_authentic"] = list(judgement.forged)
         return record
     record.update(kind=judgement.kind, ok=judgement.ok, schema_valid=judgement.schema_valid,
                   schema_errors=judgement.schema_errors, reasons=judgement.reasons)
+    if judgement.forged:  # recorded flags its own measurements contradict: verify answers not authentic
+        record["not_authentic"] = list(judgement.forged)
     if isinstance(document, dict):
         source = document.get("source")
         files = source.get("files") if isinstance(source, dict) else None

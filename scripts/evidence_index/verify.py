@@ -8,19 +8,21 @@ link leading outside its root, is a problem, never followed.
 Outcomes (`Report.outcome`): "pass" (authentic, the verdict recomputed from the bytes passes), "fail"
 (authentic, that verdict fails, or the recorded sources differ from `source_root` when one is given),
 "not-authentic" (a digest mismatch, a missing file, an unknown type or
-version, a recorded file without its subject, or a recorded judgement the bytes contradict).
+version, a recorded file without its subject, a recorded judgement the bytes contradict, or a result whose
+own recorded flags its measurements contradict (core.verdicts)).
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
-import json
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
+
+from core.contract import parse_strict
 
 from . import PREDICATE_TYPE, PREDICATE_VERSION, STATEMENT_TYPE
 from .common import InputError, hash_stream, is_safe_relative
@@ -59,11 +61,11 @@ class Report:
 def load_statement(path: Path) -> dict[str, Any]:
     """The index as JSON (exit 2 when unreadable); its type and version are checked by `check_envelope`."""
     try:
-        statement = json.loads(path.read_text(encoding="utf-8"))
+        statement = parse_strict(path.read_bytes())
     except OSError as error:
         raise InputError(f"cannot read the index {path}: {error.strerror or type(error).__name__}") from error
-    except (UnicodeDecodeError, ValueError) as error:
-        raise InputError(f"the index {path} is not JSON: {error}") from error
+    except ValueError as error:  # a duplicate key or a NaN too: two readers could see two indexes
+        raise InputError(f"the index {path} is not strict JSON: {error}") from error
     if not isinstance(statement, dict):
         raise InputError(f"{path} is not a JSON object")
     return statement
@@ -204,6 +206,7 @@ def verify(statement: dict[str, Any], roots: dict[str, Path | None], allow_offli
         report.problems.append(f"the predicate is malformed ({type(error).__name__}: {str(error)[:200]})")
         return report
     report.problems += differences(predicate, recomputed)
+    report.problems += forged_results(recomputed)
     if predicate.get("kind") == "github-run":  # a local results folder may hold any zip of its own
         unpacked = {f"artifacts/{(e.get('artifact') or {}).get('name')}.zip" for e in recomputed.get("platforms") or []
                     if (e.get("artifact") or {}).get("status") == "downloaded"}
@@ -280,3 +283,13 @@ def recorded_without_subject(statement: dict[str, Any]) -> list[str]:
             problems.append(f"predicate.{where}: records {str(digest)[:12]} for {subject}, the subject says "
                             f"{str(subjects[subject])[:12]}")
     return problems
+
+
+def forged_results(judged: dict[str, Any]) -> list[str]:
+    """Results whose recorded flags their own measurements contradict (the judge's `not_authentic`, recomputed
+    from the bytes): an index over such a result is not authentic, however it was built."""
+    results = list(judged.get("results") or [])
+    for entry in judged.get("platforms") or []:
+        results += (entry.get("results") or []) if isinstance(entry, dict) else []
+    return [f"{result.get('subject') or result.get('name')}: {why}" for result in results
+            if isinstance(result, dict) for why in result.get("not_authentic") or []]

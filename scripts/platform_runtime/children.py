@@ -8,7 +8,6 @@ a hung NFS mount, or one that escaped its group holding the pipe) is abandoned a
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -18,6 +17,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from core import strict_json
 
 from platform_runtime import stuck
 from platform_runtime.isolation import WORKER_FLAGS
@@ -137,8 +138,8 @@ def parse_last_json(stdout: bytes) -> dict | None:
     for line in reversed(stdout.decode("utf-8", "replace").splitlines()):
         line = line.strip()
         if line:
-            try:
-                value = json.loads(line)
+            try:  # strictly: a duplicate key or a NaN is no payload a worker of ours writes
+                value = strict_json.loads(line)
             except ValueError:
                 return None
             return value if isinstance(value, dict) else None

@@ -10,17 +10,13 @@ from dataclasses import dataclass
 
 from core import collectives
 from core.contract import NFS_TYPES, nfs_problems, windows_problems
+from core.requirements import GPU_KINDS, MPS_FALLBACK, device_problems  # noqa: F401 - MPS_FALLBACK re-exported
 from core.trust import INJECTION_EXEMPT
+from core.verdicts import PHASES  # noqa: F401 - re-exported
 
 # What `--require` accepts: properties of the runner, not the workflow's platform jobs (core.contract.PLATFORMS).
 REQUIRABLE = ("cuda", "rocm", "mps", "windows", "nfs", "collectives")
 DEVICE_TYPES = ("cpu", "cuda", "rocm", "mps")
-GPU_KINDS = ("cuda", "rocm", "mps")
-# Phases whose own work must allocate on the device (saving copies device tensors to the host, so it is
-# judged by the bytes resident on the device and where its tensors live).
-ALLOCATING_PHASES = ("matmul", "training", "checkpoint_load")
-PHASES = ("matmul", "training", "checkpoint_save", "checkpoint_load")
-MPS_FALLBACK = "PYTORCH_ENABLE_MPS_FALLBACK"
 
 
 @dataclass(frozen=True)
@@ -58,40 +54,11 @@ def conflicts(req: Requirements, requested_device: str) -> list[str]:
     return found
 
 
-def phase_problems(device: dict, kind: str) -> list[str]:
-    """A GPU claim holds phase by phase: tensors on the device, a synchronize, and bytes on the device."""
-    phases = device.get("phases") or {}
-    problems = [f"phase {name} was not measured" for name in PHASES if name not in phases]
-    for name, record in phases.items():
-        if not record.get("on_device") or record.get("tensor_devices") != [kind]:
-            problems.append(f"phase {name}: tensors on {record.get('tensor_devices')}, not only on {kind}")
-        if not record.get("synchronized"):
-            problems.append(f"phase {name} was not synchronized")
-        if not (record.get("resident_bytes") or 0) > 0:
-            problems.append(f"phase {name}: no memory resident on {kind}")
-        if name in ALLOCATING_PHASES and kind != "mps" and not (record.get("allocated_bytes") or 0) > 0:
-            problems.append(f"phase {name} allocated nothing on {kind}")
-    return problems
-
-
-def ran_only_on(device: dict, kind: str, compute_ok: bool, environment: dict) -> tuple[bool, str]:
-    """Whether the device check really ran on `kind`, judged on what the worker measured and the parent saw."""
-    if kind == "mps" and environment.get(MPS_FALLBACK):
-        return False, f"{MPS_FALLBACK} is set: MPS operations may silently run on the CPU, so mps is not proven"
-    if device.get("type") != kind:
-        if not device.get("resolved"):
-            return False, f"no {kind} device could be used (see device_compute)"
-        if kind == "cuda" and device.get("type") == "rocm":
-            return False, "the device is ROCm (a HIP build of torch), not CUDA: use --require rocm"
-        return False, f"the device resolved to {device.get('resolved')} ({device.get('type')}), not {kind}"
-    if not compute_ok:
-        return False, f"the device check on {device.get('resolved')} failed"
-    if set(device.get("ran_on") or []) != {kind}:
-        return False, f"the work ran on {sorted(device.get('ran_on') or [])}"
-    problems = phase_problems(device, kind) if kind != "cpu" else []
-    if problems:
-        return False, "; ".join(problems[:4])
-    return True, f"matmul, training, checkpoint save and load each ran on {device.get('resolved')} ({kind})"
+def _on_device(device: dict, kind: str, compute_ok: bool, environment: dict) -> tuple[bool, str]:
+    """Whether the device check really ran on `kind`: core.requirements' rule, which the judge re-derives."""
+    problems = device_problems(device, kind, compute_ok, environment)
+    return not problems, "; ".join(problems[:4]) or (
+        f"matmul, training, checkpoint save and load each ran on {device.get('resolved')} ({kind})")
 
 
 def _windows(platform: dict, filesystem: dict) -> tuple[bool, str]:
@@ -119,7 +86,7 @@ def evaluate(req: Requirements, platform: dict, device: dict, compute_ok: bool, 
     verdicts = []
     for platform_name in req.platforms:
         if platform_name in GPU_KINDS:
-            ok, reason = ran_only_on(device, platform_name, compute_ok, environment)
+            ok, reason = _on_device(device, platform_name, compute_ok, environment)
         elif platform_name == "windows":
             ok, reason = _windows(platform, filesystem)
         elif platform_name == "collectives":
@@ -128,7 +95,7 @@ def evaluate(req: Requirements, platform: dict, device: dict, compute_ok: bool, 
             ok, reason = _nfs(platform, filesystem)
         verdicts.append({"name": platform_name, "ok": ok, "reason": reason})
     if req.device:
-        ok, reason = ran_only_on(device, req.device, compute_ok, environment)
+        ok, reason = _on_device(device, req.device, compute_ok, environment)
         verdicts.append({"name": f"device={req.device}", "ok": ok, "reason": reason})
     if req.filesystem:
         wanted = req.filesystem.lower()

@@ -505,12 +505,24 @@ def run(requested: str, workspace: Path, site_dir: str | None = None) -> dict:
     return report
 
 
+def finite(value):
+    """core.files.finite, repeated because this worker imports nothing of ours: a NaN or infinite loss is
+    written as text ("nan"), never as the NaN that is not JSON and that the gate's strict reader refuses."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    if isinstance(value, dict):
+        return {key: finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(item) for item in value]
+    return value
+
+
 def main(argv: list[str]) -> int:
     hold = argv[:1] == ["--hold"]
     argv = argv[1:] if hold else argv
     requested, workspace = argv[0], Path(argv[1])
     report = run(requested, workspace, argv[2] if len(argv) > 2 else None)
-    sys.stdout.write(json.dumps(report, sort_keys=True) + "\n")
+    sys.stdout.write(json.dumps(finite(report), sort_keys=True, allow_nan=False) + "\n")
     sys.stdout.flush()
     if hold:
         sys.stdin.read()  # until the gate has looked at this process and closes the pipe

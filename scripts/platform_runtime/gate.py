@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core import collectives as collective_rules
-from core import trust
+from core import trust, verdicts
 from core.contract import GATE_SCHEMA_ID
 from core.provenance import git_state, github_facts, platform_facts
 
@@ -285,39 +285,45 @@ class Gate:
         if outcome.abandoned:
             check["abandoned"] = True
             check["abandoned_processes"] = outcome.stuck
-        problems: list[str] = []
         if outcome.payload is not None:
             details = dict(outcome.payload)
             if outcome.name == "device_compute":
                 result["device"].update({k: details.get(k) for k in DEVICE_FIELDS})
-                # The worker's word is checked against the installed build, whatever it said.
+                # The worker's word is checked against the installed build, whatever it said: a result-level
+                # fact (core.verdicts.build_cross_check), which fails the run.
                 missing = isolation.missing_torch_reason(self.torch)
-                problems = [missing] if missing else []
-                problems += torch_build.cross_check(self.build, details.get("torch"), details.get("type"))
+                cross = [missing] if missing else []
+                cross += torch_build.cross_check(self.build, details.get("torch"), details.get("type"))
                 result["device"]["views"] = self.views.record(details, result["isolation"],
                                                               timeout=self.deadline.remaining())
-                problems += trust.device_view_problems(result["device"])
-                result["device"]["build_cross_check"] = problems
+                cross += trust.device_view_problems(result["device"])
+                result["device"]["build_cross_check"] = cross
                 result["isolation"]["device_worker_loaded"] = details.get("startup_modules")
                 details = {k: details.get(k) for k in ("stage", "matmul", "training", "checkpoint", "ran_on",
                                                        "peak_allocated_bytes", "phases", "error")}
             details.pop("ok", None)
             details.pop("reason", None)
             check.update(details)
-            check["ok"] = outcome.payload.get("ok") is True and not problems
+        # The recorded ok is the rule's, computed from the measurements the check records (the judge recomputes
+        # it); the worker's own problems only word the reason.
+        problems = verdicts.check_problems(outcome.name, check)
+        check["ok"] = not problems
         if not check["ok"]:
             worker_ok = outcome.payload is not None and outcome.payload.get("ok") is True
-            check["reason"] = "; ".join(problems + ([] if worker_ok else [self._reason(outcome)]))
+            check["reason"] = "; ".join(problems[:3]) if worker_ok else self._reason(outcome)
+            if outcome.name == "device_compute" and result["device"].get("build_cross_check"):
+                check["reason"] = "; ".join([*result["device"]["build_cross_check"], check["reason"]])
             failures.append(f"{outcome.name}: {check['reason']}")
         result["checks"][outcome.name] = check
 
     def _judge(self, result: dict, failures: list[str]) -> None:
         environment = {MPS_FALLBACK: bool(os.environ.get(MPS_FALLBACK))}  # the parent's own view
-        verdicts = evaluate(self.options.requirements, result["platform"], result["device"],
-                            result["checks"]["device_compute"]["ok"], result["filesystem"], environment,
-                            result["checks"].get("collectives"), injection=trust.injection_refusal(result))
-        result["requirements"] = verdicts
-        failures += [f"requirement {v['name']} not met: {v['reason']}" for v in verdicts if not v["ok"]]
+        held = evaluate(self.options.requirements, result["platform"], result["device"],
+                        result["checks"]["device_compute"]["ok"], result["filesystem"], environment,
+                        result["checks"].get("collectives"), injection=trust.injection_refusal(result))
+        result["requirements"] = held
+        failures += [f"requirement {v['name']} not met: {v['reason']}" for v in held if not v["ok"]]
+        failures += verdicts.result_problems(result)
 
     def _cleanup(self, result: dict, workspace: Path, failures: list[str], after_global_timeout: bool,
                  hung: bool = False) -> None:
@@ -339,12 +345,13 @@ class Gate:
         outcome = self._collect(self._launch("workspace_cleanup",
                                              children.worker_command("fs_worker", "cleanup", str(workspace)),
                                              deadline, own_deadline=True))
-        ok = bool(outcome.payload and outcome.payload.get("ok"))
-        status = "cleaned" if ok else ("timeout" if outcome.timed_out else "failed")
+        removed = bool(outcome.payload and outcome.payload.get("ok"))
+        status = "cleaned" if removed else ("timeout" if outcome.timed_out else "failed")
         cleanup["status"] = status
-        check = {"ok": ok, "duration_s": outcome.duration_s, "reason": None, "status": status}
+        check = {"ok": False, "duration_s": outcome.duration_s, "reason": None, "status": status}
         if outcome.blocked:
             check["blocked_at_deadline"] = outcome.blocked
+        ok = check["ok"] = not verdicts.check_problems("workspace_cleanup", check)
         if outcome.abandoned:
             check["abandoned"] = True
             check["abandoned_processes"] = outcome.stuck

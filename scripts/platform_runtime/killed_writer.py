@@ -31,6 +31,7 @@ import threading
 import time
 from pathlib import Path
 
+from core import verdicts
 from core.files import TEMP_SUFFIX, atomic_write_bytes, sweep_temporaries, temporaries_of
 
 from platform_runtime.children import worker_command
@@ -232,42 +233,8 @@ def stage(folder: Path, kills: int = KILLS, seed: int | None = None, deadline_s:
 
 
 def problems(facts: dict) -> list[str]:
-    """The stage's rule, from its measurements alone. A writer that never answered within the deadline is
-    named as NO ANSWER, and what only the full series shows (every kill made, enough after a commit, the
-    last version) is then not judged: a slow machine is not a torn file."""
-    found = []
-    requested = facts.get("kills_requested")
-    silent = facts.get("writers_no_answer", 0)
-    if silent:
-        found.append(f"NO ANSWER from {silent} killed_writer writer process(es): no report within the stage's "
-                     f"{facts.get('deadline_s', 0):.1f} s deadline (ran {facts.get('seconds', 0):.1f} s)")
-        for key, what in (("torn", "torn or partial"), ("lost", "lost (missing or older than committed)"),
-                          ("unexpected", "neither the old nor the new version")):
-            if facts.get(key) != 0:
-                found.append(f"killed_writer.{key}: {facts.get(key)} kill(s) left the target {what}")
-        return found
-    if not isinstance(requested, int) or requested < 1 or facts.get("kills") != requested:
-        found.append(f"killed_writer.kills: {facts.get('kills')} of {requested} kills happened")
-    for key, what in (("torn", "torn or partial"), ("lost", "lost (missing or older than committed)"),
-                      ("unexpected", "neither the old nor the new version")):
-        if facts.get(key) != 0:
-            found.append(f"killed_writer.{key}: {facts.get(key)} kill(s) left the target {what}")
-    if facts.get("writer_failures") != 0:
-        found.append(f"killed_writer.writer_failures: {facts.get('writer_failures')} writer(s) failed to start "
-                     "or to finish")
-    if facts.get("temporaries_left_after_cleanup") != 0:
-        found.append(f"killed_writer.temporaries_left_after_cleanup: {facts.get('temporaries_left_after_cleanup')} "
-                     "temporary sibling(s) left after the next writer ran")
-    if facts.get("temporaries_swept") != facts.get("temporaries_left_by_kills"):
-        found.append(f"killed_writer.temporaries_swept: {facts.get('temporaries_swept')} swept of the "
-                     f"{facts.get('temporaries_left_by_kills')} killed writers left")
-    if facts.get("final_version_whole") is not True:
-        found.append("killed_writer.final_version_whole: the unkilled last writer's version is not whole")
-    after_commit = facts.get("kills_after_commit")
-    if not isinstance(after_commit, int) or not isinstance(requested, int) or 2 * after_commit < requested:
-        found.append(f"killed_writer.kills_after_commit: only {after_commit} of {requested} kills came after a "
-                     "commit: the stage proved nothing")
-    return found
+    """The stage's rule, from its measurements alone: core.verdicts.killed_writer, where the judge reads it."""
+    return verdicts.killed_writer(facts)
 
 
 def main(argv: list[str]) -> int:

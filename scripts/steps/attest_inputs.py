@@ -22,11 +22,12 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]  # this step's helpers, and scripts
 
 from action_io import fail, set_outputs  # noqa: E402
 from core.contract import STATEMENT_TYPE as STATEMENT  # noqa: E402
+from core.contract import parse_strict  # noqa: E402
 
 
 def predicate_of(index: Path) -> tuple[str, dict]:
     try:
-        statement = json.loads(index.read_bytes())
+        statement = parse_strict(index.read_bytes())
     except (OSError, ValueError) as error:
         raise ValueError(f"cannot read {index.name}: {error}") from None
     if not isinstance(statement, dict) or statement.get("_type") != STATEMENT:

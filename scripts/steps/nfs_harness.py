@@ -40,6 +40,7 @@ from pathlib import Path
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
 
 from action_io import annotate, append_summary, fail  # noqa: E402
+from core.contract import parse_strict  # noqa: E402
 from platform_runtime.filesystem import parse_mountinfo  # noqa: E402
 
 SCHEMA = "kernodeck.nfs-harness/v1"
@@ -186,7 +187,7 @@ def setup(export: Path, mount: Path, grace: int) -> dict:
 
 def retained_workspace(gate_result: Path) -> tuple[str | None, str | None]:
     """(status, workspace name) from the gate result; the name is validated before anything is deleted."""
-    data = json.loads(gate_result.read_text(encoding="utf-8"))
+    data = parse_strict(gate_result.read_bytes())
     cleanup = data.get("workspace_cleanup") if isinstance(data, dict) else None
     if not isinstance(cleanup, dict):
         raise HarnessError("the gate result has no workspace_cleanup")

@@ -33,6 +33,7 @@ serves a passing run and prints the GITHUB_API_URL to use.
 from __future__ import annotations
 
 import argparse
+import copy
 import dataclasses
 import datetime as dt
 import gzip
@@ -540,6 +541,38 @@ def plan_log(lines: tuple[str, ...]) -> bytes:
 
 
 FS_METHODS = {"Windows": "win32-GetVolumeInformationW", "Darwin": "darwin-statfs"}
+MEASURED = Path(__file__).resolve().parents[2] / "evidence" / "local" / "run-local" / "platform-runtime-cpu.json"
+
+
+# The torch each kind's gate records (its files and the worker's report) and, on a Mac, the MPS facts.
+BUILDS: dict[str, dict[str, Any]] = {
+    "cpu": {"torch": {"version": "2.13.0+cpu", "cuda": None, "hip": None},
+            "torch_build": {"version": "2.13.0+cpu", "cuda": None, "hip": None}, "mps": None},
+    "cuda": {"torch": {"version": "2.11.0+cu130", "cuda": "13.0", "hip": None},
+             "torch_build": {"version": "2.11.0+cu130", "cuda": "13.0", "hip": None}, "mps": None},
+    "mps": {"torch": {"version": "2.13.0", "cuda": None, "hip": None},
+            "torch_build": {"version": "2.13.0", "cuda": None, "hip": None},
+            "mps": {"built": True, "available": True, "fallback_env_set": False}},
+}
+
+
+def measured_checks(kind: str, ok: bool) -> dict[str, Any]:
+    """The checks of a real CPU gate run (evidence/local/run-local), their device moved to `kind` (with bytes
+    allocated on a GPU); when not ok, the losses rise, so device_compute fails by its measurements."""
+    checks = copy.deepcopy(json.loads(MEASURED.read_text(encoding="utf-8"))["checks"])
+    compute = checks["device_compute"]
+    compute.update(ran_on=[kind], peak_allocated_bytes=None if kind == "cpu" else 4096)
+    compute["matmul"]["device"] = compute["training"]["parameter_device"] = kind
+    compute["checkpoint"]["saved_from_device"] = [kind]
+    for record in compute["phases"].values():
+        record["tensor_devices"] = [kind]
+        if kind != "cpu":
+            record.update(allocated_bytes=4096, resident_bytes=8192)
+    if not ok:
+        losses = compute["training"]["losses"] = sorted(compute["training"]["losses"])
+        compute["training"].update(initial_loss=losses[0], final_loss=losses[-1], loss_decreased=False)
+        compute.update(ok=False, reason="the loss did not decrease over 12 steps")
+    return checks
 
 
 def gate_result(platform: str, *, ok: bool = True, sources: dict[str, str] | None = None,
@@ -552,30 +585,27 @@ def gate_result(platform: str, *, ok: bool = True, sources: dict[str, str] | Non
     """
     runner = RUNNERS[platform]
     device = {"cuda": "cuda:0", "mps": "mps"}.get(platform, "cpu")
-    checks = {name: {"ok": ok or name != "device_compute", "duration_s": 0.5,
-                     "reason": None if ok or name != "device_compute" else "loss did not decrease"}
-              for name in ("device_compute", "failing_writer", "concurrent_replace", "jsonl_append",
-                           "workspace_cleanup")}
-    # The parts core.contract reads as the evidence behind device_compute.ok (field names as the gate writes).
-    checks["device_compute"].update(
-        matmul={"equals_python_answer": ok}, checkpoint={"ok": ok, "mismatches": []},
-        training={"update_rule_ok": ok, "loss_decreased": ok, "losses_finite": True, "parameters_changed": True})
+    kind = device.split(":")[0]
+    checks = measured_checks(kind, ok)
     return {
         "schema": "kernodeck.platform-runtime.result/v1", "ok": ok, "exit_code": 0 if ok else 1,
         "failures": [] if ok else ["device_compute: loss did not decrease"],
         "started_at": "2026-08-24T10:01:00Z", "duration_s": 5.459,
-        "arguments": {"device": device, "require": [], "require_device": None, "require_filesystem": None,
+        "arguments": {"device": device, "require": [platform] if platform in ("windows", "mps", "cuda", "nfs") else [],
+                      "require_device": None, "require_filesystem": None,
                       "work_dir": "current-directory", "keep_workspace": False, "timeout_s": 600,
                       "cleanup_timeout_s": 30},
         # What the gate measures on that platform: its --require held (the workflow passes it), the file
         # system named by the platform's own API.
-        "requirements": [{"name": platform, "ok": ok, "reason": f"{platform} as the gate measured it"}]
+        "requirements": [{"name": platform, "ok": ok or platform not in ("cuda", "mps"),
+                          "reason": f"{platform} as the gate measured it"}]
         if platform in ("windows", "mps", "cuda", "nfs") else [],
         "platform": {"system": runner["system"], "release": "1", "machine": runner["machine"], "python": "3.12.10",
                      "python_implementation": "CPython", "mac_version": None,
                      "windows_version": "10.0.26100" if runner["system"] == "Windows" else None},
-        "device": {"requested": device, "resolved": device, "type": device.split(":")[0], "torch": None,
-                   "load_safety": None, "cuda": None, "mps": None},
+        "device": {"requested": device, "resolved": device, "type": kind, "load_safety": None, "cuda": None,
+                   **BUILDS[kind], "build_cross_check": [],
+                   "ran_on": checks["device_compute"]["ran_on"], "phases": checks["device_compute"]["phases"]},
         "filesystem": {"type": runner["fs"], "method": FS_METHODS.get(runner["system"], "linux-mountinfo-mnt-id"),
                        "mount_id": None if runner["system"] != "Linux" else 28, "mount_options": ["rw"],
                        "nfs_version": "4.2" if runner["fs"] == "nfs4" else None, "drive_type": None, "error": None},

@@ -14,11 +14,15 @@ def phases(kind: str, **changes) -> dict:
 
 CPU_DEVICE = {"type": "cpu", "resolved": "cpu", "ran_on": ["cpu"], "peak_allocated_bytes": None}
 CUDA_DEVICE = {"type": "cuda", "resolved": "cuda:0", "ran_on": ["cuda"], "peak_allocated_bytes": 1 << 20,
-               "phases": phases("cuda")}
-ROCM_DEVICE = {**CUDA_DEVICE, "type": "rocm", "ran_on": ["rocm"], "phases": phases("rocm")}
+               "phases": phases("cuda"), "torch": {"cuda": "12.8", "hip": None},
+               "torch_build": {"cuda": "12.8", "hip": None}, "build_cross_check": []}
+ROCM_DEVICE = {**CUDA_DEVICE, "type": "rocm", "ran_on": ["rocm"], "phases": phases("rocm"),
+               "torch": {"cuda": None, "hip": "6.4"}, "torch_build": {"cuda": None, "hip": "6.4"}}
 # A fake MPS run (no Mac here): the judge's input as a passing MPS worker would report it.
 FAKE_MPS_DEVICE = {"type": "mps", "resolved": "mps", "ran_on": ["mps"], "peak_allocated_bytes": 4096,
-                   "phases": phases("mps")}
+                   "phases": phases("mps"), "mps": {"built": True, "available": True, "fallback_env_set": False},
+                   "torch": {"cuda": None, "hip": None}, "torch_build": {"cuda": None, "hip": None},
+                   "build_cross_check": []}
 EXT4 = {"type": "ext4", "method": "linux-mountinfo-mnt-id", "nfs_version": None}
 NFS4 = {"type": "nfs4", "method": "linux-mountinfo-mnt-id", "nfs_version": "4.2"}
 NTFS = {"type": "ntfs", "method": "win32-GetVolumeInformationW", "drive_type": "fixed"}
@@ -151,7 +155,10 @@ H200_BEFORE_PHASES = {"requested": "cuda", "resolved": "cuda:0", "type": "cuda",
 def test_a_cumulative_peak_alone_no_longer_proves_cuda():
     refused = verdict(["cuda"], dev=H200_BEFORE_PHASES)[0]
     assert refused["ok"] is False and "phase matmul was not measured" in refused["reason"]
-    assert verdict(["cuda"], dev={**H200_BEFORE_PHASES, "phases": phases("cuda")})[0]["ok"] is True
+    # With the phases, the build's files and an empty cross-check (what a gate of today records), it holds.
+    now = {**H200_BEFORE_PHASES, "phases": phases("cuda"), "torch_build": {"cuda": "13.0", "hip": None},
+           "build_cross_check": []}
+    assert verdict(["cuda"], dev=now)[0]["ok"] is True
 
 
 def test_the_kernel_driver_version_is_read_as_nvidia_smi_shows_it():
@@ -174,3 +181,18 @@ def test_the_build_decides_which_device_claims_are_possible():
     assert "macOS" in build_supports(cpu, "mps", system="Linux")
     assert cross_check(h200, H200_BEFORE_PHASES["torch"], "cuda") == []
     assert cross_check(cpu, H200_BEFORE_PHASES["torch"], "cuda")  # the worker's torch is not the installed one
+
+
+@pytest.mark.parametrize("device, change, words", [
+    (CUDA_DEVICE, {"torch_build": {"cuda": None, "hip": None}}, "not a CUDA one"),
+    (CUDA_DEVICE, {"torch": {"cuda": None, "hip": None}}, "not a CUDA one"),
+    (CUDA_DEVICE, {"build_cross_check": ["the worker's torch is 2.1.0"]}, "build_cross_check"),
+    (ROCM_DEVICE, {"torch_build": {"cuda": None, "hip": None}}, "not a ROCm one"),
+    (FAKE_MPS_DEVICE, {"mps": {"built": True, "available": True, "fallback_env_set": True}}, "was set"),
+    (FAKE_MPS_DEVICE, {"mps": None}, "not built and available"),
+])
+def test_a_gpu_claim_needs_a_build_of_that_backend(device, change, words):
+    kind = device["type"]
+    refused = verdict([kind], dev={**device, **change}, system="Darwin" if kind == "mps" else "Linux")[0]
+    assert refused["ok"] is False and words in refused["reason"], refused
+

@@ -75,7 +75,7 @@ def _gate_failing_windows(document: dict) -> None:
 
 
 def _gate_failing_check(document: dict) -> None:
-    document["checks"]["jsonl_append"].update(ok=False, duration_s=2.2, reason="3 records missing")
+    document["checks"]["jsonl_append"].update(ok=False, duration_s=2.2, reason="3 records missing", missing=3)
     document.update(ok=False, exit_code=1, failures=["jsonl_append: 3 records missing"])
 
 
@@ -120,7 +120,8 @@ def test_a_passing_result_with_exit_0_passes(tmp_path, source):
     (real(REAL_GATE), 3, "says ok but the process exited 3"),
     (gate_with(_gate_failing_check), 0, "says failed but the process exited 0"),
     (gate_with(lambda d: d.update(ok="true")), 0, "ok is 'true'"),
-    (gate_with(lambda d: d["checks"]["failing_writer"].update(ok=False)), 0, "checks.failing_writer.ok is False"),
+    (gate_with(lambda d: d["checks"]["failing_writer"].update(ok=False)), 0,
+     "not authentic: checks.failing_writer.ok is recorded False, its measurements say True"),
     (gate_with(lambda d: d["checks"].pop("workspace_cleanup")), 0, "checks.workspace_cleanup is missing"),
     (real(REAL_DIAGNOSTIC_NO_GPU), 5, "status is 'failed'"),
     (dict(real(REAL_DIAGNOSTIC), status="failed", exit_code=1), 1, "status is 'failed'"),
@@ -169,7 +170,7 @@ def test_publish_writes_outputs_a_summary_table_and_error_annotations(tmp_path, 
     assert "| `device_compute` | pass |" in summary and "device `cpu`" in summary and "file system `ext4`" in summary
     out = capsys.readouterr().out
     assert "::error title=windows gate::requirement 'windows' did not hold" in out
-    assert "::error title=windows gate::checks.jsonl_append.ok is False: 3 records missing" in out
+    assert "::error title=windows gate::checks.jsonl_append failed: 3 records missing" in out
 
 
 def test_the_summary_shows_the_judges_reasons_and_the_gates_own_failures(tmp_path, github_files):

@@ -1,0 +1,161 @@
+"""Whether each `--require` held, from the result's own facts: the one rule for the gate (which records each
+verdict) and for the judge (which re-derives every recorded one, in local and online indexes alike, and calls
+a recorded `ok` that disagrees not authentic).
+
+A GPU requirement (cuda, rocm, mps, or --require-device of one) holds only when the device check passed by
+its measurements, the device is that kind, every phase's tensors lived only there with a synchronize and
+bytes resident (and allocated, on CUDA/ROCm), the torch build is one of that backend, and the build
+cross-check is empty. windows and nfs are core.platforms' rules. Stdlib only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core import collectives, trust, verdicts
+from core.platforms import nfs_problems, windows_problems
+
+GPU_KINDS = ("cuda", "rocm", "mps")
+# Phases whose own work must allocate on the device (saving copies device tensors to the host, so it is
+# judged by the bytes resident on the device and where its tensors live).
+ALLOCATING_PHASES = ("matmul", "training", "checkpoint_load")
+MPS_FALLBACK = "PYTORCH_ENABLE_MPS_FALLBACK"
+
+
+def _dict(obj: Any, key: str) -> dict[str, Any]:
+    value = obj.get(key) if isinstance(obj, dict) else None
+    return value if isinstance(value, dict) else {}
+
+
+def phase_problems(device: dict[str, Any], kind: str) -> list[str]:
+    """A GPU claim holds phase by phase: tensors on the device, a synchronize, and bytes on the device."""
+    phases = _dict(device, "phases")
+    problems = [f"phase {name} was not measured" for name in verdicts.PHASES if name not in phases]
+    for name, record in phases.items():
+        record = record if isinstance(record, dict) else {}
+        if record.get("tensor_devices") != [kind]:
+            problems.append(f"phase {name}: tensors on {record.get('tensor_devices')}, not only on {kind}")
+        if record.get("synchronized") is not True:
+            problems.append(f"phase {name} was not synchronized")
+        if not _positive(record.get("resident_bytes")):
+            problems.append(f"phase {name}: no memory resident on {kind} (resident_bytes "
+                            f"{record.get('resident_bytes')!r})")
+        if name in ALLOCATING_PHASES and kind != "mps" and not _positive(record.get("allocated_bytes")):
+            problems.append(f"phase {name} allocated nothing on {kind} (allocated_bytes "
+                            f"{record.get('allocated_bytes')!r})")
+    return problems
+
+
+def _positive(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def backend_problems(device: dict[str, Any], kind: str) -> list[str]:
+    """The torch that ran is a build of that backend, by its files (torch_build) and the worker's report."""
+    build, torch = _dict(device, "torch_build"), _dict(device, "torch")
+    problems = []
+    if kind == "cuda" and not (build.get("cuda") and not build.get("hip") and torch.get("cuda")):
+        problems.append(f"the torch build is not a CUDA one (torch_build.cuda {build.get('cuda')!r}, "
+                        f"hip {build.get('hip')!r}; the worker's torch.cuda {torch.get('cuda')!r})")
+    elif kind == "rocm" and not (build.get("hip") and torch.get("hip")):
+        problems.append(f"the torch build is not a ROCm one (torch_build.hip {build.get('hip')!r}, "
+                        f"the worker's torch.hip {torch.get('hip')!r})")
+    elif kind == "mps":
+        mps = _dict(device, "mps")
+        if mps.get("built") is not True or mps.get("available") is not True:
+            problems.append(f"MPS was not built and available (device.mps {mps or None!r})")
+        if mps.get("fallback_env_set") is not False:
+            problems.append(f"{MPS_FALLBACK} was set (or not recorded): MPS operations may silently run on the CPU")
+    cross = device.get("build_cross_check")
+    if cross != []:
+        problems.append(f"device.build_cross_check is {cross!r}")
+    return problems
+
+
+def device_problems(device: dict[str, Any], kind: str, compute_ok: bool, environment: dict[str, Any]) -> list[str]:
+    """Why the device check did not really run on `kind` (empty when it did), on what the worker measured and,
+    for the gate, what its parent saw (`environment`)."""
+    if kind == "mps" and environment.get(MPS_FALLBACK):
+        return [f"{MPS_FALLBACK} is set: MPS operations may silently run on the CPU, so mps is not proven"]
+    if device.get("type") != kind:
+        if not device.get("resolved"):
+            return [f"no {kind} device could be used (see device_compute)"]
+        if kind == "cuda" and device.get("type") == "rocm":
+            return ["the device is ROCm (a HIP build of torch), not CUDA: use --require rocm"]
+        return [f"the device resolved to {device.get('resolved')} ({device.get('type')}), not {kind}"]
+    if not compute_ok:
+        return [f"the device check on {device.get('resolved')} failed"]
+    if device.get("ran_on") != [kind]:
+        return [f"the work ran on {device.get('ran_on')!r}"]
+    if kind == "cpu":
+        return []
+    return phase_problems(device, kind) + backend_problems(device, kind)
+
+
+def _compute_ok(result: dict[str, Any]) -> bool:
+    return not verdicts.check_problems("device_compute", _dict(result, "checks").get("device_compute"))
+
+
+def problems_of(result: dict[str, Any], name: str, environment: dict[str, Any] | None = None) -> list[str]:
+    """Why the requirement `name` (cuda, rocm, mps, windows, nfs, device=X, filesystem=X) does not hold for
+    this result's facts; empty when it does."""
+    device, platform, fs = _dict(result, "device"), _dict(result, "platform"), _dict(result, "filesystem")
+    refusal = trust.injection_refusal(result)  # issue 19: a view that could be rewritten proves no platform
+    if refusal and name not in trust.INJECTION_EXEMPT:
+        return [refusal]
+    if name in GPU_KINDS or name.startswith("device="):
+        kind = name.removeprefix("device=")
+        return device_problems(device, kind, _compute_ok(result), environment or {})
+    if name == "collectives":  # issue 23's rule, written once in core.collectives
+        held, why = collectives.requirement(_dict(result, "checks").get("collectives"))
+        return [] if held else [why]
+    if name == "windows":
+        return windows_problems(platform, fs)
+    if name == "nfs":
+        return nfs_problems(platform, fs)
+    if name.startswith("filesystem="):
+        wanted, fs_type = name.removeprefix("filesystem=").lower(), fs.get("type")
+        held = fs_type == wanted or (wanted == "nfs" and fs_type in verdicts.NFS_TYPES)
+        return [] if held else [f"the work dir's file system is {fs_type or 'unknown'}, not {wanted}"]
+    return [f"{name!r} is not a requirement this project knows"]
+
+
+def asked(result: dict[str, Any]) -> list[str]:
+    """The requirements the result's arguments asked for, in the order the gate records them."""
+    arguments = _dict(result, "arguments")
+    names = [str(n) for n in arguments.get("require") or [] if isinstance(n, str)]
+    if arguments.get("require_device"):
+        names.append(f"device={arguments['require_device']}")
+    if arguments.get("require_filesystem"):
+        names.append(f"filesystem={arguments['require_filesystem']}")
+    return names
+
+
+def judge_requirements(result: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """(reasons, forged): every requirement asked for is recorded once, and each recorded verdict is the one
+    its facts give."""
+    recorded = result.get("requirements")
+    if not isinstance(recorded, list):
+        return ["requirements is not a list"], []
+    reasons, forged = [], []
+    names = [r.get("name") if isinstance(r, dict) else None for r in recorded]
+    wanted = asked(result)
+    for name in wanted:
+        if names.count(name) != 1:
+            forged.append(f"requirements: {name!r} was asked for (arguments) and is recorded {names.count(name)} "
+                          "time(s)")
+    for requirement in recorded:
+        if not isinstance(requirement, dict) or not isinstance(requirement.get("name"), str):
+            reasons.append(f"requirement {requirement!r} is not a recorded verdict")
+            continue
+        name = requirement["name"]
+        if name not in wanted:
+            forged.append(f"requirements: {name!r} is recorded but the arguments did not ask for it")
+        problems = problems_of(result, name)
+        held = not problems
+        if requirement.get("ok") is not held:
+            why = f" ({problems[0]})" if problems else ""
+            forged.append(f"requirements[{name}].ok is recorded {requirement.get('ok')!r}, its facts say {held}{why}")
+        if not held:
+            reasons.append(f"requirement {name!r} did not hold: {problems[0]}")
+    return reasons, forged
