@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from core import fleet
+from core.diagnostic_judge import judge_diagnostic
 from core.gate_judge import judge_gate
+from core.harness_judge import judge_nfs_harness
 from core.platforms import WINDOWS_FS_METHOD, WINDOWS_FS_TYPES, nfs_problems, windows_problems  # noqa: F401
 from core.strict_json import NotStrict, parse_strict  # THE strict reader, re-exported for every caller
 from core.trust import injection_problems
@@ -245,15 +247,6 @@ def _flags(document: dict[str, Any], **wanted: Any) -> list[str]:
             for key, value in wanted.items() if document.get(key) != value]
 
 
-def _judge_diagnostic(document: dict[str, Any]) -> list[str]:
-    reasons = _flags(document, status="passed", exit_code=0)
-    execution = document.get("execution") if isinstance(document.get("execution"), dict) else {}
-    checks = execution.get("checks")
-    if isinstance(checks, dict):
-        reasons += [f"execution.checks.{name} is {value!r}" for name, value in checks.items() if value is not True]
-    return reasons
-
-
 def _judge_reprise_verification(document: dict[str, Any]) -> list[str]:
     reasons = _flags(document, ok=True, exit_code=0, completed=True, all_checks_passed=True, positive=True,
                      negative_divergence_detected=True, errors=[])
@@ -282,10 +275,6 @@ def _judge_training_run_check(document: dict[str, Any]) -> list[str]:
     return reasons
 
 
-def _judge_nfs_harness(document: dict[str, Any]) -> list[str]:
-    return _flags(document, ok=True, cleanup_verified=True, problems=[])
-
-
 def _judge_evidence_verdict(document: dict[str, Any]) -> list[str]:
     reasons = _flags(document, ok=True, reasons=[])
     if not isinstance(document.get("index_sha256"), str):
@@ -296,11 +285,11 @@ def _judge_evidence_verdict(document: dict[str, Any]) -> list[str]:
 # A rule answers its reasons, or (reasons, forged) where it recomputes recorded flags (core.gate_judge).
 RULES: dict[str, Callable[[dict[str, Any]], Any]] = {
     "gate": judge_gate,
-    "diagnostic": _judge_diagnostic,
+    "diagnostic": judge_diagnostic,
     "reprise-verification": _judge_reprise_verification,
     "reprise-summary": _judge_reprise_summary,
     "training-run-check": _judge_training_run_check,
-    "nfs-harness": _judge_nfs_harness,
+    "nfs-harness": judge_nfs_harness,
     "evidence-verdict": _judge_evidence_verdict,
 }
 

@@ -25,7 +25,7 @@ from .common import FetchError, InputError, atomic_write_bytes, hash_stream, is_
 from .github import GitHubClient
 from .judge import Observed, judge_run
 from .logparse import LogScanner
-from .results import MAX_RESULT_BYTES, REPO_ROOT, parse_json
+from .results import MAX_RESULT_BYTES, MAX_SIDECAR_BYTES, REPO_ROOT, SIDECAR_SUFFIX, keep_max, parse_json
 from .runfacts import api_subject, artifact_record, jobs_of_attempt, plan_job, run_record, split_jobs
 from .sources import digest_of_files, hash_sources, indexer_files
 from .statement import make_statement, now_utc
@@ -195,6 +195,8 @@ def build_run_index(client: GitHubClient, options: BuildOptions,
         "other_jobs": other_jobs,
         "artifacts": [artifact_record(a) for a in artifacts],
     }
+    state.observed.digests = {name: sha for name, sha in state.subjects.items() if name.startswith("artifacts/")}
+    state.observed.root = options.artifacts_dir or options.download_dir  # unpacked there (a temporary one is gone)
     return make_statement(state.subjects, judge_run(predicate, state.observed))
 
 
@@ -316,7 +318,7 @@ def _unpack(state: _Build, zip_path: Path, record: dict[str, Any]) -> None:
     keep_dir = state.options.download_dir is not None
     target = state.download_dir / str(record["name"]) if keep_dir and state.download_dir else None
     try:
-        entries = safe_extract(zip_path, target, state.options.caps, keep=lambda name: name.endswith(".json"),
+        entries = safe_extract(zip_path, target, state.options.caps, keep=lambda name: keep_max(name) > 0,
                                keep_max=MAX_RESULT_BYTES)
     except UnsafeArchive as error:
         record["status"] = "refused"
@@ -332,6 +334,8 @@ def _unpack(state: _Build, zip_path: Path, record: dict[str, Any]) -> None:
         state.subjects[subject] = entry.sha256
         if entry.name.endswith(".json"):
             state.observed.json[subject] = (entry.data, entry.sha256, entry.size)
+        elif entry.name.endswith(SIDECAR_SUFFIX) and entry.data is not None and entry.size <= MAX_SIDECAR_BYTES:
+            state.observed.sidecars[subject] = entry.data
 
 
 def _read_folder(state: _Build, folder: Path, prefix: str, record: dict[str, Any]) -> None:
@@ -345,10 +349,12 @@ def _read_folder(state: _Build, folder: Path, prefix: str, record: dict[str, Any
             continue
         name = f"{prefix}/{relative}"
         with open(path, "rb") as stream:
-            sha256, size, data = hash_stream(stream, MAX_RESULT_BYTES if relative.endswith(".json") else 0)
+            sha256, size, data = hash_stream(stream, keep_max(relative))
         state.subjects[name] = sha256
         if relative.endswith(".json"):
             state.observed.json[name] = (data, sha256, size)
+        elif relative.endswith(SIDECAR_SUFFIX) and data is not None:
+            state.observed.sidecars[name] = data
     if record.get("refused_entries"):
         record["status"] = "refused"
         record["error"] = f"symbolic links in the artifact: {', '.join(record['refused_entries'][:3])}"

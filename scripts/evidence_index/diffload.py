@@ -9,12 +9,11 @@ does not verify, or a result's recorded `ok` is not what the judge says of its m
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.contract import STATEMENT_TYPE, judge_bytes
+from core.contract import STATEMENT_TYPE, judge_bytes, parse_strict
 
 from .common import InputError
 from .diff import PlatformSide, Side
@@ -49,8 +48,8 @@ def _read(path: Path, label: str) -> bytes:
 
 def is_index(data: bytes) -> bool:
     try:
-        document = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+        document = parse_strict(data)
+    except ValueError:
         return False
     return isinstance(document, dict) and document.get("_type") == STATEMENT_TYPE
 
@@ -59,7 +58,7 @@ def load(path: Path, artifacts: Path | None, logs: Path | None, label: str, allo
     """An index (needs `artifacts`, and `logs` when it binds job logs) or one result file."""
     data = _read(path, label)
     if is_index(data):
-        return load_index(json.loads(data.decode("utf-8")), hashlib.sha256(data).hexdigest(), artifacts, logs, label,
+        return load_index(parse_strict(data), hashlib.sha256(data).hexdigest(), artifacts, logs, label,
                           allow_offline)
     if artifacts is not None or logs is not None:
         raise InputError(f"{label} {path.name} is a result file, not an index: it takes no artifacts or logs folder")
@@ -132,8 +131,8 @@ def _document(root: Path, subject: str, digest: str | None) -> Any:
     if hashlib.sha256(data).hexdigest() != digest:
         raise Unauthentic("an input", [f"{subject} changed while it was read"])
     try:
-        return json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+        return parse_strict(data)
+    except ValueError:
         return None
 
 

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from core.contract import PLAN_JOB, platform_of, result_artifact_name
 from core.fleet import box_of
 
+from .crossfile import check as cross_check
 from .results import is_result, parse_json, read_result_bytes, too_large
 from .runfacts import facts_from_api
 from .verdict import decide_local, decide_run
@@ -35,6 +37,11 @@ class Observed:
     logs: dict[str, dict[str, Any]] = field(default_factory=dict)
     api: dict[str, Any] = field(default_factory=dict)  # run / jobs / artifacts, as the API answered
     zips: dict[str, str] = field(default_factory=dict)  # {artifacts/<name>.zip: sha256} of the bound zips
+    # For facts that span files (crossfile.py): every artifacts/ subject's digest, the bytes of each bound
+    # .sha256 file, and the folder `artifacts/` subjects lie in on disk (None when they are not unpacked).
+    digests: dict[str, str] = field(default_factory=dict)
+    sidecars: dict[str, bytes] = field(default_factory=dict)
+    root: Path | None = None
 
 
 def _results_under(prefix: str, observed: Observed) -> list[dict[str, Any]]:
@@ -50,6 +57,7 @@ def _results_under(prefix: str, observed: Observed) -> list[dict[str, Any]]:
         record = read_result_bytes(data, relative) if data is not None else too_large(relative, sha256, size)
         record["subject"] = subject
         records.append(record)
+    cross_check(records, observed)
     return records
 
 

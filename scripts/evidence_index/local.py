@@ -19,7 +19,7 @@ from core.provenance import git_state
 from . import PREDICATE_VERSION
 from .common import InputError, hash_stream, is_safe_relative
 from .judge import Observed, judge_local
-from .results import MAX_RESULT_BYTES, REPO_ROOT, parse_json, unreadable
+from .results import MAX_RESULT_BYTES, REPO_ROOT, SIDECAR_SUFFIX, keep_max, parse_json, unreadable
 from .sources import digest_of_files, hash_sources, indexer_files
 from .statement import make_statement, now_utc
 
@@ -64,7 +64,7 @@ def _bind(results_dir: Path, name: str, named: bool, observed: Observed, subject
         return
     try:
         with open(path, "rb") as stream:
-            sha256, size, data = hash_stream(stream, MAX_RESULT_BYTES if name.endswith(".json") else 0)
+            sha256, size, data = hash_stream(stream, keep_max(name))
     except OSError as error:
         unbound.append(unreadable(name, f"unreadable: {error.strerror or type(error).__name__}"))
         return
@@ -73,8 +73,11 @@ def _bind(results_dir: Path, name: str, named: bool, observed: Observed, subject
         skipped.append({"name": name, "why": f"an {kind}, not a result"})
         return
     subjects[f"artifacts/{name}"] = sha256
+    observed.digests[f"artifacts/{name}"] = sha256
     if name.endswith(".json"):
         observed.json[f"artifacts/{name}"] = (data, sha256, size)
+    elif name.endswith(SIDECAR_SUFFIX) and data is not None:
+        observed.sidecars[f"artifacts/{name}"] = data
 
 
 def build_local_index(results_dir: Path, output: Path | None = None, source_root: Path | None = None,
@@ -84,7 +87,7 @@ def build_local_index(results_dir: Path, output: Path | None = None, source_root
     _check_inputs(results_dir, root, names)
     skip = output.resolve() if output is not None else None
     subjects: dict[str, str] = {}
-    observed = Observed()
+    observed = Observed(root=results_dir)
     unbound: list[dict[str, Any]] = []
     skipped: list[dict[str, str]] = []
     for name, named in _candidates(results_dir, names):

@@ -13,10 +13,10 @@ of matching lines are kept.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
+from core import strict_json
 from core.contract import PLAN_LOG_MARK
 
 HEAD_BYTES = 64 * 1024  # the setup lines come first; 64 KiB holds them with room to spare
@@ -121,7 +121,7 @@ class LogScanner:
 def _selection(text: str) -> list[str] | None:
     """The platforms a plan line names, or None when the line is not that JSON."""
     try:
-        document = json.loads(text)
+        document = strict_json.loads(text)  # strictly: a second "platforms" key is no selection
     except ValueError:
         return None
     platforms = document.get("platforms") if isinstance(document, dict) else None

@@ -13,6 +13,13 @@ from core.contract import DATA_SCHEMA_IDS, judge_bytes, parse_strict
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 MAX_RESULT_BYTES = 32 * 1024 * 1024
+SIDECAR_SUFFIX = ".sha256"  # a checkpoint's fingerprint file, read for the cross-file facts (crossfile.py)
+MAX_SIDECAR_BYTES = 4096
+
+
+def keep_max(name: str) -> int:
+    """How many bytes of a bound file the judge keeps: a result's, a .sha256 file's, none of anything else."""
+    return MAX_RESULT_BYTES if name.endswith(".json") else MAX_SIDECAR_BYTES if name.endswith(SIDECAR_SUFFIX) else 0
 
 
 def is_result(relative: str, document: Any) -> bool:

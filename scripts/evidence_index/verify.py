@@ -28,7 +28,7 @@ from . import PREDICATE_TYPE, PREDICATE_VERSION, STATEMENT_TYPE
 from .common import InputError, hash_stream, is_safe_relative
 from .judge import Observed, differences, judge_index
 from .logparse import LogScanner
-from .results import MAX_RESULT_BYTES, parse_json
+from .results import MAX_RESULT_BYTES, SIDECAR_SUFFIX, keep_max, parse_json
 from .runfacts import API_DOCUMENTS, api_subject
 from .sources import hash_sources
 from .zipsafe import UnsafeArchive, safe_extract
@@ -145,13 +145,18 @@ def _check_subject(subject: Any, roots: dict[str, Path | None], observed: Observ
         api = name.startswith("logs/api/") and name.endswith(".json")
         scanner = LogScanner() if root_key == "logs" and not api else None
         with opened as stream:
-            row["actual"], size, data = hash_stream(stream, MAX_RESULT_BYTES if name.endswith(".json") else 0, scanner)
+            row["actual"], size, data = hash_stream(stream, keep_max(name) if root_key == "artifacts" else
+                                                    MAX_RESULT_BYTES if name.endswith(".json") else 0, scanner)
     except ValueError:
         return dict(row, status="invalid")
     except (OSError, zipfile.BadZipFile, EOFError):
         return dict(row, status="missing")
-    if name.endswith(".json") and root_key == "artifacts":
-        observed.json[name] = (data, row["actual"], size)
+    if root_key == "artifacts":
+        observed.digests[name] = row["actual"]
+        if name.endswith(".json"):
+            observed.json[name] = (data, row["actual"], size)
+        elif name.endswith(SIDECAR_SUFFIX) and data is not None:
+            observed.sidecars[name] = data
     if scanner is not None:
         observed.logs[name] = scanner.result()
     if root_key == "artifacts" and relative.endswith(".zip") and "/" not in relative:
@@ -183,7 +188,7 @@ def verify(statement: dict[str, Any], roots: dict[str, Path | None], allow_offli
     report = Report(problems=check_envelope(statement))
     if report.problems:
         return report
-    observed = Observed()
+    observed = Observed(root=roots.get("artifacts"))
     report.rows = [_check_subject(subject, roots, observed) for subject in statement["subject"]]
     for row in report.rows:
         if row["status"] in ("mismatch", "missing", "invalid"):
@@ -193,6 +198,13 @@ def verify(statement: dict[str, Any], roots: dict[str, Path | None], allow_offli
                                    "so its judgement cannot be recomputed")
     if not report.rows:
         report.problems.append("the index binds no subject")
+    if (statement["predicate"].get("run") or {}).get("offline"):
+        # An offline build (act) reads no job log and no API answer: an index that binds one was built online,
+        # and "offline" would only drop those logs from its judgement.
+        bound_logs = [row["name"] for row in report.rows if str(row.get("name")).startswith("logs/")]
+        if bound_logs:
+            report.problems.append(f"built --offline, which reads no job log, yet it binds {len(bound_logs)} "
+                                   f"log subject(s) ({', '.join(bound_logs[:3])}): an online index made offline")
     predicate = statement["predicate"]
     names = {row["name"] for row in report.rows}
     if predicate.get("kind") == "github-run" and not (predicate.get("run") or {}).get("offline"):

@@ -18,7 +18,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 from nfsvm import initramfs, interpreter, job, phases, recipe, verdict  # noqa: E402
 
 CLI = ROOT / "tools" / "nfsvm" / "cli.py"
-CHECKS = {name: {"ok": True} for name in verdict.GATE_CHECKS}
+CHECKS = {name: {"ok": True} for name in verdict.GATE_CHECKS}  # flags only: what judge_fault reads
 GOOD_GATE = {"ok": True, "exit_code": 0, "checks": CHECKS, "failures": [],
              "filesystem": {"type": "nfs4", "nfs_version": "4.2"}, "requirements": [{"name": "nfs", "ok": True}]}
 
@@ -82,14 +82,23 @@ def test_a_venv_that_cannot_be_made_keeps_the_host_venvs_interpreter_saying_why(
     assert kept["executable"] == "/host/venv/python" and "could not be made" in kept["why"]
 
 
+REAL_GATE = json.loads((ROOT / "evidence" / "nfs" / "platform-runtime-nfs.json").read_text())
+REAL_CHECKS = REAL_GATE["checks"]
+
+
 @pytest.mark.parametrize("change", [
-    {"ok": False}, {"exit_code": 1}, {"checks": {**CHECKS, "jsonl_append": {"ok": False}}},
-    {"checks": {k: v for k, v in CHECKS.items() if k != "workspace_cleanup"}},
-    {"filesystem": {"type": "tmpfs", "nfs_version": None}}, {"requirements": [{"name": "nfs", "ok": False}]},
+    {"ok": False}, {"exit_code": 1}, {"checks": {**REAL_CHECKS, "jsonl_append": {**REAL_CHECKS["jsonl_append"],
+                                                                                 "ok": False}}},
+    {"checks": {**REAL_CHECKS, "jsonl_append": {**REAL_CHECKS["jsonl_append"], "missing": 3}}},  # its ok left true
+    {"checks": {k: v for k, v in REAL_CHECKS.items() if k != "workspace_cleanup"}},
+    {"filesystem": {**REAL_GATE["filesystem"], "type": "tmpfs", "nfs_version": None}},
+    {"requirements": [{"name": "nfs", "ok": False, "reason": "x"}]},
+    {"arguments": {**REAL_GATE["arguments"], "require": []}, "requirements": []},
 ])
 def test_the_gate_verdict_fails_on_any_missing_or_failed_proof(change):
-    assert verdict.gate_check(GOOD_GATE)[0] is True
-    assert verdict.gate_check({**GOOD_GATE, **change})[0] is False
+    """Judged by the one judge (core.contract): flags re-derived from the facts, never taken as recorded."""
+    assert verdict.gate_check(REAL_GATE)[0] is True
+    assert verdict.gate_check({**REAL_GATE, **change})[0] is False
 
 
 def test_a_restart_verdict_refuses_a_false_pass_a_hang_and_an_overrun():

@@ -2,44 +2,50 @@
 
 from __future__ import annotations
 
-import json
+import sys
 from pathlib import Path
 
-GATE_CHECKS = ("device_compute", "failing_writer", "concurrent_replace", "jsonl_append", "workspace_cleanup")
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))  # the shared core, when run from tools/
+from core.contract import GATE_CHECKS, parse_strict  # noqa: E402, F401 - GATE_CHECKS re-exported
+from core.contract import judge as judge_document  # noqa: E402
+from core.harness_judge import harness_gate_problems  # noqa: E402
+from core.vm_judge import judge_two_clients  # noqa: E402
 
 
 def load(folder: Path, name: str) -> dict | None:
     try:
-        value = json.loads((folder / name).read_text(encoding="utf-8"))
+        value = parse_strict((folder / name).read_bytes())  # the one strict reader: no duplicate key, no NaN
     except (OSError, ValueError):
         return None
     return value if isinstance(value, dict) else None
 
 
 def gate_check(gate: dict | None) -> tuple[bool, str]:
+    """The one judge (core.contract), which re-derives every check and the nfs requirement from the facts."""
     if gate is None:
         return False, "no gate result"
-    checks = gate.get("checks") or {}
-    failed = [name for name in GATE_CHECKS if (checks.get(name) or {}).get("ok") is not True]
-    fs_type = (gate.get("filesystem") or {}).get("type")
-    nfs_met = any(r.get("name") == "nfs" and r.get("ok") is True for r in gate.get("requirements") or []
-                  if isinstance(r, dict))
-    ok = gate.get("ok") is True and gate.get("exit_code") == 0 and not failed and fs_type in ("nfs", "nfs4") and nfs_met
-    detail = (f"ok={gate.get('ok')} exit {gate.get('exit_code')}, fs {fs_type} "
-              f"v{(gate.get('filesystem') or {}).get('nfs_version')}, require nfs met={nfs_met}"
-              + (f", failed: {', '.join(failed)}: {gate.get('failures')}" if failed or not gate.get("ok") else ""))
+    judgement = judge_document(gate, "gate")
+    fs = gate.get("filesystem") or {}
+    nfs_asked = "nfs" in ((gate.get("arguments") or {}).get("require") or [])
+    ok = judgement.ok and nfs_asked
+    detail = (f"ok={gate.get('ok')} exit {gate.get('exit_code')}, fs {fs.get('type')} v{fs.get('nfs_version')}, "
+              f"require nfs asked={nfs_asked}, judged {'pass' if judgement.ok else 'FAIL'}"
+              + (f": {'; '.join(judgement.reasons[:3])}" if judgement.reasons else ""))
     return ok, detail
 
 
-def harness_check(record: dict | None, setup: dict | None) -> tuple[bool, str]:
+def harness_check(record: dict | None, setup: dict | None, gate: dict | None = None) -> tuple[bool, str]:
+    """The record judged by its facts (core.harness_judge), and naming the workspace its gate retained."""
     if record is None:
         return False, "no harness record"
+    judgement = judge_document(record, "nfs-harness")
     package = (setup or {}).get("package") or {}
-    ok = (record.get("schema") == "kernodeck.nfs-harness/v1" and record.get("ok") is True
-          and package.get("install") == "skipped: already installed")
+    across = harness_gate_problems(record, gate) if isinstance(gate, dict) else ["no gate result to compare with"]
+    ok = judgement.ok and not across and package.get("install") == "skipped: already installed"
     return ok, (f"ok={record.get('ok')}, unmounted {record.get('unmounted')}, server stopped "
                 f"{record.get('server_stopped')}, export-side delete verified {record.get('cleanup_verified')}; "
-                f"package {package.get('install')} ({package.get('version')}); problems {record.get('problems')}")
+                f"package {package.get('install')} ({package.get('version')}); problems {record.get('problems')}"
+                + "".join(f"; {why}" for why in [*judgement.reasons, *across][:3]))
 
 
 def phase_check(document: dict | None, describe) -> tuple[bool, str]:
@@ -48,6 +54,17 @@ def phase_check(document: dict | None, describe) -> tuple[bool, str]:
     ok = document.get("ok") is True
     reason = "" if ok or not document.get("reason") else f"{document['reason']}; "
     return ok, reason + describe(document)
+
+
+def two_clients_check(document: dict | None) -> tuple[bool, str]:
+    """Each variant's verdict re-derived from its counts (core.vm_judge), never its recorded `pass`."""
+    if document is None:
+        return False, "the phase wrote no result"
+    reasons, forged = judge_two_clients(document)
+    ok = not reasons and not forged
+    said = [str(document["reason"])] if document.get("reason") else []  # the phase's own words first
+    return ok, "; ".join(said + [*(f"not authentic: {f}" for f in forged), *reasons][:3]
+                         + [describe_two_clients(document)])
 
 
 def error_files(out: Path) -> list[str]:
@@ -123,9 +140,9 @@ def judge(out: Path, boot: dict, phases: list[str]) -> list[dict]:
     table = {
         "action": [("gate", lambda: gate_check(load(out / "action", "platform-runtime-nfs.json"))),
                    ("harness", lambda: harness_check(load(out / "action", "nfs-harness.json"),
-                                                     load(out / "action", "nfs-harness-setup.json")))],
-        "two_clients": [("two_clients", lambda: phase_check(load(out / "two_clients", "two-clients.json"),
-                                                            describe_two_clients))],
+                                                     load(out / "action", "nfs-harness-setup.json"),
+                                                     load(out / "action", "platform-runtime-nfs.json")))],
+        "two_clients": [("two_clients", lambda: two_clients_check(load(out / "two_clients", "two-clients.json")))],
         "server_restart": [("server_restart", lambda: phase_check(load(out / "server_restart", "server-restart.json"),
                                                                   describe_restart))],
         "busy_unmount": [("busy_unmount", lambda: phase_check(load(out / "busy_unmount", "busy-unmount.json"),

@@ -1,0 +1,84 @@
+"""The judge's rule for an NFS harness record (scripts/steps/nfs_harness.py teardown): every flag it records
+re-derived from the facts beside it, and a pass only when the share was unmounted, the server stopped and the
+gate's retained workspace was deleted on the export side and verified gone. Answers (reasons, forged).
+Which gate result it belongs to (and whether it names that gate's workspace) is a cross-file fact, checked by
+the evidence index (scripts/evidence_index/crossfile.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _dict(obj: Any, key: str) -> dict[str, Any]:
+    value = obj.get(key) if isinstance(obj, dict) else None
+    return value if isinstance(value, dict) else {}
+
+
+def derived_flags(document: dict[str, Any]) -> dict[str, Any]:
+    """{field: the value its facts give} for every flag the record derives."""
+    delete, unmount, server = (_dict(document, k) for k in ("export_side_delete", "unmount", "server"))
+    flags: dict[str, Any] = {"unmount.unmounted": "still_mounted_as" in unmount and unmount["still_mounted_as"] is None}
+    flags["unmounted"] = flags["unmount.unmounted"]
+    if server:
+        flags["server.stopped"] = (server.get("rpc_nfsd_0_exit") == 0 and server.get("nfsd_threads_after") == "0"
+                                   and server.get("mountd_stopped") is True)
+    flags["server_stopped"] = bool(server) and flags.get("server.stopped") is True
+    if delete:
+        flags["export_side_delete.verified"] = delete.get("absent_after") is True and delete.get("nfs_leftovers") == []
+        flags["export_side_delete.deleted"] = (delete.get("existed_on_export") is True
+                                               and delete.get("absent_after") is True)
+    flags["cleanup_verified"] = bool(delete) and flags.get("export_side_delete.verified") is True
+    return flags
+
+
+def _recorded(document: dict[str, Any], path: str) -> tuple[bool, Any]:
+    holder: Any = document
+    *parents, key = path.split(".")
+    for part in parents:
+        holder = holder.get(part) if isinstance(holder, dict) else None
+    return (isinstance(holder, dict) and key in holder), (holder.get(key) if isinstance(holder, dict) else None)
+
+
+def judge_nfs_harness(document: dict[str, Any]) -> tuple[list[str], list[str]]:
+    flags = derived_flags(document)
+    forged = []
+    for path, value in flags.items():
+        present, recorded = _recorded(document, path)
+        if present and recorded != value:
+            forged.append(f"{path} is recorded {recorded!r}, its facts say {value!r}")
+    delete = _dict(document, "export_side_delete")
+    wanted = [
+        (flags["unmounted"], f"unmount.still_mounted_as is {_dict(document, 'unmount').get('still_mounted_as')!r}: "
+                             "the share was not unmounted"),
+        (flags["server_stopped"], f"server is {document.get('server')!r}: the NFS server was not stopped"),
+        (document.get("gate_workspace_status") == "retained",
+         f"gate_workspace_status is {document.get('gate_workspace_status')!r}, a pass needs 'retained'"),
+        (delete.get("existed_on_export") is True, f"export_side_delete.existed_on_export is "
+                                                  f"{delete.get('existed_on_export')!r}: nothing was deleted"),
+        (flags["cleanup_verified"], f"export_side_delete is {document.get('export_side_delete')!r}: the retained "
+                                    "workspace was not verified gone from the export"),
+        (delete.get("error") is None, f"export_side_delete.error is {delete.get('error')!r}"),
+        (document.get("problems") == [], f"problems is {document.get('problems')!r}"),
+        (_dict(document, "setup").get("ok") is True, f"setup.ok is {_dict(document, 'setup').get('ok')!r}"),
+    ]
+    reasons = [why for held, why in wanted if not held]
+    if document.get("ok") is True and reasons:
+        forged.append(f"ok is recorded True, its facts say False ({reasons[0]})")
+    elif document.get("ok") is not True:
+        reasons.append(f"ok is {document.get('ok')!r}, a pass needs True")
+    return reasons, forged
+
+
+def harness_gate_problems(harness: dict[str, Any], gate: dict[str, Any]) -> list[str]:
+    """The workspace the harness deleted on the export is the one its gate retained, with the status the gate
+    recorded (a cross-file fact: the evidence index and the NFS VM's verdict both call this)."""
+    cleanup, delete = _dict(gate, "workspace_cleanup"), _dict(harness, "export_side_delete")
+    problems = []
+    if delete.get("workspace") != cleanup.get("workspace"):
+        problems.append(f"export_side_delete.workspace is {delete.get('workspace')!r}, the gate's "
+                        f"workspace_cleanup.workspace is {cleanup.get('workspace')!r}")
+    if harness.get("gate_workspace_status") != cleanup.get("status"):
+        problems.append(f"gate_workspace_status is {harness.get('gate_workspace_status')!r}, the gate's "
+                        f"workspace_cleanup.status is {cleanup.get('status')!r}")
+    return problems
+

@@ -1,0 +1,205 @@
+"""Facts that span files, re-derived from the bound bytes: a reprise summary against its checkpoint and the
+checkpoint's .sha256; a reprise verification recomputed from the summaries and checkpoints of its run folders
+(scripts/reprise/verify_resume.compare_runs, the function that made it); a training-run check re-run on its
+folder (scripts/reprise/training_run_contract.check_run_dir). A recorded judgement the bytes contradict makes
+its result not authentic (its `not_authentic` list, which verify turns into exit 3).
+
+What is not re-derived: the torch load of a training-run checkpoint (`weights_only_load`), which needs torch;
+it is taken as recorded only for a checkpoint whose bytes match the recorded SHA-256 and its .sha256.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import sys
+from pathlib import Path
+from typing import Any
+
+from core.contract import parse_strict
+from core.harness_judge import harness_gate_problems
+
+from .results import REPO_ROOT
+
+# The reprise modules run copied alone, so they import each other as top-level modules from their folder.
+sys.path.insert(0, str(REPO_ROOT / "scripts" / "reprise"))
+import reprise_common  # noqa: E402
+import reprise_compare  # noqa: E402
+import training_run_contract  # noqa: E402
+import verify_resume  # noqa: E402
+
+MAX_LISTED = 12
+UNVERIFIABLE = "could not be re-derived: "  # a problem that is a missing fact, not a contradicted one
+WEIGHTS_PROBLEM = "not_weights_only_loadable"
+
+
+def check(records: list[dict[str, Any]], observed: Any) -> None:
+    """Add each record's cross-file contradictions to its `not_authentic` (and fail it)."""
+    rules = {"reprise-summary": summary_problems, "reprise-verification": verification_problems,
+             "training-run-check": training_run_problems, "nfs-harness": harness_problems}
+    for record in records:
+        rule = rules.get(record.get("kind"))
+        subject = record.get("subject")
+        if rule is None or not isinstance(subject, str) or subject not in observed.json:
+            continue
+        data = observed.json[subject][0]
+        document = _parse(data)
+        if not isinstance(document, dict):
+            continue
+        problems = rule(subject, document, observed)
+        contradicted = [p for p in problems if not p.startswith(UNVERIFIABLE)][:MAX_LISTED]
+        unverifiable = [p for p in problems if p.startswith(UNVERIFIABLE)][:MAX_LISTED]
+        if contradicted:
+            record["not_authentic"] = list(record.get("not_authentic") or []) + contradicted
+        if problems:  # what could not be re-derived fails it too; only a contradiction is a forgery
+            record["reasons"] = list(record.get("reasons") or []) + [f"not authentic: {p}" for p in contradicted]
+            record["reasons"] += unverifiable
+            record["ok"] = False
+
+
+def _parse(data: bytes | None) -> Any:
+    try:
+        return parse_strict(data) if data is not None else None
+    except ValueError:
+        return None
+
+
+def _sidecar(observed: Any, checkpoint: str) -> str | None:
+    data = observed.sidecars.get(checkpoint + training_run_contract.SHA256_SUFFIX)
+    if data is None:
+        return None
+    try:
+        return training_run_contract.parse_sha256_text(data.decode("utf-8", "replace"), posixpath.basename(checkpoint))
+    except training_run_contract.ContractError:
+        return "unreadable"
+
+
+def checkpoint_problems(folder: str, recorded: Any, observed: Any, where: str) -> list[str]:
+    """The checkpoint's bytes, its .sha256 and the SHA-256 a summary records are one digest."""
+    checkpoint = f"{folder}/{reprise_common.CHECKPOINT_NAME}"
+    digest = observed.digests.get(checkpoint)
+    if digest is None:
+        return [f"{where}: {checkpoint} is not bound"]
+    problems = []
+    if recorded != digest:
+        problems.append(f"{where}.checkpoint.sha256 is {str(recorded)[:16]}..., the bytes of {checkpoint} are "
+                        f"{digest[:16]}...")
+    sidecar = _sidecar(observed, checkpoint)
+    if sidecar != digest:
+        problems.append(f"{checkpoint}{training_run_contract.SHA256_SUFFIX} names {str(sidecar)[:16]}..., the "
+                        f"bytes are {digest[:16]}...")
+    return problems
+
+
+def summary_problems(subject: str, document: dict[str, Any], observed: Any) -> list[str]:
+    checkpoint = document.get("checkpoint") if isinstance(document.get("checkpoint"), dict) else {}
+    return checkpoint_problems(posixpath.dirname(subject), checkpoint.get("sha256"), observed,
+                               subject.removeprefix("artifacts/"))
+
+
+def _run(base: str, name: str, observed: Any) -> tuple[Any, list[str]]:
+    summary_subject = f"{base}/{name}/{reprise_common.SUMMARY_NAME}"
+    summary = _parse((observed.json.get(summary_subject) or (None,))[0])
+    if not isinstance(summary, dict):
+        return None, [f"{summary_subject} is not bound (or not strict JSON): the verification cannot be re-derived"]
+    missing = [key for key in reprise_compare.SUMMARY_KEYS if key not in summary]
+    if missing:
+        return None, [f"{summary_subject} lacks {missing}"]
+    digest = observed.digests.get(f"{base}/{name}/{reprise_common.CHECKPOINT_NAME}")
+    if digest is None:
+        return None, [f"{base}/{name}/{reprise_common.CHECKPOINT_NAME} is not bound"]
+    return reprise_compare.Run(name, summary, digest), []
+
+
+def verification_problems(subject: str, document: dict[str, Any], observed: Any) -> list[str]:
+    """The verification recomputed from its run folders' bound summaries and checkpoint digests."""
+    if document.get("completed") is not True or document.get("errors"):
+        return []  # it failed by its own account; nothing recorded there claims a pass
+    base, where = posixpath.dirname(subject), subject.removeprefix("artifacts/")
+    problems: list[str] = []
+    runs: dict[str, Any] = {}
+    for name in verify_resume.RUN_FOLDERS:
+        run, missing = _run(base, name, observed)
+        problems += missing
+        runs[name] = run
+    if problems:
+        return problems
+    try:
+        recomputed = verify_resume.compare_runs(
+            {name: runs[name] for name in (verify_resume.CONTINUOUS, verify_resume.CUT, verify_resume.RESUMED)},
+            {key: runs[name] for key, name in verify_resume.CONTROL_FOLDERS.items()}, document.get("source") or {})
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        return [f"{where}: its run folders do not re-derive it ({type(error).__name__}: {str(error)[:120]})"]
+    negative = bool(recomputed["negative_controls"]["all_detected"])
+    passed = recomputed["positive"] and negative
+    recomputed.update(negative_divergence_detected=negative, all_checks_passed=passed, ok=passed,
+                      exit_code=0 if passed else 1)
+    from .judge import differences  # the judge's own field-by-field comparison
+
+    # The conclusions first (what a pass rests on), then the measured facts, then the sections' own flags.
+    order = ["ok", "exit_code", "all_checks_passed", "positive", "negative_divergence_detected"]
+    lines = [line for key in order + [k for k in recomputed if k not in order]
+             for line in differences(document.get(key), recomputed[key], key)]
+    sections = ("negative_controls.all_detected:", "positive_resume.passed:", "integrity.passed:",
+                "resume_boundary.passed:")
+    conclusions = [line for line in lines if line.split(":", 1)[0] in order or line.startswith(sections)]
+    flags = [line for line in lines if line not in conclusions and (".passed: " in line or "_detected: " in line)]
+    facts = [line for line in lines if line not in conclusions and line not in flags]
+    return [f"{where}: {line}" for line in conclusions + facts + flags]
+
+
+def training_run_problems(subject: str, document: dict[str, Any], observed: Any) -> list[str]:
+    """The training-run check re-run on the bound folder it names, without torch (see the module's docstring)."""
+    if document.get("ok") is not True:
+        return []  # a failing check fails; the re-run only guards a pass
+    where = subject.removeprefix("artifacts/")
+    run_dir = document.get("run_dir")
+    if not isinstance(run_dir, str) or not run_dir or "/" in run_dir or "\\" in run_dir or run_dir in (".", ".."):
+        return [f"{where}: run_dir {run_dir!r} is not a folder name beside it"]
+    relative = posixpath.join(posixpath.dirname(subject), run_dir)
+    folder = observed.root / relative.removeprefix("artifacts/") if observed.root is not None else None
+    if folder is None or not folder.is_dir():
+        return [f"{UNVERIFIABLE}{where}: the run folder {run_dir} is not unpacked beside it: not re-run"]
+    unbound = [p.relative_to(folder).as_posix() for p in sorted(folder.rglob("*"))
+               if p.is_file() and f"{relative}/{p.relative_to(folder).as_posix()}" not in observed.digests]
+    if unbound:
+        return [f"{where}: the run folder holds files that are not bound: {', '.join(unbound[:3])}"]
+    recomputed = training_run_contract.check_run_dir(Path(folder), load=None)
+    recorded_files = {f.get("path"): f for f in ((document.get("checks") or {}).get("checkpoints") or {}).get("files")
+                      or [] if isinstance(f, dict)}
+    for entry in recomputed["checks"]["checkpoints"]["files"]:
+        if entry["weights_only_load"] is None:  # not repeated without torch: the recorded answer for these bytes
+            entry["weights_only_load"] = (recorded_files.get(entry["path"]) or {}).get("weights_only_load")
+    loads = [p for p in document.get("problems") or [] if isinstance(p, dict) and p.get("code") == WEIGHTS_PROBLEM]
+    recomputed["problems"] += loads
+    files = recomputed["checks"]["checkpoints"]["files"]
+    recomputed["checks"]["checkpoints"]["ok"] = bool(files) and all(
+        f["sha256_matches"] and f["weights_only_load"] is True for f in files)
+    recomputed["ok"] = not recomputed["problems"]
+    from .judge import differences
+
+    return [f"{where} re-run on {run_dir}: {line}" for line in differences(document, recomputed, "check")]
+
+
+HARNESS_NAME = "nfs-harness.json"
+
+
+def harness_gate(subject: str) -> str:
+    """The gate result an NFS harness record belongs to, by the names the nfs job and the VM give them:
+    nfs-harness.json beside platform-runtime-nfs.json, <p>nfs-harness.json beside <p>gate.json."""
+    folder, name = posixpath.split(subject)
+    prefix = name[:-len(HARNESS_NAME)] if name.endswith(HARNESS_NAME) else None
+    gate = "platform-runtime-nfs.json" if not prefix else f"{prefix}gate.json"
+    return f"{folder}/{gate}"
+
+
+def harness_problems(subject: str, document: dict[str, Any], observed: Any) -> list[str]:
+    """The workspace the harness deleted on the export is the one its gate retained, with the status the
+    gate recorded."""
+    if document.get("ok") is not True:
+        return []
+    where, gate_subject = subject.removeprefix("artifacts/"), harness_gate(subject)
+    gate = _parse((observed.json.get(gate_subject) or (None,))[0])
+    if not isinstance(gate, dict):
+        return [f"{UNVERIFIABLE}{where}: its gate result {gate_subject.removeprefix('artifacts/')} is not bound"]
+    return [f"{where}: {problem}" for problem in harness_gate_problems(document, gate)]
+

@@ -1,0 +1,164 @@
+"""Facts that span files, forged in copies of the committed evidence one fact at a time, then re-indexed
+(`build_evidence_index.py local`) and verified: each is refused as not authentic (exit 3) naming the field,
+and the untouched copy stays authentic. (evidence/local ran older sources than this checkout, so a rebuilt
+index of it fails on that, and only on that: exit 1.)"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, SCRIPTS
+
+CLI = SCRIPTS / "build_evidence_index.py"
+EVIDENCE = ROOT / "evidence"
+
+
+def rebuild_and_verify(folder: Path, *names: str) -> tuple[int, dict]:
+    index = folder.parent / f"{folder.name}-index.json"
+    results = [arg for name in names for arg in ("--result", name)]
+    subprocess.run([sys.executable, "-B", str(CLI), "local", "--results", str(folder), *results, "--output",
+                    str(index), "--source-root", str(ROOT)], capture_output=True, text=True, timeout=120)
+    assert index.is_file()
+    report = folder.parent / f"{folder.name}-report.json"
+    verified = subprocess.run([sys.executable, "-B", str(CLI), "verify", str(index), "--artifacts", str(folder),
+                               "--json", str(report)], capture_output=True, text=True, timeout=120)
+    return verified.returncode, json.loads(report.read_text())
+
+
+def copy(tmp_path: Path, relative: str) -> Path:
+    folder = tmp_path / Path(relative).name
+    shutil.copytree(EVIDENCE / relative, folder)
+    (folder / "evidence-index.json").unlink(missing_ok=True)
+    return folder
+
+
+def edit_json(path: Path, change) -> None:
+    document = json.loads(path.read_text())
+    change(document)
+    path.write_text(json.dumps(document, indent=2) + "\n")
+
+
+def replace_checkpoint(folder: Path, data: bytes) -> None:
+    """Another checkpoint, with its .sha256 redone (the summary and the verification left as they were)."""
+    (folder / "checkpoint.pt").write_bytes(data)
+    digest = subprocess.run(["sha256sum", "checkpoint.pt"], cwd=folder, capture_output=True, text=True, check=True)
+    (folder / "checkpoint.pt.sha256").write_text(digest.stdout)
+
+
+def assert_refused(code: int, report: dict, *words: str) -> None:
+    assert code == 3 and report["outcome"] == "not-authentic", report["problems"]
+    for word in words:
+        assert any(word in problem for problem in report["problems"]), (word, report["problems"])
+
+
+def reprise(folder: Path) -> Path:
+    return next(folder.glob("reprise-*"))
+
+
+# --- the reprise verification and its summaries ----------------------------------------------------------
+
+def test_the_untouched_run_local_copy_stays_authentic(tmp_path):
+    code, report = rebuild_and_verify(copy(tmp_path, "local/run-local"))
+    assert report["outcome"] == "fail" and code == 1, report["problems"]
+    assert all("source file(s) differ from this checkout" in r for r in report["verdict"]["reasons"])
+
+
+def test_a_swapped_cut_checkpoint_is_not_authentic(tmp_path):
+    folder = copy(tmp_path, "local/run-local")
+    cut = reprise(folder) / "coupure"
+    replace_checkpoint(cut, (cut / "checkpoint.pt").read_bytes() + b"\0")
+    code, report = rebuild_and_verify(folder)
+    assert_refused(code, report, "coupure/summary.json.checkpoint.sha256 is",
+                   "integrity.fingerprints.runs.coupure.checkpoint_sha256_matches_summary: recorded True")
+
+
+def test_a_checkpoint_whose_sha256_file_disagrees_is_not_authentic(tmp_path):
+    folder = copy(tmp_path, "local/run-local")
+    (reprise(folder) / "continu" / "checkpoint.pt.sha256").write_text("0" * 64 + "  checkpoint.pt\n")
+    code, report = rebuild_and_verify(folder)
+    assert_refused(code, report, "continu/checkpoint.pt.sha256 names 0000")
+
+
+def test_a_weights_error_under_passed_is_not_authentic(tmp_path):
+    folder = copy(tmp_path, "local/run-local")
+    edit_json(reprise(folder) / "verification.json",
+              lambda d: d["positive_resume"]["checks"]["weights"].update(max_abs_error=0.5))
+    code, report = rebuild_and_verify(folder)
+    assert_refused(code, report, "positive_resume.checks.weights.max_abs_error: recorded 0.5, the bytes say 0.0")
+
+
+def test_negative_controls_that_did_not_diverge_are_not_authentic(tmp_path):
+    """Every control folder replaced by the exact resume (which does not diverge); the verification still says
+    each control diverged."""
+    folder = copy(tmp_path, "local/run-local")
+    base = reprise(folder)
+    for control in ("reprise-incomplete", "controles/omit-python", "controles/omit-numpy", "controles/omit-torch"):
+        for name in ("summary.json", "checkpoint.pt", "checkpoint.pt.sha256"):
+            shutil.copyfile(base / "reprise" / name, base / control / name)
+    code, report = rebuild_and_verify(folder)
+    assert_refused(code, report, "negative_controls.all_detected: recorded True, the bytes say False",
+                   "negative_divergence_detected: recorded True, the bytes say False")
+
+
+# --- the training-run check, re-run by the index ---------------------------------------------------------
+
+def test_the_untouched_training_run_copy_stays_authentic(tmp_path):
+    code, report = rebuild_and_verify(copy(tmp_path, "local/training-run"))
+    assert report["outcome"] != "not-authentic", report["problems"]
+
+
+def test_a_replaced_training_run_checkpoint_is_not_authentic(tmp_path):
+    folder = copy(tmp_path, "local/training-run")
+    run = folder / "training-run"
+    replace_checkpoint(run, (run / "checkpoint.pt").read_bytes() + b"\0")
+    code, report = rebuild_and_verify(folder)
+    assert_refused(code, report, "training-run-check.json re-run on training-run: check.checks.checkpoints.files")
+
+
+def test_a_training_run_check_naming_a_folder_that_is_not_there_fails(tmp_path):
+    folder = copy(tmp_path, "local/training-run")
+    edit_json(folder / "training-run-check.json", lambda d: d.update(run_dir="elsewhere"))
+    code, report = rebuild_and_verify(folder)
+    assert code in (1, 3) and any("elsewhere is not unpacked beside it" in r for r in report["verdict"]["reasons"])
+
+
+# --- the NFS harness record ------------------------------------------------------------------------------
+
+HARNESS_FILES = ("nfs-harness.json", "platform-runtime-nfs.json")
+
+
+def nfs_copy(tmp_path: Path) -> Path:
+    folder = tmp_path / "nfs"
+    folder.mkdir()
+    for name in HARNESS_FILES:
+        shutil.copyfile(EVIDENCE / "nfs" / name, folder / name)
+    return folder
+
+
+def test_the_untouched_nfs_copy_stays_authentic(tmp_path):
+    code, report = rebuild_and_verify(nfs_copy(tmp_path), *HARNESS_FILES)
+    assert report["outcome"] != "not-authentic", report["problems"]
+
+
+@pytest.mark.parametrize("change, words", [
+    (lambda d: d["export_side_delete"].update(absent_after=False),
+     "export_side_delete.verified is recorded True, its facts say False"),
+    (lambda d: d["export_side_delete"].update(nfs_leftovers=[".nfs000000000001"]),
+     "export_side_delete.verified is recorded True, its facts say False"),
+    (lambda d: d["export_side_delete"].update(workspace="platform-runtime-000000000000"),
+     "export_side_delete.workspace is 'platform-runtime-000000000000', the gate's workspace_cleanup.workspace"),
+    (lambda d: d["unmount"].update(still_mounted_as=["127.0.0.1:/", "nfs4"]),
+     "unmount.unmounted is recorded True, its facts say False"),
+    (lambda d: d["server"].update(nfsd_threads_after="4"), "server.stopped is recorded True, its facts say False"),
+], ids=["export-still-holds-it", "silly-renames-left", "another-workspace", "still-mounted", "server-running"])
+def test_a_forged_harness_record_is_not_authentic(tmp_path, change, words):
+    folder = nfs_copy(tmp_path)
+    edit_json(folder / "nfs-harness.json", change)
+    code, report = rebuild_and_verify(folder, *HARNESS_FILES)
+    assert_refused(code, report, words)

@@ -1,0 +1,113 @@
+"""The remaining false passes of issue 18: an online index edited into an "offline" one that still binds job
+logs; a diagnostic whose status outlives its measurements; the NFS VM's two-clients record whose verdicts
+outlive their counts. Each is refused (not authentic) naming the field; the untouched ones pass."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+
+import pytest
+from core.contract import judge, plan_log_line
+from core.vm_judge import judge_two_clients
+
+from tests.conftest import ROOT
+from tests.evidence_index.fake_github import plan_log, runner_log
+from tests.evidence_index.test_evidence_index_forgery import CLI, build_run, real_result  # noqa: F401 - fixture
+
+EVIDENCE = ROOT / "evidence"
+
+
+# --- an offline index that still binds the plan job's log --------------------------------------------------
+
+def _verify_allowing_offline(run) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-B", str(CLI), "verify", str(run.index_path), "--artifacts",
+                           str(run.folder / "artifacts"), "--logs", str(run.folder / "logs"), "--allow-offline"],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_an_online_index_edited_into_an_offline_one_is_not_authentic(tmp_path, real_result):  # noqa: F811
+    run = build_run(tmp_path / "plan", "linux", {"platform-runtime-linux.json": real_result}, runner_log("linux"),
+                    plan=plan_log((plan_log_line(("linux",)),)), platforms="linux")
+    assert _verify_allowing_offline(run).returncode == 0  # the control
+    index = run.index
+    index["subject"] = [s for s in index["subject"] if not s["name"].startswith("logs/api/")]
+    predicate = index["predicate"]
+    predicate["run"]["offline"] = True
+    predicate["plan"] = None
+    predicate["verdict"] = {"pass": True, "reasons": [], "platforms": {"linux": {"ok": True, "reasons": []}}}
+    run.save(index)
+    verified = _verify_allowing_offline(run)
+    assert verified.returncode == 3, verified.stdout
+    assert "built --offline, which reads no job log, yet it binds" in verified.stdout
+    assert "-plan.log" in verified.stdout
+
+
+# --- the diagnostic ----------------------------------------------------------------------------------------
+
+DIAGNOSTIC = EVIDENCE / "local" / "run-local" / "kernodeck-diagnostic-cpu.json"
+GPU_DIAGNOSTIC = EVIDENCE / "cuda" / "run" / "kernodeck-diagnostic-gpu.json"
+
+
+@pytest.mark.parametrize("path", [DIAGNOSTIC, GPU_DIAGNOSTIC], ids=["cpu", "gpu"])
+def test_a_real_diagnostic_passes_by_its_measurements(path):
+    judgement = judge(json.loads(path.read_text()))
+    assert (judgement.ok, judgement.forged, judgement.reasons) == (True, [], [])
+
+
+@pytest.mark.parametrize("change, words", [
+    (lambda d: d["execution"].update(loss=195.0), "execution.checks.loss is recorded True, execution.loss 195.0"),
+    (lambda d: d["execution"]["checks"].update(gradient=False), "status is recorded 'passed', its measurements"),
+    (lambda d: d["execution"].update(device="cuda:0"), "code is 'CPU_CHECK_PASSED' but execution.device is"),
+    (lambda d: d["execution"].update(checks={"product": True}), "the product, gradient and loss were not all"),
+])
+def test_a_diagnostic_whose_status_outlives_its_measurements_is_not_authentic(change, words):
+    document = copy.deepcopy(json.loads(DIAGNOSTIC.read_text()))
+    change(document)
+    judgement = judge(document)
+    assert judgement.ok is False and judgement.forged
+    assert any(words in reason for reason in judgement.reasons), judgement.reasons
+
+
+# --- the VM's two-clients record --------------------------------------------------------------------------
+
+TWO_CLIENTS = EVIDENCE / "nfs" / "two-clients.json"
+
+
+def test_the_recorded_two_clients_run_passes_by_its_counts():
+    assert judge_two_clients(json.loads(TWO_CLIENTS.read_text())) == ([], [])
+
+
+@pytest.mark.parametrize("change, words", [
+    (lambda d: d["variants"]["locked"]["verdict"].update(missing=7), "variants.locked.verdict.pass is recorded True"),
+    (lambda d: d["variants"]["unlocked"]["verdict"].update(missing=0, lines=1200, valid_records=1200,
+                                                          bytes_found=341560),
+     "variants.unlocked.verdict.pass is recorded True, its counts say False"),
+    (lambda d: d["variants"]["replace"]["verdict"].update(partial_reads=3),
+     "variants.replace.verdict.pass is recorded True, its counts say False"),
+    (lambda d: d["teardown"].update(exit_code=1), "ok is recorded True, its variants say False"),
+])
+def test_a_two_clients_record_whose_verdict_outlives_its_counts_is_refused(change, words):
+    document = json.loads(TWO_CLIENTS.read_text())
+    change(document)
+    reasons, forged = judge_two_clients(document)
+    assert reasons and any(words in line for line in forged), forged
+
+
+def test_the_vm_verdict_takes_the_gate_and_the_harness_from_the_one_judge(tmp_path):
+    sys.path.insert(0, str(ROOT / "tools"))
+    from nfsvm import verdict
+
+    gate = json.loads((EVIDENCE / "nfs" / "platform-runtime-nfs.json").read_text())
+    assert verdict.gate_check(gate)[0] is True
+    gate["checks"]["jsonl_append"]["missing"] = 7  # its ok left true
+    ok, detail = verdict.gate_check(gate)
+    assert ok is False and "checks.jsonl_append.missing is 7" in detail
+    harness = json.loads((EVIDENCE / "nfs" / "nfs-harness.json").read_text())
+    setup = json.loads((EVIDENCE / "nfs" / "nfs-harness-setup.json").read_text())
+    assert verdict.harness_check(harness, setup, gate)[0] is True
+    harness["export_side_delete"]["workspace"] = "platform-runtime-000000000000"
+    ok, detail = verdict.harness_check(harness, setup, gate)
+    assert ok is False and "the gate's workspace_cleanup.workspace" in detail
