@@ -44,7 +44,8 @@ def _real(kind):
     # A flag its measurements contradict, either way, is not authentic (core.gate_judge).
     ("gate", lambda d: d["checks"]["failing_writer"].update(ok=False),
      "not authentic: checks.failing_writer.ok is recorded False, its measurements say True"),
-    ("gate", lambda d: d["requirements"][0].update(ok=False), "requirement 'device=cpu' did not hold"),
+    ("gate", lambda d: d["requirements"][0].update(ok=False),
+     "not authentic: requirements[device=cpu].ok is recorded False, its facts say True"),
     ("gate", lambda d: d.update(ok=False), "ok is False, a pass needs True"),
     # The review's F8: device_compute.ok true while its own parts say the compute was wrong.
     ("gate", lambda d: d["checks"]["device_compute"]["matmul"].update(equals_python_answer=False),
@@ -83,9 +84,11 @@ def test_a_kind_asked_for_must_be_the_kind_declared():
 
 
 def test_nfs_harness_and_index_verdict_rules():
-    harness = {"schema": "kernodeck.nfs-harness/v1", "ok": True, "cleanup_verified": True, "problems": []}
+    harness = json.loads((ROOT / "evidence" / "nfs" / "nfs-harness.json").read_text())
     assert judge(harness).ok
     assert not judge(dict(harness, cleanup_verified=False)).ok
+    bare = {"schema": "kernodeck.nfs-harness/v1", "ok": True, "cleanup_verified": True, "problems": []}
+    assert not judge(bare).ok  # flags without the facts behind them prove nothing
     verdict = {"schema": "kernodeck.evidence-index.verdict/v1", "ok": True, "reasons": [], "index_sha256": "0" * 64}
     assert judge(verdict).ok and not judge(dict(verdict, ok=False, reasons=["x"])).ok
 
