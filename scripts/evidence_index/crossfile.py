@@ -1,8 +1,8 @@
 """Facts that span files, re-derived from the bound bytes: a reprise summary against its checkpoint and the
 checkpoint's .sha256; a reprise verification recomputed from the summaries and checkpoints of its run folders
-(scripts/reprise/verify_resume.compare_runs, the function that made it); a training-run check re-run on its
-folder (scripts/reprise/training_run_contract.check_run_dir). A recorded judgement the bytes contradict makes
-its result not authentic (its `not_authentic` list, which verify turns into exit 3).
+(scripts/reprise/verify_resume.compare, the function that made it, reading the bound bytes); a training-run
+check re-run on its folder (scripts/reprise/training_run_contract.check_run_dir). A recorded judgement the
+bytes contradict makes its result not authentic (its `not_authentic` list, which verify turns into exit 3).
 
 What is not re-derived: the torch load of a training-run checkpoint (`weights_only_load`), which needs torch;
 it is taken as recorded only for a checkpoint whose bytes match the recorded SHA-256 and its .sha256.
@@ -10,8 +10,10 @@ it is taken as recorded only for a checkpoint whose bytes match the recorded SHA
 
 from __future__ import annotations
 
+import contextlib
 import posixpath
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,9 @@ import training_run_contract  # noqa: E402
 import verify_resume  # noqa: E402
 
 MAX_LISTED = 12
+# The run folders of a verification, as scripts/reprise/verify_resume.compare loads them.
+RUN_FOLDERS = (verify_resume.CONTINUOUS, verify_resume.CUT, verify_resume.RESUMED, verify_resume.INCOMPLETE,
+               *(f"{verify_resume.CONTROLS}/omit-{rng}" for rng in reprise_common.RNG_NAMES))
 UNVERIFIABLE = "could not be re-derived: "  # a problem that is a missing fact, not a contradicted one
 WEIGHTS_PROBLEM = "not_weights_only_loadable"
 
@@ -54,6 +59,25 @@ def check(records: list[dict[str, Any]], observed: Any) -> None:
             record["reasons"] = list(record.get("reasons") or []) + [f"not authentic: {p}" for p in contradicted]
             record["reasons"] += unverifiable
             record["ok"] = False
+
+
+NOT_REPEATED = "the torch load is not repeated by the evidence index"
+
+
+def _not_repeated(_data: bytes) -> Any:
+    raise RuntimeError(NOT_REPEATED)
+
+
+@contextlib.contextmanager
+def _replaced(module: Any, name: str, value: Any) -> Iterator[None]:
+    """The reprise modules' own functions, run unchanged on the bound bytes: only their file reader (or the
+    torch load) is swapped for the call, so the checkout's reprise sources stay the ones the runs recorded."""
+    saved = getattr(module, name)
+    setattr(module, name, value)
+    try:
+        yield
+    finally:
+        setattr(module, name, saved)
 
 
 def _parse(data: bytes | None) -> Any:
@@ -100,13 +124,13 @@ def _run(base: str, name: str, observed: Any) -> tuple[Any, list[str]]:
     summary_subject = f"{base}/{name}/{reprise_common.SUMMARY_NAME}"
     summary = _parse((observed.json.get(summary_subject) or (None,))[0])
     if not isinstance(summary, dict):
-        return None, [f"{summary_subject} is not bound (or not strict JSON): the verification cannot be re-derived"]
+        return None, [f"{UNVERIFIABLE}{summary_subject} is not bound (or not strict JSON)"]
     missing = [key for key in reprise_compare.SUMMARY_KEYS if key not in summary]
     if missing:
         return None, [f"{summary_subject} lacks {missing}"]
     digest = observed.digests.get(f"{base}/{name}/{reprise_common.CHECKPOINT_NAME}")
     if digest is None:
-        return None, [f"{base}/{name}/{reprise_common.CHECKPOINT_NAME} is not bound"]
+        return None, [f"{UNVERIFIABLE}{base}/{name}/{reprise_common.CHECKPOINT_NAME} is not bound"]
     return reprise_compare.Run(name, summary, digest), []
 
 
@@ -117,17 +141,16 @@ def verification_problems(subject: str, document: dict[str, Any], observed: Any)
     base, where = posixpath.dirname(subject), subject.removeprefix("artifacts/")
     problems: list[str] = []
     runs: dict[str, Any] = {}
-    for name in verify_resume.RUN_FOLDERS:
+    for name in RUN_FOLDERS:
         run, missing = _run(base, name, observed)
         problems += missing
         runs[name] = run
     if problems:
         return problems
     try:
-        recomputed = verify_resume.compare_runs(
-            {name: runs[name] for name in (verify_resume.CONTINUOUS, verify_resume.CUT, verify_resume.RESUMED)},
-            {key: runs[name] for key, name in verify_resume.CONTROL_FOLDERS.items()}, document.get("source") or {})
-    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        with _replaced(verify_resume, "load", lambda _out, name: runs[name]):  # its loader, on the bound bytes
+            recomputed = verify_resume.compare(Path("."), document.get("source") or {})
+    except (KeyError, TypeError, ValueError, AttributeError, reprise_common.RepriseError) as error:
         return [f"{where}: its run folders do not re-derive it ({type(error).__name__}: {str(error)[:120]})"]
     negative = bool(recomputed["negative_controls"]["all_detected"])
     passed = recomputed["positive"] and negative
@@ -163,11 +186,13 @@ def training_run_problems(subject: str, document: dict[str, Any], observed: Any)
                if p.is_file() and f"{relative}/{p.relative_to(folder).as_posix()}" not in observed.digests]
     if unbound:
         return [f"{where}: the run folder holds files that are not bound: {', '.join(unbound[:3])}"]
-    recomputed = training_run_contract.check_run_dir(Path(folder), load=None)
+    with _replaced(training_run_contract, "load_weights_only", _not_repeated):
+        recomputed = training_run_contract.check_run_dir(Path(folder))
+    recomputed["problems"] = [p for p in recomputed["problems"] if NOT_REPEATED not in str(p.get("message"))]
     recorded_files = {f.get("path"): f for f in ((document.get("checks") or {}).get("checkpoints") or {}).get("files")
                       or [] if isinstance(f, dict)}
     for entry in recomputed["checks"]["checkpoints"]["files"]:
-        if entry["weights_only_load"] is None:  # not repeated without torch: the recorded answer for these bytes
+        if entry["sha256_matches"]:  # the load is not repeated without torch: the recorded answer for these bytes
             entry["weights_only_load"] = (recorded_files.get(entry["path"]) or {}).get("weights_only_load")
     loads = [p for p in document.get("problems") or [] if isinstance(p, dict) and p.get("code") == WEIGHTS_PROBLEM]
     recomputed["problems"] += loads

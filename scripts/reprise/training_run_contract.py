@@ -22,7 +22,6 @@ import io
 import json
 import math
 import re
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -170,8 +169,7 @@ def load_weights_only(data: bytes) -> Any:
     return torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
 
 
-def check_checkpoint(root: Path, path: Path, max_bytes: int, problems: list[dict],
-                     load: Callable[[bytes], Any] | None = load_weights_only) -> dict:
+def check_checkpoint(root: Path, path: Path, max_bytes: int, problems: list[dict]) -> dict:
     rel = path.relative_to(root).as_posix()
     entry: dict[str, Any] = {"path": rel, "bytes": path.stat().st_size, "sha256": None,
                              "sha256_matches": False, "weights_only_load": False}
@@ -194,11 +192,8 @@ def check_checkpoint(root: Path, path: Path, max_bytes: int, problems: list[dict
                  f"{rel}: SHA-256 {entry['sha256']} does not match {rel}{SHA256_SUFFIX} ({expected}); not loaded")
         return entry
     entry["sha256_matches"] = True
-    if load is None:  # re-checked without torch (the evidence index): the load is not repeated, and says so
-        entry["weights_only_load"] = None
-        return entry
     try:
-        load(data)
+        load_weights_only(data)
     except Exception as error:  # any refusal is the answer; never retried unsafely
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         _problem(problems, "not_weights_only_loadable", rel,
@@ -208,18 +203,15 @@ def check_checkpoint(root: Path, path: Path, max_bytes: int, problems: list[dict
     return entry
 
 
-def check_run_dir(root: Path, max_checkpoint_bytes: int = DEFAULT_MAX_CHECKPOINT_BYTES,
-                  load: Callable[[bytes], Any] | None = load_weights_only) -> dict:
-    """Check one folder against the contract; the result lists every problem found, not only the first.
-    `load` None skips the torch load (weights_only_load is then None): every file-level fact is re-derived."""
+def check_run_dir(root: Path, max_checkpoint_bytes: int = DEFAULT_MAX_CHECKPOINT_BYTES) -> dict:
+    """Check one folder against the contract; the result lists every problem found, not only the first."""
     problems: list[dict] = []
     checks = {
         "config": check_config(root, problems),
         "metrics": check_metrics(root, problems),
         "log": check_log(root, problems),
     }
-    checkpoints = [check_checkpoint(root, path, max_checkpoint_bytes, problems, load)
-                   for path in find_checkpoints(root)]
+    checkpoints = [check_checkpoint(root, path, max_checkpoint_bytes, problems) for path in find_checkpoints(root)]
     if not checkpoints:
         _problem(problems, "missing", "*.pt", "no checkpoint (*.pt or *.pth) in the folder")
     checks["checkpoints"] = {"count": len(checkpoints), "ok": bool(checkpoints) and all(

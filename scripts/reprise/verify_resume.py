@@ -142,19 +142,11 @@ def load(out: Path, name: str):
         raise ComparisonFailed(f"{name}: {error}") from None
 
 
-CONTROL_FOLDERS = {"all": INCOMPLETE, **{rng: f"{CONTROLS}/omit-{rng}" for rng in common.RNG_NAMES}}
-RUN_FOLDERS = (CONTINUOUS, CUT, RESUMED, *CONTROL_FOLDERS.values())
-
-
 def compare(out: Path, source: dict[str, Any]) -> dict[str, Any]:
     runs = {name: load(out, name) for name in (CONTINUOUS, CUT, RESUMED)}
-    control_runs = {key: load(out, name) for key, name in CONTROL_FOLDERS.items()}
-    return compare_runs(runs, control_runs, source)
+    controls = {"all": INCOMPLETE, **{rng: f"{CONTROLS}/omit-{rng}" for rng in common.RNG_NAMES}}
+    control_runs = {key: load(out, name) for key, name in controls.items()}
 
-
-def compare_runs(runs: dict[str, Any], control_runs: dict[str, Any], source: dict[str, Any]) -> dict[str, Any]:
-    """The comparisons from the runs as read back (summaries, checkpoint digests): a pure function, which the
-    evidence index calls again on the bound bytes to re-derive a recorded verification."""
     positive = rc.compare_training(runs[CONTINUOUS], runs[RESUMED])
     boundary = rc.boundary_checks(runs[CONTINUOUS], runs[CUT], runs[RESUMED])
     integrity = rc.integrity_checks({**runs, **{run.name: run for run in control_runs.values()}},

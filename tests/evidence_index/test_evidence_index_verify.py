@@ -206,27 +206,26 @@ def test_verify_without_required_arguments_is_a_usage_error(tmp_path):
 
 def test_named_results_are_indexed_exactly_and_a_missing_one_fails(results, tmp_path):
     nested = results / "resume-run"
-    nested.mkdir()
-    shutil.copyfile(REPRISE, nested / "verification.json")  # a real reprise verification
-    # a run's real config (a data file of a known kind), not named, but in the named result's folder
-    shutil.copyfile(REPRISE.parent / "continu" / "config.json", nested / "config.json")
+    # a real reprise verification with its run folders (the judge re-derives it from them: alone it cannot pass)
+    shutil.copytree(REPRISE.parent, nested)
     output = results / "evidence-index.json"
     completed = cli("local", "--results", str(results), "--result", "platform-runtime-cpu.json",
                     "--result", "resume-run/verification.json", "--output", str(output),
                     "--verdict-output", str(results / "evidence-verdict.json"))
     assert completed.returncode == 0, completed.stdout
     index = json.loads(output.read_text())
-    assert [s["name"] for s in index["subject"]] == ["artifacts/platform-runtime-cpu.json",
-                                                     "artifacts/resume-run/config.json",
-                                                     "artifacts/resume-run/verification.json"]
-    assert [r["name"] for r in index["predicate"]["results"]] == ["platform-runtime-cpu.json",
-                                                                  "resume-run/verification.json"]
+    folder = sorted(f"artifacts/resume-run/{p.relative_to(nested).as_posix()}" for p in nested.rglob("*")
+                    if p.is_file())
+    assert [s["name"] for s in index["subject"]] == ["artifacts/platform-runtime-cpu.json", *folder]
+    names = [r["name"] for r in index["predicate"]["results"]]
+    assert names[0] == "platform-runtime-cpu.json" and "resume-run/verification.json" in names
+    assert "resume-run/continu/summary.json" in names and "resume-run/continu/config.json" not in names
     verdict = json.loads((results / "evidence-verdict.json").read_text())
     import hashlib
 
     assert verdict == {"schema": "kernodeck.evidence-index.verdict/v1", "ok": True, "reasons": [],
                        "index": "evidence-index.json", "index_sha256": hashlib.sha256(output.read_bytes()).hexdigest(),
-                       "subjects": 3}
+                       "subjects": 1 + len(folder)}
     missing = cli("local", "--results", str(results), "--result", "gone.json", "--output", str(tmp_path / "i.json"),
                   "--verdict-output", str(tmp_path / "v.json"))
     assert missing.returncode == 1
