@@ -100,7 +100,9 @@ def problems_of(result: dict[str, Any], name: str, environment: dict[str, Any] |
     """Why the requirement `name` (cuda, rocm, mps, windows, nfs, device=X, filesystem=X) does not hold for
     this result's facts; empty when it does."""
     device, platform, fs = _dict(result, "device"), _dict(result, "platform"), _dict(result, "filesystem")
-    refusal = trust.injection_refusal(result)  # issue 19: a view that could be rewritten proves no platform
+    # Issue 19: a view that could be rewritten proves no platform. Gates before that rule recorded no
+    # `isolation.allowed` (their `present` was information only), and are judged by their other facts.
+    refusal = trust.injection_refusal(result) if isinstance(_dict(result, "isolation").get("allowed"), bool) else None
     if refusal and name not in trust.INJECTION_EXEMPT:
         return [refusal]
     if name in GPU_KINDS or name.startswith("device="):
