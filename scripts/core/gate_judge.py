@@ -52,7 +52,7 @@ def judge_gate(document: dict[str, Any]) -> tuple[list[str], list[str]]:
     held = not reasons
     recorded_ok = document.get("ok")
     if recorded_ok is True and not held:
-        forged.append(f"ok is recorded True, its checks and requirements say False ({reasons[0]})")
+        forged.append(f"ok is recorded True, its checks and requirements say False ({'; '.join(reasons[:6])})")
     elif recorded_ok is not True:
         reasons.append(f"ok is {recorded_ok!r}, a pass needs True")
     if document.get("exit_code") != 0:
