@@ -42,7 +42,7 @@ def fleet_run(fake: FakeGitHub, failing: str | None = None) -> dict[str, FakeArt
                              repository=fake.repository, sha=fake.head_sha)
         result["device"]["cuda"] = {"name": f"NVIDIA {box.upper()}", "device_count": 8, "kernel_driver": "580.95.05",
                                     "available": True}
-        result["device"]["torch_build"] = {"version": "2.13.0+cu130"}
+        result["device"]["torch_build"] = {**result["device"]["torch_build"], "version": "2.13.0+cu130"}
         artifact = FakeArtifact(id=3900 + offset, name=f"platform-runtime-cuda-{box}-attempt-1",
                                 content=make_zip({"platform-runtime-cuda.json": json.dumps(result).encode()}))
         fake.jobs.append(FakeJob(id=job_id, name=name, conclusion="success" if box != failing else "failure",
