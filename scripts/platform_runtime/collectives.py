@@ -16,6 +16,7 @@ from typing import Any
 from core.collectives import OPS
 
 LAUNCHER_FILE = "launcher.json"
+OWN_DEADLINE = "the check's deadline"
 # What the record keeps of the launcher's facts (its own `ok` or anything else it printed is not kept).
 LAUNCHER_FIELDS = ("status", "requested", "reason", "error", "launcher", "device_type", "backend", "library",
                    "library_version", "torch", "world_size", "visible_gpus", "timeout_s", "port", "env_switches_set")
@@ -100,7 +101,9 @@ def summary_reason(check: dict[str, Any], problems: list[str]) -> str:
     lead = []
     if check.get("unfinished"):
         names = ", ".join(f"rank {u['rank']} in {u['op']}" for u in check["unfinished"])
-        how = "killed at the check's deadline" if check.get("status") == "killed-at-deadline" else "did not finish"
+        how = "did not finish"
+        if check.get("status") == "killed-at-deadline":
+            how = f"killed at {check.get('killed_by') or OWN_DEADLINE}"
         lead.append(f"{how}: {names}")
     rest = [p for p in problems if not p.startswith(("rank ", "checks.collectives.unfinished"))
             or "did not finish" not in p]

@@ -266,6 +266,8 @@ class Gate:
         check: dict = {"ok": False, "duration_s": outcome.duration_s, "reason": None, **measured}
         if outcome.abandoned:
             check["abandoned"] = True
+        if outcome.global_deadline:  # the gate's --timeout cut the group before its own deadline
+            check["killed_by"] = "the gate's --timeout"
         problems = collective_rules.problems(check)
         if outcome.payload is None and not outcome.timed_out:
             problems.insert(0, self._reason(outcome))

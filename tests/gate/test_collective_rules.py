@@ -137,3 +137,14 @@ def test_what_cannot_run_says_why(gpus, requested, device, status, words):
 def test_cpu_or_no_gpu_runs_gloo():
     assert collective_worker.resolve(fake_torch(0), "2", "auto")["backend"] == "gloo"
     assert collective_worker.resolve(fake_torch(8), "3", "cpu")["device_type"] == "cpu"
+
+
+def test_the_reason_leads_with_the_unfinished_ranks_and_what_killed_them():
+    from platform_runtime.collectives import summary_reason
+
+    check = {"status": "killed-at-deadline", "unfinished": [{"rank": 0, "op": "broadcast"}, {"rank": 1, "op": "init"}]}
+    assert summary_reason(check, []).startswith("killed at the check's deadline: rank 0 in broadcast, rank 1 in init")
+    check["killed_by"] = "the gate's --timeout"
+    assert summary_reason(check, []).startswith("killed at the gate's --timeout: rank 0 in broadcast")
+    assert summary_reason({"status": "failed", "unfinished": [{"rank": 1, "op": "init"}]}, ["x"]) == \
+        "did not finish: rank 1 in init; x"
