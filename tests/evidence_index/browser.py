@@ -16,9 +16,9 @@ from pathlib import Path
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-# What the browser itself asks for whatever the page (its update, time and account services), despite the
-# flags above; a request to any other host, or to the page's own server for anything but the page, is the page's.
-BROWSER_OWN_HOSTS = ("update.googleapis.com", "clients2.google.com", "accounts.google.com")
+# The browser asks its own services for updates, time and accounts whatever the page, despite the flags above
+# (and which hosts changes between releases). Chromium's net log tells them apart: a request the page caused
+# carries the page's origin as its `initiator`; the browser's own, and the navigation itself, "not an origin".
 
 
 class Recorder:
@@ -46,8 +46,8 @@ class Recorder:
         self.server.server_close()
 
 
-def chromium(url: str, *extra: str, timeout: float = 90) -> tuple[str, list[str]]:
-    """(stdout, every URL in chromium's net log) of one headless run with a new empty profile."""
+def chromium(url: str, *extra: str, timeout: float = 90) -> tuple[str, list[tuple[str, str | None]]]:
+    """(stdout, (url, initiator) of every request chromium started) of one headless run, new empty profile."""
     with tempfile.TemporaryDirectory(prefix="chromium-") as scratch:
         net_log = Path(scratch) / "net.json"
         done = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={scratch}/profile", f"--log-net-log={net_log}",
@@ -55,28 +55,41 @@ def chromium(url: str, *extra: str, timeout: float = 90) -> tuple[str, list[str]
                               capture_output=True, text=True, timeout=timeout)
         if done.returncode != 0:
             raise AssertionError(f"chromium exited {done.returncode}: {done.stderr[-2000:]}")
-        return done.stdout, net_log_urls(net_log.read_text(errors="replace"))
+        return done.stdout, started_requests(net_log.read_text(errors="replace"))
 
 
-def net_log_urls(text: str) -> list[str]:
-    """Every "url" a net log names (the log's tail may be cut off when the browser exits: read leniently)."""
-    try:
-        events = json.loads(text).get("events", [])
-        return [str(e.get("params", {}).get("url")) for e in events if isinstance(e.get("params"), dict)
-                and "url" in e["params"]]
-    except ValueError:
-        import re
+def started_requests(text: str) -> list[tuple[str, str | None]]:
+    """(url, initiator) of every URL_REQUEST_START_JOB event of a net log. The log's tail may be cut off when
+    the browser exits, so its events are decoded one by one, as far as they go."""
+    decoder = json.JSONDecoder()
+    constants, position = {}, text.find('"constants"')
+    if position >= 0:
+        constants, _ = decoder.raw_decode(text, text.index("{", position))
+    start_job = (constants.get("logEventTypes") or {}).get("URL_REQUEST_START_JOB")
+    position = text.find("[", text.find('"events"')) + 1
+    found = []
+    while position > 0:
+        while position < len(text) and text[position] in " \r\n\t,":
+            position += 1
+        if position >= len(text) or text[position] != "{":
+            break
+        try:
+            event, position = decoder.raw_decode(text, position)
+        except ValueError:
+            break
+        params = event.get("params") if isinstance(event.get("params"), dict) else {}
+        if event.get("type") == start_job and "url" in params:
+            found.append((str(params["url"]), params.get("initiator")))
+    assert start_job is not None and found, "the net log names no request: it cannot show what the page asked for"
+    return found
 
-        return re.findall(r'"url":"([^"]*)"', text)
 
-
-def page_requests(urls: list[str], page: str) -> list[str]:
-    """The URLs the page itself asked for beyond itself."""
+def page_requests(requests: list[tuple[str, str | None]], page: str) -> list[str]:
+    """The URLs the page itself asked for (the initiator is its origin): none may leave a self-contained page."""
     from urllib.parse import urlsplit
 
-    origin = urlsplit(page)
-    return sorted({u for u in urls if urlsplit(u).hostname not in BROWSER_OWN_HOSTS
-                   and not (urlsplit(u).netloc == origin.netloc and urlsplit(u).path in (origin.path, "/"))})
+    origin = "{0.scheme}://{0.netloc}".format(urlsplit(page))
+    return sorted({url for url, initiator in requests if initiator == origin})
 
 
 def png_pixels(data: bytes, max_rows: int = 500) -> tuple[int, int, set[bytes]]:

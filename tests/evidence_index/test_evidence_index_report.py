@@ -209,9 +209,11 @@ def test_chromium_renders_injected_markup_as_text_and_fetches_nothing(tmp_path):
 
 @needs_chromium
 def test_the_request_detector_sees_a_page_that_does_fetch(tmp_path):
-    """The control: without our page's policy, an image on the page is fetched and both detectors see it."""
+    """The control: without our page's policy, an image on the page and a font stylesheet from another host are
+    fetched, and the detectors see both (the browser's own requests to its services are not the page's)."""
     leaky = tmp_path / "leaky.html"
-    leaky.write_text('<!DOCTYPE html><html><body><h1>Verdict: PASS</h1><img src="/leak.png"></body></html>')
+    leaky.write_text('<!DOCTYPE html><html><head><link rel="stylesheet" href="https://fonts.googleapis.com/css?'
+                     'family=Roboto"></head><body><h1>Verdict: PASS</h1><img src="/leak.png"></body></html>')
     served_dir = tmp_path / "served"
     served_dir.mkdir()
     shutil.copy(leaky, served_dir / "leaky.html")
@@ -222,8 +224,9 @@ def test_the_request_detector_sees_a_page_that_does_fetch(tmp_path):
     finally:
         recorder.close()
     assert "/leak.png" in recorder.paths
-    assert url.replace("leaky.html", "leak.png") in page_requests(urls, url)  # (and its favicon.ico, which
-    # our page's default-src 'none' forbids too)
+    asked = page_requests(urls, url)
+    assert url.replace("leaky.html", "leak.png") in asked and "https://fonts.googleapis.com/css?family=Roboto" in asked
+    assert not any("update.googleapis.com" in u or "clients2.google.com" in u for u in asked), asked
 
 
 @needs_chromium
