@@ -29,7 +29,7 @@ from pathlib import Path
 
 from core.outcomes import error_text
 
-from platform_runtime.children import KILL_GRACE_S, describe_returncode, worker_command
+from platform_runtime.children import KILL_GRACE_S, describe_returncode, parse_last_json, worker_command
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent  # scripts/
 # What a check keeps for itself after its roles' deadline: killing a late role and reading what it left.
@@ -116,15 +116,6 @@ def start(role: str, name: str, deadline: CheckDeadline, *args: str) -> Role:
     return Role(role, name, process, time.monotonic(), round(deadline.for_role(), 3))
 
 
-def _last_json(stdout: bytes) -> dict | None:
-    lines = [line for line in stdout.decode("utf-8", "replace").splitlines() if line.strip()]
-    try:
-        payload = json.loads(lines[-1]) if lines else None
-    except ValueError:
-        return None
-    return payload if isinstance(payload, dict) else None
-
-
 def collect(role: Role) -> dict:
     """The role's outcome record; its JSON result, when it answered, under "result"."""
     outcome = {"role": role.role, "name": role.name, "deadline_s": role.deadline_s}
@@ -141,7 +132,7 @@ def collect(role: Role) -> dict:
         return {**outcome, "answer": "no-answer", "ran_s": round(time.monotonic() - role.started, 3),
                 "exit": None, "abandoned": abandoned, "error": None}
     outcome.update(ran_s=round(time.monotonic() - role.started, 3), exit=role.process.returncode, abandoned=False)
-    payload = _last_json(stdout)
+    payload = parse_last_json(stdout)
     if role.process.returncode == 0 and payload is not None:
         return {**outcome, "answer": "answered", "error": None, "result": payload}
     error = payload.get("error") if payload else None

@@ -32,6 +32,7 @@ GATE_SOURCES: tuple[str, ...] = (
     "scripts/platform_runtime/gate.py",
     "scripts/platform_runtime/isolation.py",
     "scripts/platform_runtime/jsonl.py",
+    "scripts/platform_runtime/lock_probe.py",
     "scripts/platform_runtime/killed_writer.py",
     "scripts/platform_runtime/nvidia_driver.py",
     "scripts/platform_runtime/procmaps.py",
