@@ -120,9 +120,10 @@ def test_a_number_written_as_600_or_600_0_is_the_same_number(tmp_path):
     def boolean(document: dict) -> None:  # true is not 1
         document["checks"]["jsonl_append"]["unterminated_tail"] = 0
 
-    assert {r[1:3] for r in (cli("diff", FILESYSTEMS / TMPFS, seeded_tmpfs(boolean, tmp_path), "--json",
-                                 tmp_path / "b.json"), records(tmp_path / "b.json"))[1]} == {
-        ("check", "checks.jsonl_append.unterminated_tail")}
+    # ...and the judge (core.verdicts) reads the measurement itself: 0 where the rule needs false refutes the
+    # result's ok, so the diff refuses it as not authentic rather than listing a change
+    done = cli("diff", FILESYSTEMS / TMPFS, seeded_tmpfs(boolean, tmp_path), "--json", tmp_path / "b.json")
+    assert done.returncode == 3 and "checks.jsonl_append.unterminated_tail is 0" in done.stderr, done.stderr
 
 
 def test_a_duration_beyond_the_stated_tolerance_is_a_check_difference(tmp_path):
