@@ -4,7 +4,7 @@ temporaries left after the next writers cleaned up (goal 0, 0, 0, 0), the tempor
 that, and kills per second.
 
     .venv/bin/python benchmarks/stress_killed_writer.py [--kills 1000] [--seed N] [--work-dir .] [--path DIR ...]
-        [--no-tmpfs] [--json FILE]
+        [--no-tmpfs] [--json FILE] [--deadline SECONDS]
 
 Exit 0 when every place met the goal, 1 otherwise, 2 for a path that is not a writable directory.
 """
@@ -36,11 +36,11 @@ def find_tmpfs() -> Path | None:
     return None
 
 
-def stress(place: str, base: Path, kills: int, seed: int | None) -> dict:
+def stress(place: str, base: Path, kills: int, seed: int | None, deadline_s: float) -> dict:
     folder = Path(tempfile.mkdtemp(prefix="stress-killed-writer-", dir=base))
     try:
         started = time.monotonic()
-        facts = killed_writer.stage(folder, kills, seed)
+        facts = killed_writer.stage(folder, kills, seed, deadline_s=deadline_s)
         seconds = time.monotonic() - started
         fs_type = (filesystem.detect(folder) or {}).get("type")
     finally:
@@ -67,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--path", type=Path, action="append", default=[], help="another place, e.g. an NFS mount")
     parser.add_argument("--no-tmpfs", action="store_true")
     parser.add_argument("--json", type=Path, help="also write the reports here")
+    parser.add_argument("--deadline", type=float, help="seconds the stage may take per place (default: 60 + one "
+                        "per kill; the gate's own stage has what its check's deadline leaves)")
     args = parser.parse_args(argv)
     places: list[tuple[str, Path]] = []
     if not args.no_tmpfs:
@@ -83,7 +85,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     reports = []
     for place, path in places:
-        reports.append(stress(place, path, args.kills, args.seed))
+        reports.append(stress(place, path, args.kills, args.seed,
+                              args.deadline if args.deadline else 60.0 + args.kills))
         print(line(reports[-1]), flush=True)
     if args.json:
         args.json.write_text(json.dumps(reports, indent=2, sort_keys=True) + "\n")
