@@ -15,7 +15,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from core import collectives, trust
+from core import collectives, outcomes, trust
 
 Rule = Callable[[dict[str, Any]], list[str]]
 
@@ -219,9 +219,27 @@ def failing_writer_flags(check: dict[str, Any]) -> dict[str, Any]:
 
 # --- concurrent_replace ---------------------------------------------------------------------------------
 
+def _roles(p: str, check: dict[str, Any]) -> tuple[list[str], bool]:
+    """The role processes' outcomes (recorded since issue 25): NO ANSWER, a failure naming its error, or an
+    exit without a result, each a problem; and whether every role answered. A result made before them, with
+    no `roles`, is judged as if they all did."""
+    if "roles" not in check:
+        return [], True
+    roles = check["roles"]
+    if not isinstance(roles, list) or not all(isinstance(r, dict) for r in roles) or not roles:
+        return [f"{p}.roles is {roles!r}: no role process was recorded"], False
+    return [f"{p}.roles: {text}" for text in outcomes.role_problems(roles)], outcomes.delivered(roles)
+
+
 def concurrent_replace(check: dict[str, Any]) -> list[str]:
     p = "checks.concurrent_replace"
-    problems = []
+    problems, delivered = _roles(p, check)
+    if not delivered:  # what only a complete run shows is not judged: the roles' outcomes are the reason
+        problems += _need(p, check, "partial_reads", 0)
+        if check.get("missing_reads") and check.get("missing_reads_tolerated") is not True:
+            problems.append(f"{p}.missing_reads is {check.get('missing_reads')}: the file was missing while it "
+                            "was replaced")
+        return problems
     seen, wanted = check.get("distinct_versions_seen"), check.get("min_distinct_versions")
     if not _count(wanted) or wanted < 1:
         problems.append(f"{p}.min_distinct_versions is {wanted!r}, a pass needs at least 1")
@@ -248,17 +266,44 @@ def concurrent_replace(check: dict[str, Any]) -> list[str]:
     return problems
 
 
+def _role_flags(check: dict[str, Any]) -> dict[str, Any]:
+    roles = check.get("roles")
+    if not isinstance(roles, list) or not all(isinstance(r, dict) for r in roles):
+        return {}
+    return {"failed_processes": sum(r.get("answer") != outcomes.ANSWERED for r in roles)}
+
+
 def concurrent_replace_flags(check: dict[str, Any]) -> dict[str, Any]:
     missing = check.get("missing_reads")
-    return {"missing_reads_tolerated": bool(missing)} if check.get("missing_reads_tolerated") is True else \
+    flags = {"missing_reads_tolerated": bool(missing)} if check.get("missing_reads_tolerated") is True else \
         {"missing_reads_tolerated": False}
+    final, replaces = check.get("final_version"), check.get("replaces_per_writer")
+    if "final_version" in check and "final_version_complete" in check:
+        flags["final_version_complete"] = (isinstance(final, list) and len(final) == 2 and _count(replaces)
+                                           and final[1] == replaces - 1)
+    return {**flags, **_role_flags(check)}
 
 
 # --- jsonl_append ---------------------------------------------------------------------------------------
 
+def _lock_probe(p: str, check: dict[str, Any]) -> list[str]:
+    """The lock probe, from its two attempts' records when recorded (since issue 25): a lock attempt that
+    gave no answer is NO ANSWER, never the lock failing."""
+    probe = _dict(check, "lock_probe")
+    if "while_held" not in probe and "after_release" not in probe:
+        return (_need(p, check, "lock_probe.refused_while_held", True)
+                + _need(p, check, "lock_probe.acquired_after_release", True))
+    return [f"{p}.lock_probe: {text}" for text in outcomes.lock_probe_problems(probe)]
+
+
 def jsonl_append(check: dict[str, Any]) -> list[str]:
     p = "checks.jsonl_append"
-    problems = []
+    problems, delivered = _roles(p, check)
+    problems = _lock_probe(p, check) + problems
+    if not delivered:  # a writer that did not finish: its missing records and partial tail prove nothing
+        for key in ("duplicated", "corrupt_lines", "unexpected"):
+            problems += _need(p, check, key, 0)
+        return problems
     processes, per_process = check.get("processes"), check.get("records_per_process")
     expected = processes * per_process if _count(processes) and _count(per_process) else None
     if not expected:
@@ -270,8 +315,6 @@ def jsonl_append(check: dict[str, Any]) -> list[str]:
     for key in ("missing", "duplicated", "corrupt_lines", "unexpected"):
         problems += _need(p, check, key, 0)
     problems += _need(p, check, "unterminated_tail", False)
-    problems += _need(p, check, "lock_probe.refused_while_held", True)
-    problems += _need(p, check, "lock_probe.acquired_after_release", True)
     if "failed_processes" in check:
         problems += _need(p, check, "failed_processes", 0)
     return problems
@@ -279,7 +322,17 @@ def jsonl_append(check: dict[str, Any]) -> list[str]:
 
 def jsonl_append_flags(check: dict[str, Any]) -> dict[str, Any]:
     probe = _dict(check, "lock_probe")
-    return {"lock_probe.ok": probe.get("refused_while_held") is True and probe.get("acquired_after_release") is True}
+    flags: dict[str, Any] = {}
+    for flag, attempt, granted in (("refused_while_held", "while_held", False),
+                                   ("acquired_after_release", "after_release", True)):
+        record = probe.get(attempt)
+        if isinstance(record, dict):  # the attempt's own record decides the summary flag
+            answered = record.get("answer") == outcomes.ANSWERED
+            flags[f"lock_probe.{flag}"] = answered and record.get("acquired") is granted
+    held = flags.get("lock_probe.refused_while_held", probe.get("refused_while_held"))
+    released = flags.get("lock_probe.acquired_after_release", probe.get("acquired_after_release"))
+    flags["lock_probe.ok"] = held is True and released is True
+    return {**flags, **_role_flags(check)}
 
 
 # --- workspace_cleanup ----------------------------------------------------------------------------------

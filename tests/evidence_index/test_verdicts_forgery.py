@@ -68,8 +68,21 @@ FORGERIES = {
     "records-missing": (lambda d: d["checks"]["jsonl_append"].update(missing=7), "checks.jsonl_append.missing is 7"),
     "records-short": (lambda d: d["checks"]["jsonl_append"].update(valid_records=1593),
                       "checks.jsonl_append.valid_records is 1593"),
-    "lock-not-refused": (lambda d: d["checks"]["jsonl_append"]["lock_probe"].update(refused_while_held=False),
-                         "checks.jsonl_append.lock_probe.refused_while_held is False"),
+    "lock-not-refused": (lambda d: d["checks"]["jsonl_append"]["lock_probe"]["while_held"].update(acquired=True),
+                         "checks.jsonl_append.lock_probe: the lock did not exclude another process"),
+    "lock-summary-flag": (lambda d: d["checks"]["jsonl_append"]["lock_probe"].update(refused_while_held=False),
+                          "checks.jsonl_append.lock_probe.refused_while_held is recorded False, its measurements "
+                          "say True"),
+    # Issue 25: a role that gave no answer, or failed, fails its check named as such, whatever its flags say.
+    "writer-no-answer": (lambda d: d["checks"]["concurrent_replace"]["roles"][1].update(answer="no-answer"),
+                         "checks.concurrent_replace.roles: NO ANSWER from 1 of 4 replace-writer process(es): w1"),
+    "lock-attempt-no-answer": (
+        lambda d: d["checks"]["jsonl_append"]["lock_probe"]["after_release"].update(answer="no-answer"),
+        "checks.jsonl_append.lock_probe: lock probe: NO ANSWER from 1 of 1 lock-attempt process(es)"),
+    "appender-failed": (lambda d: d["checks"]["jsonl_append"]["roles"][5].update(
+        answer="failed", error={"type": "OSError", "errno": "ENOSPC", "message": "No space left on device",
+                                "operation": "jsonl._write_all: written = os.write(fd, view)"}),
+        "checks.jsonl_append.roles: 1 of 8 append-writer process(es) failed: w5 ended with OSError ENOSPC"),
     "lock-ok-flag": (lambda d: d["checks"]["jsonl_append"]["lock_probe"].update(ok=False),
                      "checks.jsonl_append.lock_probe.ok is recorded False, its measurements say True"),
     "unterminated-tail": (lambda d: d["checks"]["jsonl_append"].update(unterminated_tail=True),
