@@ -33,6 +33,7 @@ SHARING_WINERRORS = frozenset({5, 32, 33})
 # the same client is unlinking or renaming that name on the server, or after it was silly-renamed
 # (fs/nfs/dir.c, NFS_FSDATA_BLOCKED and DCACHE_NFSFS_RENAMED). Transient, like a sharing violation.
 BUSY_RENAME_ERRNOS = frozenset({errno.ETXTBSY, errno.EBUSY})
+RENAME_ATTEMPTS = 40  # the atomic writer's rename: at most 39 counted retries each (core.verdicts bounds the count)
 TEMP_SUFFIX = ".tmp"
 CHUNK = 1 << 20  # hash in 1 MiB blocks: checkpoints and artifacts can be larger than memory allows
 
@@ -130,7 +131,7 @@ def atomic_write_bytes(path: Path | str, data: bytes, *, counter: RetryCounter |
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        retry_sharing(lambda: os.replace(temp_name, path), counter, busy_rename=True)
+        retry_sharing(lambda: os.replace(temp_name, path), counter, RENAME_ATTEMPTS, busy_rename=True)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp_name)

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from core import collectives, outcomes, trust
+from core.files import RENAME_ATTEMPTS
 
 Rule = Callable[[dict[str, Any]], list[str]]
 
@@ -263,6 +264,12 @@ def concurrent_replace(check: dict[str, Any]) -> list[str]:
     for key, wanted_value in (("final_version_complete", True), ("temp_files_left", 0), ("failed_processes", 0)):
         if key in check:
             problems += _need(p, check, key, wanted_value)
+    if "writer_busy_rename_retries" in check:  # issue 26: ETXTBSY/EBUSY renames retried, counted, bounded
+        busy = check["writer_busy_rename_retries"]
+        bound = (writes if _count(writes) else 0) * (RENAME_ATTEMPTS - 1)
+        if not _count(busy) or busy > bound:
+            problems.append(f"{p}.writer_busy_rename_retries is {busy!r}: a count of at most {bound} "
+                            f"({writes!r} writes x {RENAME_ATTEMPTS - 1} retries)")
     return problems
 
 

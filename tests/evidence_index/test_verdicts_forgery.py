@@ -65,6 +65,11 @@ FORGERIES = {
         "checks.concurrent_replace.missing_reads_tolerated is true on 'ext4'"),
     "writes-short": (lambda d: d["checks"]["concurrent_replace"].update(writes=150),
                      "checks.concurrent_replace.writes is 150"),
+    "busy-retries-negative": (lambda d: d["checks"]["concurrent_replace"].update(writer_busy_rename_retries=-1),
+                              "checks.concurrent_replace.writer_busy_rename_retries is -1"),
+    "busy-retries-unbounded": (
+        lambda d: d["checks"]["concurrent_replace"].update(writer_busy_rename_retries=10**6),
+        "checks.concurrent_replace.writer_busy_rename_retries is 1000000"),
     "records-missing": (lambda d: d["checks"]["jsonl_append"].update(missing=7), "checks.jsonl_append.missing is 7"),
     "records-short": (lambda d: d["checks"]["jsonl_append"].update(valid_records=1593),
                       "checks.jsonl_append.valid_records is 1593"),
