@@ -3,7 +3,7 @@
 
 Workers run isolated (`python -I`), which leaves every script's own folder off sys.path, so this entry point
 puts `scripts/` there (the one place the gate's workers edit sys.path) and runs the named worker module of the
-package as `__main__`. The device worker imports nothing of ours and is started as its own file.
+package as `__main__`. The device worker is started as its own file and does the same for itself.
 """
 
 from __future__ import annotations

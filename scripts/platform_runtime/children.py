@@ -102,7 +102,8 @@ def worker_command(module: str, *args: str) -> list[str]:
 
 
 def device_worker_command(*args: str) -> list[str]:
-    """The device worker imports nothing of ours, so it runs as its own file, isolated like the others."""
+    """The device worker runs as its own file (it puts scripts/ on its path itself), isolated like the others and
+    at its own scheduling weight: it is the gate's critical path."""
     return [sys.executable, *WORKER_FLAGS, str(PACKAGE_DIR / "device_worker.py"), *args]
 
 

@@ -23,21 +23,23 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import importlib.machinery
 import importlib.util
 import json
-import math
-import os
 import re
 import sys
 import time
-import warnings
 from pathlib import Path
 
-STEPS = 12
-LEARNING_RATE = 0.05
-MOMENTUM = 0.9
+if not __package__:  # started as its own file under `python -I`, which leaves scripts/ off sys.path
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from core.files import finite  # noqa: E402
+
+from platform_runtime.device_checkpoint import checkpoint_round_trip  # noqa: E402
+from platform_runtime.device_resolve import device_kind, resolve, synchronize  # noqa: E402
+from platform_runtime.device_training import train  # noqa: E402
+
 # Known weaknesses of the weights_only unpickler, by the first release that fixed them.
 LOAD_ADVISORIES = (("CVE-2025-32434", (2, 6)), ("CVE-2026-24747", (2, 10)))
 
@@ -88,114 +90,6 @@ class Stage:
         self.name = name
 
 
-def flat(tensor) -> list[float]:
-    return [float(x) for x in tensor.detach().to("cpu").reshape(-1).tolist()]
-
-
-def probe_cuda(torch, index: int | None) -> dict:
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        available = bool(torch.cuda.is_available())
-    info: dict = {
-        "backend": "rocm" if getattr(torch.version, "hip", None) else ("cuda" if torch.version.cuda else None),
-        "compiled_cuda": torch.version.cuda, "compiled_hip": getattr(torch.version, "hip", None),
-        "available": available, "availability_warnings": len(caught),
-        "driver_too_old_warning": any("too old" in str(w.message).lower() for w in caught),
-        "device_count": torch.cuda.device_count() if available else 0,
-    }
-    if available and index is not None and index < info["device_count"]:
-        props = torch.cuda.get_device_properties(index)
-        arch_list = list(torch.cuda.get_arch_list())
-        info.update({"name": props.name, "total_memory_bytes": int(props.total_memory), "arch_list": arch_list,
-                     "uuid": str(props.uuid) if getattr(props, "uuid", None) is not None else None,
-                     **cuda_versions(torch)})
-        if info["backend"] == "rocm":
-            arch = getattr(props, "gcnArchName", "").split(":")[0]
-            info.update({"arch": arch, "arch_in_build": arch in arch_list})
-        else:
-            major, minor = torch.cuda.get_device_capability(index)
-            info.update({"capability": f"{major}.{minor}", "arch": f"sm_{major}{minor}",
-                         "arch_in_build": f"sm_{major}{minor}" in arch_list or any(
-                             a.startswith("compute_") and a[8:].isdigit() and int(a[8:]) <= major * 10 + minor
-                             and int(a[8:]) // 10 == major for a in arch_list)})
-    return info
-
-
-def _guarded(read):
-    try:
-        value = read()
-    except Exception:  # noqa: BLE001 - a private API that moved is a missing fact, not a failure
-        return None
-    return value if isinstance(value, (int, str)) else None
-
-
-def _runtime_version(torch) -> int:
-    value = torch.cuda.cudart().cudaRuntimeGetVersion()
-    return int(value[-1] if isinstance(value, tuple) else value)
-
-
-def kernel_driver_version(text: str) -> str | None:
-    """The NVIDIA kernel module's version (what nvidia-smi calls the driver) from /proc/driver/nvidia/version."""
-    match = re.search(r"Kernel Module(?: for [\w-]+)?\s+(\d+(?:\.\d+)+)", text)
-    return match.group(1) if match else None
-
-
-def _read_kernel_driver() -> str | None:
-    try:
-        return kernel_driver_version(Path("/proc/driver/nvidia/version").read_text(encoding="utf-8", errors="replace"))
-    except OSError:
-        return None
-
-
-def cuda_versions(torch) -> dict:
-    """Driver and runtime versions: the CUDA driver API and runtime versions as ints (13000 is 13.0), and
-    on Linux the kernel driver's version string (580.159.04)."""
-    return {"driver_version": _guarded(lambda: int(torch._C._cuda_getDriverVersion())),
-            "runtime_version": _guarded(lambda: _runtime_version(torch)),
-            "kernel_driver": _read_kernel_driver()}
-
-
-def resolve(torch, requested: str) -> tuple[str | None, str | None, dict | None, dict | None]:
-    """(device, reason it is unavailable, cuda facts, mps facts)."""
-    mps_backend = getattr(torch.backends, "mps", None)
-    mps = {"built": bool(mps_backend and mps_backend.is_built()),
-           "available": bool(mps_backend and mps_backend.is_available()),
-           "fallback_env_set": "PYTORCH_ENABLE_MPS_FALLBACK" in os.environ}
-    if requested == "cpu":
-        return "cpu", None, None, None
-    if requested == "mps" or (requested == "auto" and mps["available"] and not torch.cuda.is_available()):
-        return ("mps", None, None, mps) if mps["available"] else (
-            None, "MPS requested but torch.backends.mps.is_available() is False"
-            + ("" if mps["built"] else " (this torch was built without MPS)"), None, mps)
-    match = re.fullmatch(r"cuda(?::(\d+))?", requested)
-    if match or requested == "auto":
-        index = int(match.group(1)) if match and match.group(1) else 0
-        cuda = probe_cuda(torch, index)
-        if requested == "auto" and not cuda["available"]:
-            return "cpu", None, cuda, None
-        if cuda["backend"] is None:
-            return None, "CUDA requested but this torch has no CUDA or ROCm backend", cuda, None
-        if not cuda["available"]:
-            why = "a driver too old for this build" if cuda["driver_too_old_warning"] else "no usable GPU"
-            return None, f"CUDA requested but torch.cuda.is_available() is False ({why})", cuda, None
-        if index >= cuda["device_count"]:
-            return None, f"cuda:{index} requested but only {cuda['device_count']} device(s) are visible", cuda, None
-        return f"cuda:{index}", None, cuda, None
-    return None, "unknown device", None, None
-
-
-def synchronize(torch, device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    elif device.type == "mps":
-        torch.mps.synchronize()
-
-
-def device_kind(torch, device) -> str:
-    """The gate's name for the device: ROCm runs under torch's "cuda" device type but is named rocm."""
-    return "rocm" if device.type == "cuda" and getattr(torch.version, "hip", None) else device.type
-
-
 class Phases:
     """Per phase: device bytes it allocated (peak reset before it), bytes resident at its end, the devices
     of its tensors, and a synchronize after it. On the CPU the byte counts are None."""
@@ -234,151 +128,6 @@ class Phases:
     def devices_of(self, tensors) -> list[str]:
         kinds = {self.kind if t.device.type == self.device.type else t.device.type for t in tensors}
         return sorted(kinds)
-
-
-def build_model(torch, seed: int):
-    torch.manual_seed(seed)
-    return torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))
-
-
-def training_data(torch):
-    rows = [[((i * 3 + j * 5) % 7 - 3) / 3.0 for j in range(4)] for i in range(32)]
-    targets = [[0.5 * r[0] - 0.25 * r[1] + 0.75 * r[2] * r[3] + 0.1] for r in rows]
-    return torch.tensor(rows, dtype=torch.float32), torch.tensor(targets, dtype=torch.float32)
-
-
-def optimizer_tensors(optimizer) -> list:
-    return [value for slot in optimizer.state.values() for value in slot.values() if hasattr(value, "device")]
-
-
-def train(torch, device, phase: Phases) -> tuple[object, object, dict]:
-    with phase("training") as record:
-        model = build_model(torch, seed=0).to(device)
-        optimizer = torch.optim.SGD(model.parameters(), lr=LEARNING_RATE, momentum=MOMENTUM)
-        x, y = (t.to(device) for t in training_data(torch))
-        params = list(model.parameters())
-        initial = [flat(p) for p in params]
-        losses, max_rule_error = sgd_steps(torch, model, optimizer, x, y)
-        record["tensor_devices"] = phase.devices_of([*params, *optimizer_tensors(optimizer)])
-    final = [flat(p) for p in params]
-    facts = {
-        "steps": STEPS, "optimizer": f"SGD(lr={LEARNING_RATE}, momentum={MOMENTUM})", "losses": losses,
-        "initial_loss": losses[0], "final_loss": losses[-1],
-        "losses_finite": all(math.isfinite(v) for v in losses),
-        "loss_decreased": losses[-1] < losses[0],
-        "parameters_changed": final != initial,
-        "update_rule_max_relative_error": max_rule_error,
-        "update_rule_ok": max_rule_error <= 1e-5,
-        "parameter_device": params[0].device.type,
-    }
-    return model, optimizer, facts
-
-
-def sgd_steps(torch, model, optimizer, x, y) -> tuple[list[float], float]:
-    """12 steps; each parameter update is compared with the SGD rule recomputed in Python."""
-    losses: list[float] = []
-    buffers: list[list[float]] | None = None
-    max_rule_error = 0.0
-    params = list(model.parameters())
-    for _ in range(STEPS):
-        optimizer.zero_grad()
-        loss = torch.nn.functional.mse_loss(model(x), y)
-        loss.backward()
-        losses.append(float(loss.item()))
-        before = [flat(p) for p in params]
-        grads = [flat(p.grad) for p in params]
-        optimizer.step()
-        after = [flat(p) for p in params]
-        # PyTorch's SGD: buf = momentum * buf + grad (buf = grad on the first step); p -= lr * buf.
-        buffers = grads if buffers is None else [
-            [MOMENTUM * b + g for b, g in zip(buf, grad)] for buf, grad in zip(buffers, grads)]
-        for b_param, a_param, buf in zip(before, after, buffers):
-            for b_value, a_value, step in zip(b_param, a_param, buf):
-                expected = b_value - LEARNING_RATE * step
-                max_rule_error = max(max_rule_error, abs(a_value - expected) / (1.0 + abs(expected)))
-    return losses, max_rule_error
-
-
-def state_tensors(state: dict) -> list:
-    return [*state["model"].values(),
-            *(v for slot in state["optimizer"]["state"].values() for v in slot.values() if hasattr(v, "device"))]
-
-
-def compare_restored(torch, model, optimizer, fresh, fresh_optimizer) -> tuple[int, list[str]]:
-    """Every model and optimizer tensor restored on the CPU equals the source, as Python numbers."""
-    mismatches: list[str] = []
-    compared = 0
-    source_model, restored_model = model.state_dict(), fresh.state_dict()
-    if set(source_model) != set(restored_model):
-        mismatches.append("model keys differ")
-    for key, tensor in source_model.items():
-        other = restored_model.get(key)
-        compared += 1
-        if other is None or other.device.type != "cpu" or other.dtype != tensor.dtype \
-                or tuple(other.shape) != tuple(tensor.shape) or flat(other) != flat(tensor):
-            mismatches.append(f"model.{key}")
-    source_opt, restored_opt = optimizer.state_dict(), fresh_optimizer.state_dict()
-    for index, slot in source_opt["state"].items():
-        other = restored_opt["state"].get(index, {}).get("momentum_buffer")
-        compared += 1
-        if other is None or other.device.type != "cpu" or flat(other) != flat(slot["momentum_buffer"]):
-            mismatches.append(f"optimizer.state.{index}.momentum_buffer")
-    for key in ("lr", "momentum", "dampening", "weight_decay", "nesterov"):
-        if source_opt["param_groups"][0].get(key) != restored_opt["param_groups"][0].get(key):
-            mismatches.append(f"optimizer.param_groups.{key}")
-    return compared, mismatches
-
-
-def save_checkpoint(torch, model, optimizer, workspace: Path, phase: Phases) -> tuple[Path, list[str]]:
-    with phase("checkpoint_save") as record:
-        # Started beside the file-system probe: make the run's workspace if the probe has not yet (never its
-        # parents: a missing --work-dir stays missing and the probe reports it).
-        workspace.parent.mkdir(exist_ok=True)
-        workspace.mkdir(exist_ok=True)
-        path = workspace / "checkpoint.pt"
-        state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "steps": STEPS}
-        record["tensor_devices"] = phase.devices_of(state_tensors(state))
-        # Through our own file object: a full disk then surfaces as OSError ENOSPC, not as torch's own
-        # "unexpected pos" from its C++ writer, which names no cause.
-        with open(path, "wb") as handle:
-            torch.save(state, handle)
-    return path, record["tensor_devices"]
-
-
-def load_checkpoint(torch, model, optimizer, device, path: Path, phase: Phases) -> dict:
-    """Loaded on the CPU into a fresh model and optimizer (the spec's round trip), and onto the device."""
-    phase.stage("checkpoint_load")
-    loaded = torch.load(path, map_location="cpu", weights_only=True)
-    fresh = build_model(torch, seed=1)  # a different initialisation: equality must come from the file
-    fresh_optimizer = torch.optim.SGD(fresh.parameters(), lr=0.5, momentum=0.0)
-    fresh.load_state_dict(loaded["model"])
-    fresh_optimizer.load_state_dict(loaded["optimizer"])
-    phase.stage("compare")
-    compared, mismatches = compare_restored(torch, model, optimizer, fresh, fresh_optimizer)
-    x, _ = training_data(torch)
-    with torch.no_grad():
-        reference = flat(model(x.to(device)))
-        restored = flat(fresh(x))
-    tolerance = 0.0 if device.type == "cpu" else 1e-5
-    forward_error = max(abs(a - b) for a, b in zip(reference, restored))
-    if forward_error > tolerance:
-        mismatches.append(f"forward pass differs by {forward_error:.3g}")
-    with phase("checkpoint_load") as record:
-        on_device = torch.load(path, map_location=device, weights_only=True)
-        record["tensor_devices"] = phase.devices_of(state_tensors(on_device))
-        if [flat(t) for t in state_tensors(on_device)] != [flat(t) for t in state_tensors(loaded)]:
-            mismatches.append("the checkpoint loaded onto the device differs from the one loaded on the CPU")
-    return {"compared": compared, "mismatches": mismatches, "forward_error": forward_error}
-
-
-def checkpoint_round_trip(torch, model, optimizer, device, workspace: Path, phase: Phases) -> dict:
-    path, saved_from = save_checkpoint(torch, model, optimizer, workspace, phase)
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    loaded = load_checkpoint(torch, model, optimizer, device, path, phase)
-    return {"bytes": path.stat().st_size, "sha256": digest, "saved_from_device": saved_from,
-            "load": 'torch.load(map_location="cpu", weights_only=True)', "tensors_compared": loaded["compared"],
-            "mismatches": loaded["mismatches"], "forward_max_abs_error": loaded["forward_error"],
-            "ok": not loaded["mismatches"]}
 
 
 class TorchNotFound(ImportError):
@@ -503,18 +252,6 @@ def run(requested: str, workspace: Path, site_dir: str | None = None) -> dict:
         problems.append(f"work ran on {sorted(ran_on)}, not only on {kind}")
     report.update(ok=not problems, stage="done", reason="; ".join(problems) or None)
     return report
-
-
-def finite(value):
-    """core.files.finite, repeated because this worker imports nothing of ours: a NaN or infinite loss is
-    written as text ("nan"), never as the NaN that is not JSON and that the gate's strict reader refuses."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return repr(value)
-    if isinstance(value, dict):
-        return {key: finite(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [finite(item) for item in value]
-    return value
 
 
 def main(argv: list[str]) -> int:

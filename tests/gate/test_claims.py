@@ -162,7 +162,7 @@ def test_a_cumulative_peak_alone_no_longer_proves_cuda():
 
 
 def test_the_kernel_driver_version_is_read_as_nvidia_smi_shows_it():
-    from platform_runtime.device_worker import kernel_driver_version
+    from platform_runtime.device_resolve import kernel_driver_version
 
     text = ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  "
             "(dvs-builder@U22-I3-AF03-09-1)  Thu Oct 30 2026\nGCC version:  gcc version 13.3.0\n")

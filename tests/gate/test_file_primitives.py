@@ -6,6 +6,7 @@ import hashlib
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from core.files import (
@@ -92,3 +93,17 @@ def test_every_module_of_the_gate_is_in_the_hashed_source_list():
     package = {f"scripts/platform_runtime/{p.name}" for p in (SCRIPTS / "platform_runtime").glob("*.py")}
     assert package | {"scripts/platform_runtime_worker.py"} <= set(GATE_SOURCES)  # the workers' entry point too
     assert all((REPO_ROOT / path).is_file() for path in GATE_SOURCES)
+
+
+def test_every_module_the_gate_and_its_workers_load_is_hashed():
+    """Not only the package: whatever of ours the gate and each worker import (core's rules decide every ok),
+    read from a fresh interpreter, so a module added to core without joining the list is found."""
+    workers = "gate, device_worker, fs_worker, collective_worker, killed_writer"
+    probe = ("import sys; sys.path.insert(0, sys.argv[1]); import platform_runtime_check; "
+             f"from platform_runtime import {workers}; "
+             "print('\\n'.join(sorted(getattr(m, '__file__', None) or '' for m in list(sys.modules.values()))))")
+    loaded = subprocess.run([sys.executable, "-I", "-c", probe, str(SCRIPTS)], capture_output=True, text=True,
+                            check=True).stdout.split()
+    ours = {Path(path).resolve().relative_to(REPO_ROOT).as_posix() for path in loaded
+            if Path(path).resolve().is_relative_to(SCRIPTS.resolve())}
+    assert ours and not ours - set(GATE_SOURCES), sorted(ours - set(GATE_SOURCES))
