@@ -439,7 +439,21 @@ def check_problems(name: str, check: Any) -> list[str]:
         return [f"checks.{name}: no rule judges this check"]
     if not isinstance(check, dict):
         return [f"checks.{name} is missing"]
-    return rule(check)
+    return rule(check) + left_in_the_kernel(name, check)
+
+
+def left_in_the_kernel(name: str, check: dict[str, Any]) -> list[str]:
+    """Issue 26: a check whose processes the gate found in uninterruptible sleep at its deadline, or left
+    there after the kill (a hard NFS mount whose server is gone), did not finish: it never passes."""
+    found = []
+    for key in ("blocked_at_deadline", "abandoned_processes"):
+        listed = check.get(key)
+        if listed:
+            found.append(f"checks.{name}.{key} names {len(listed) if isinstance(listed, list) else listed!r} "
+                         "process(es) in uninterruptible sleep: the check did not finish")
+    if check.get("abandoned") is True:
+        found.append(f"checks.{name}.abandoned is True: the check did not finish")
+    return found
 
 
 def result_problems(result: dict[str, Any]) -> list[str]:

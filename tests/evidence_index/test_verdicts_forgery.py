@@ -65,6 +65,14 @@ FORGERIES = {
         "checks.concurrent_replace.missing_reads_tolerated is true on 'ext4'"),
     "writes-short": (lambda d: d["checks"]["concurrent_replace"].update(writes=150),
                      "checks.concurrent_replace.writes is 150"),
+    "blocked-at-deadline": (
+        lambda d: d["checks"]["jsonl_append"].update(blocked_at_deadline=[{"pid": 80, "name": "python3",
+                                                                             "state": "D"}]),
+        "checks.jsonl_append.blocked_at_deadline names 1 process(es) in uninterruptible sleep"),
+    "abandoned-processes": (
+        lambda d: d["checks"]["concurrent_replace"].update(abandoned_processes=[{"pid": 81, "name": "python3",
+                                                                                 "state": "D"}]),
+        "checks.concurrent_replace.abandoned_processes names 1"),
     "busy-retries-negative": (lambda d: d["checks"]["concurrent_replace"].update(writer_busy_rename_retries=-1),
                               "checks.concurrent_replace.writer_busy_rename_retries is -1"),
     "busy-retries-unbounded": (
