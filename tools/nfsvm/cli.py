@@ -2,9 +2,14 @@
 """The NFS job on a real kernel: `python3 dev.py nfs` runs this.
 
     python tools/nfsvm/cli.py [--output-dir outputs/nfs] [--phases action,two_clients,...] [--limit SECONDS]
+        [--init busybox|systemd]
 
 (--phases may also name busy_rename, the gate's replace check ten times on one client counting ETXTBSY
 retries, and server_gone, the NFS server stopped for good under a running gate; never by default.)
+
+--init systemd boots the same kernel with systemd as PID 1 in an image WITHOUT nfs-kernel-server, installs
+it from its .debs in the running VM (its postinst starts nfs-server.service, as apt-get does on an ubuntu
+runner), then runs the action's steps (default --phases action, output outputs/nfs-systemd).
 
 Builds or reuses the VM image (a pinned Debian bookworm root with nfs-kernel-server and the Debian
 Linux 6.1 kernel, in $KERNODECK_NFSVM_CACHE, else $XDG_CACHE_HOME or ~/.cache, /kernodeck-nfsvm),
@@ -46,7 +51,7 @@ def build_index(out: Path, phases: list[str]) -> dict:
 
 
 def summary(checks: list[dict], run: dict) -> str:
-    lines = [f"NFS in a VM: {'PASS' if run['ok'] else 'FAIL'}  (kernel {run['kernel_release']}, "
+    lines = [f"NFS in a VM ({run['init']} init): {'PASS' if run['ok'] else 'FAIL'}  (kernel {run['kernel_release']}, "
              f"nfs-kernel-server {run['nfs_kernel_server']}, qemu TCG -smp 2)"]
     lines += [f"  {'ok  ' if c['ok'] else 'FAIL'} {c['name']:<15} {c['detail']}" for c in checks]
     lines.append(f"  wall time {run['wall_seconds']} s (image {run['image_seconds']} s, "
@@ -59,6 +64,7 @@ def judge_run(out: Path, boot: dict, phases: list[str], manifest: dict, image_se
     checks = verdict.judge(out, boot, phases)
     versions = verdict.load(out, "versions.json") or {}
     run = {"schema": "kernodeck.nfsvm-run/v1", "checks": checks, "vm": boot, "phases": phases,
+           "init": manifest.get("init", "busybox"),
            "kernel_release": versions.get("kernel_release"),
            "nfs_kernel_server": (versions.get("packages") or {}).get("nfs-kernel-server"),
            "image": {key: manifest[key] for key in ("recipe_sha256", "kernel_package", "kernel_package_version",
@@ -74,30 +80,38 @@ def judge_run(out: Path, boot: dict, phases: list[str], manifest: dict, image_se
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--output-dir", type=Path, default=ROOT / "outputs" / "nfs")
-    parser.add_argument("--phases", default=",".join(job.PHASES))
+    parser.add_argument("--output-dir", type=Path, help="default outputs/nfs (outputs/nfs-systemd with --init systemd)")
+    parser.add_argument("--phases", help=f"default {','.join(job.PHASES)} ({','.join(job.SYSTEMD_PHASES)} with "
+                        "--init systemd)")
+    parser.add_argument("--init", choices=recipe.INITS, default="busybox",
+                        help="PID 1 of the VM: busybox (the image has nfs-kernel-server) or systemd (installed in it)")
     parser.add_argument("--limit", type=float, default=2400.0, help="wall-clock limit of the VM (seconds)")
     parser.add_argument("--evidence-dir", type=Path, help="also record the run there (e.g. evidence/nfs), indexed")
     args = parser.parse_args(argv)
-    phases = [p for p in args.phases.split(",") if p]
+    systemd = args.init == "systemd"
+    default_phases = job.SYSTEMD_PHASES if systemd else job.PHASES
+    phases = [p for p in (args.phases or ",".join(default_phases)).split(",") if p]
     if not phases or any(p not in job.ALL_PHASES for p in phases):
         print(f"nfs: --phases takes a comma-separated subset of {','.join(job.ALL_PHASES)}", file=sys.stderr)
         return 2
+    if systemd:
+        phases = [job.INSTALL_PHASE, *phases]
+    output_dir = args.output_dir or ROOT / "outputs" / ("nfs-systemd" if systemd else "nfs")
     started = time.monotonic()
     missing = image.missing_tools()
     if missing:
         print(f"nfs: missing {', '.join(missing)}; as root: {INSTALL}", file=sys.stderr)
         return 2
     try:
-        built, manifest = image.ensure_image()
+        built, manifest = image.ensure_image(init=args.init)
     except (image.ImageError, RuntimeError, OSError, subprocess.CalledProcessError) as error:
         print(f"nfs: cannot build the VM image: {error}", file=sys.stderr)
         return 2
     image_seconds = round(time.monotonic() - started, 1)
     print(f"nfs: booting {manifest['kernel_package']} ({manifest['kernel_package_version']}) for: {', '.join(phases)}",
           flush=True)
-    boot, job_dir = job.run(built, recipe.cache_dir(), phases, args.limit)
-    out = args.output_dir.resolve()
+    boot, job_dir = job.run(built, recipe.cache_dir(), phases, args.limit, init=args.init)
+    out = output_dir.resolve()
     job.collect(job_dir, out)
     shutil.copy2(built / "manifest.json", out / "nfsvm-image.json")
     run = judge_run(out, boot, phases, manifest, image_seconds)

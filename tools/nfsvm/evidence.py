@@ -26,6 +26,7 @@ FILES = {
     "server_restart/platform-runtime-nfs.json": "server-restart-gate.json",
     "server_restart/nfs-harness.json": "server-restart-nfs-harness.json",
     "busy_unmount/busy-unmount.json": "busy-unmount.json",
+    "install/install.json": "install.json",
     "versions.json": "versions.json",
     "nfsvm-image.json": "nfsvm-image.json",
     "nfs-vm-run.json": "nfs-vm-run.json",
@@ -59,9 +60,26 @@ checks in `nfs-vm-run.json`, which lists every check of the run; `nfsvm-image.js
 """
 
 
+SYSTEMD_README = """# NFS evidence with systemd as PID 1: the nfs action after nfs-kernel-server's postinst
+
+Made by `python3 dev.py nfs --init systemd --evidence-dir evidence/nfs-systemd` on {date} at commit
+{head}{dirty}. The same Debian Linux {kernel} kernel under qemu TCG, booted with systemd as PID 1 from an
+image without nfs-kernel-server; `install.json`: nfs-kernel-server {nfs} and its dependencies installed
+with `dpkg -i` from their .debs inside the running VM, so that the package's postinst started its units
+as `apt-get install` does on an ubuntu runner (which units were active after it, nfsd's threads and grace
+time). Then the nfs action's own steps ran unchanged as the unprivileged runner user (`nfs_harness.py
+setup`, the gate with `--require nfs --keep-workspace`, teardown). Verdict: {verdict}.
+
+Not a GitHub runner: Debian bookworm's systemd and nfs-utils, not Ubuntu's, and no network.
+`evidence-index.json` binds and judges the gate result and the harness record by SHA-256;
+`nfs-vm-run.json` lists every check of the run; `nfsvm-image.json` is the image's manifest.
+"""
+
+
 def readme(run: dict) -> str:
     git = run.get("git") or {}
-    return README.format(kernel=run.get("kernel_release"), nfs=run.get("nfs_kernel_server"), date=run.get("date"),
+    template = SYSTEMD_README if run.get("init") == "systemd" else README
+    return template.format(kernel=run.get("kernel_release"), nfs=run.get("nfs_kernel_server"), date=run.get("date"),
                          head=git.get("head"), dirty=" (working tree with uncommitted changes)" if git.get("dirty")
                          else "", verdict="every check passed" if run.get("ok") else
                          "FAILED: " + ", ".join(c["name"] for c in run.get("checks", []) if not c["ok"]))

@@ -1,6 +1,7 @@
 """The guest's init (PID 1, Debian's python3 -I): mount what the job needs, run it, power off.
 
-Copied into the job share by the host and started by the initramfs. It reads /nfsvm-job/job.json
+Copied into the job share by the host and started by the initramfs (or, in the systemd image, by a
+systemd unit once boot is done: then systemd and fstab have made the base mounts). It reads /nfsvm-job/job.json
 (the read-only shares to mount at the host's own paths, the phases to run), picks the Python that runs
 the project (tools/nfsvm/interpreter.py) and hands over to tools/nfsvm/phases.py from the shared
 repository. Whatever happens -- an exception, a phase that hangs past its limit -- it ends with a sync
@@ -26,6 +27,20 @@ def sh(*command, check=True):
 
 
 def prepare(job):
+    if os.getpid() == 1:  # busybox variant; under systemd (a unit started us) it and fstab did these mounts
+        prepare_mounts()
+    os.chmod("/root", 0o755)  # the shared host paths may sit under /root (pyenv); the runner must reach them
+    for share in job["shares"]:
+        os.makedirs(share["path"], exist_ok=True)
+        sh("mount", "-t", "9p", "-o", "trans=virtio,version=9p2000.L,ro,cache=loose,msize=262144",
+           share["tag"], share["path"])
+    sh("ip", "link", "set", "lo", "up")
+    sh("hostname", "nfsvm")
+    with open("/etc/hosts", "w") as hosts:  # sudo resolves its own host name; there is no DNS here
+        hosts.write("127.0.0.1 localhost\n127.0.1.1 nfsvm\n")
+
+
+def prepare_mounts():
     sh("mount", "-t", "proc", "proc", "/proc")
     sh("mount", "-t", "sysfs", "sys", "/sys")
     # tmpfs where the server and the job write: the root is an overlay over a read-only 9p share,
@@ -36,15 +51,6 @@ def prepare(job):
     os.makedirs("/var/lib/nfs/v4recovery", exist_ok=True)
     os.makedirs("/dev/pts", exist_ok=True)
     sh("mount", "-t", "devpts", "devpts", "/dev/pts", check=False)
-    os.chmod("/root", 0o755)  # the shared host paths may sit under /root (pyenv); the runner must reach them
-    for share in job["shares"]:
-        os.makedirs(share["path"], exist_ok=True)
-        sh("mount", "-t", "9p", "-o", "trans=virtio,version=9p2000.L,ro,cache=loose,msize=262144",
-           share["tag"], share["path"])
-    sh("ip", "link", "set", "lo", "up")
-    sh("hostname", "nfsvm")
-    with open("/etc/hosts", "w") as hosts:  # sudo resolves its own host name; there is no DNS here
-        hosts.write("127.0.0.1 localhost\n127.0.1.1 nfsvm\n")
 
 
 def main():

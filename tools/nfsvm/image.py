@@ -21,7 +21,7 @@ if __package__ in (None, ""):
 
 from core.files import sha256_file  # noqa: E402
 
-from nfsvm import initramfs, recipe  # noqa: E402
+from nfsvm import initramfs, recipe, systemd_image  # noqa: E402
 
 BUSYBOX = Path("/bin/busybox")
 TOOLS = {"qemu-system-x86_64": "qemu-system-x86", "debootstrap": "debootstrap", "apt-get": "apt"}
@@ -47,8 +47,8 @@ def run(command: list[str], **kwargs) -> subprocess.CompletedProcess:
     return result
 
 
-def build_rootfs(rootfs: Path) -> None:
-    run(["debootstrap", "--variant=minbase", f"--include={','.join(recipe.PACKAGES)}", recipe.SUITE,
+def build_rootfs(rootfs: Path, packages: tuple[str, ...] = recipe.PACKAGES) -> None:
+    run(["debootstrap", "--variant=minbase", f"--include={','.join(packages)}", recipe.SUITE,
          str(rootfs), recipe.MIRROR], stdout=subprocess.DEVNULL)
     # The unprivileged user of a GitHub runner: passwordless sudo, no password of its own.
     run(["chroot", str(rootfs), "useradd", "-m", "-u", str(recipe.RUNNER_UID), "-s", "/bin/bash", recipe.RUNNER_USER])
@@ -92,14 +92,15 @@ def package_versions(rootfs: Path) -> dict[str, str]:
 
 
 def write_manifest(image: Path, kernel_deb: Path, kernel_version: str, order: list[str], digest: str,
-                   package: str, seconds: float) -> dict:
+                   package: str, seconds: float, init: str = "busybox", offline: dict | None = None) -> dict:
     installed = package_versions(image / "rootfs")
     manifest = {
         "schema": "kernodeck.nfsvm-image/v1",
+        "init": init,
         "recipe_sha256": digest,
         "suite": recipe.SUITE,
         "mirror": recipe.MIRROR,
-        "requested_packages": list(recipe.PACKAGES),
+        "requested_packages": list(recipe.packages(init)),
         "kernel_package": package,
         "kernel_package_version": installed.get(package) or kernel_deb.name.split("_")[1],
         "kernel_deb_sha256": sha256_file(kernel_deb),
@@ -111,16 +112,19 @@ def write_manifest(image: Path, kernel_deb: Path, kernel_version: str, order: li
         "packages_sha256": hashlib.sha256(json.dumps(installed, sort_keys=True).encode()).hexdigest(),
         "build_seconds": round(seconds, 1),
     }
+    if offline is not None:
+        manifest["offline_debs"] = offline
     (image / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     return manifest
 
 
-def ensure_image(cache: Path | None = None, log=print) -> tuple[Path, dict]:
-    """The image folder and its manifest: reused when its recipe hash matches, else built (root only)."""
+def ensure_image(cache: Path | None = None, log=print, init: str = "busybox") -> tuple[Path, dict]:
+    """The image folder and its manifest: reused when its recipe hash matches, else built (root only).
+    init "systemd": systemd as PID 1 and nfs-kernel-server only as .debs to install in the VM."""
     cache = cache or recipe.cache_dir()
     package = recipe.kernel_package()
-    digest = recipe.recipe_digest(package)
-    image = cache / f"image-{digest[:16]}"
+    digest = recipe.recipe_digest(package, init)
+    image = cache / (f"image-{digest[:16]}" if init == "busybox" else f"image-{init}-{digest[:16]}")
     manifest_path = image / "manifest.json"
     if manifest_path.exists():
         manifest = json.loads(manifest_path.read_text())
@@ -133,13 +137,15 @@ def ensure_image(cache: Path | None = None, log=print) -> tuple[Path, dict]:
     cache.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix="building-", dir=cache))
     try:
-        build_rootfs(staging / "rootfs")
+        build_rootfs(staging / "rootfs", recipe.packages(init))
+        offline = systemd_image.prepare(staging / "rootfs", staging / "debs") if init == "systemd" else None
         kernel_deb, kernel_version = add_kernel(staging / "rootfs", package, staging / "downloads")
         shutil.copy2(staging / "rootfs" / "boot" / f"vmlinuz-{kernel_version}", staging / "vmlinuz")
         order = initramfs.build(staging / "rootfs", kernel_version, BUSYBOX, staging / "initrd.img")
         manifest = write_manifest(staging, kernel_deb, kernel_version, order, digest, package,
-                                  time.monotonic() - started)
+                                  time.monotonic() - started, init, offline)
         shutil.rmtree(staging / "downloads")
+        shutil.rmtree(staging / "debs", ignore_errors=True)
         if image.exists():
             shutil.rmtree(image)
         staging.rename(image)

@@ -22,6 +22,10 @@ PHASES = ("action", "two_clients", "server_restart", "busy_unmount")  # what a p
 # and adds about two minutes. They run after the others, server_gone last, whatever the order given.
 OPTIONAL_PHASES = ("busy_rename", "server_gone")
 ALL_PHASES = PHASES + OPTIONAL_PHASES
+# The systemd VM (`--init systemd`) runs the action's steps by default, always after the install phase
+# (nfs-kernel-server from its .debs under systemd: tools/nfsvm/postinst.py).
+SYSTEMD_PHASES = ("action",)
+INSTALL_PHASE = "install"
 
 
 def shared_paths(repo: Path, python: Path) -> list[Path]:
@@ -47,27 +51,28 @@ def host_python(python: Path) -> dict:
             "one_site_dir": os.path.realpath(purelib) == os.path.realpath(platlib)}
 
 
-def make_job(repo: Path, phases: list[str], gate_timeout: float) -> tuple[dict, list[dict]]:
+def make_job(repo: Path, phases: list[str], gate_timeout: float, init: str = "busybox") -> tuple[dict, list[dict]]:
     """The job the guest runs. Timeouts are generous: under TCG the gate imports torch in ~20 s idle."""
     python = repo / ".venv" / "bin" / "python"
     shares = [{"tag": f"share{i}", "path": str(path)} for i, path in enumerate(shared_paths(repo, python))]
     order = {name: index + 1 for index, name in enumerate(OPTIONAL_PHASES)}
     phases = sorted(phases, key=lambda name: order.get(name, 0))  # stable: the given order otherwise
-    job = {"repo": str(repo), "python": str(python), "host_python": host_python(python), "phases": phases,
+    job = {"init": init, "repo": str(repo), "python": str(python), "host_python": host_python(python),
+           "phases": phases,
            "shares": shares,
            "gate_timeout": gate_timeout, "fault_gate_timeout": gate_timeout, "restart_delay": 8}
     return job, shares
 
 
 def run(image: Path, cache: Path, phases: list[str], limit_s: float, gate_timeout: float = 420.0,
-        repo: Path = ROOT) -> tuple[dict, Path]:
+        repo: Path = ROOT, init: str = "busybox") -> tuple[dict, Path]:
     """Boot one VM for the phases; returns the boot facts and the folder holding what the guest wrote."""
     runs = cache / "runs"
     runs.mkdir(parents=True, exist_ok=True)
     job_dir = Path(tempfile.mkdtemp(prefix="run-", dir=runs)) / "job"
-    job, shares = make_job(repo, phases, gate_timeout)
+    job, shares = make_job(repo, phases, gate_timeout, init)
     vm.prepare_job(job_dir, job)
-    facts = vm.boot(image, job_dir, shares, limit_s)
+    facts = vm.boot(image, job_dir, shares, limit_s, init)
     return facts, job_dir
 
 

@@ -506,6 +506,10 @@ def phase_function(name: str):
         from nfsvm import busy_rename
 
         return busy_rename.busy_rename_phase
+    if name == "install":  # the systemd VM only: nfs-kernel-server from its .debs, postinst under systemd
+        from nfsvm import postinst
+
+        return postinst.install_phase
     return PHASES[name]
 
 
@@ -541,7 +545,8 @@ class WarmUp:
 RESULT_FILES = {"action": "action/steps.json", "two_clients": "two_clients/two-clients.json",
                 "server_restart": "server_restart/server-restart.json",
                 "busy_unmount": "busy_unmount/busy-unmount.json", "server_gone": "server_gone/server-gone.json",
-                "busy_rename": "busy_rename/busy-rename.json"}
+                "busy_rename": "busy_rename/busy-rename.json",
+                "install": "install/install.json"}
 
 
 def write_missing_result(out: Path, phase: str, reason: str) -> None:
@@ -563,6 +568,10 @@ def run_all(job: dict, out: str, boot_seconds: float) -> None:
         try:
             if name == "action":  # the action's own steps overlap the warm-up until its gate
                 action_phase(job, out_dir, boot_seconds, before_gate=warm.wait)
+            elif name == "install":  # overlaps the warm-up too; the package's versions are known after it
+                phase_function(name)(job, out_dir, boot_seconds)
+                facts.update(versions())
+                (out_dir / "versions.json").write_text(json.dumps(facts, indent=2, sort_keys=True) + "\n")
             else:
                 if name != "busy_rename":  # imports no torch
                     warm.wait()

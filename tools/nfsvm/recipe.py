@@ -13,9 +13,16 @@ MIRROR = os.environ.get("KERNODECK_NFSVM_MIRROR", "http://deb.debian.org/debian"
 # minbase plus what the NFS job needs: the server, Python for the harness, sudo for the runner user,
 # kmod for modprobe (nfsd, veth), util-linux (mount, runuser), procps, iproute2 (netns + veth).
 PACKAGES = ("nfs-kernel-server", "python3", "kmod", "util-linux", "procps", "iproute2", "sudo")
+# The systemd variant (`--init systemd`): systemd is PID 1 as on a runner, and nfs-kernel-server is NOT
+# installed: its .deb and the .debs it needs lie in OFFLINE_DEBS_DIR so that the guest installs it with
+# dpkg while systemd runs, and the package's postinst starts its units as apt-get does on a runner.
+INITS = ("busybox", "systemd")
+SYSTEMD_PACKAGES = tuple(p for p in PACKAGES if p != "nfs-kernel-server") + ("systemd", "systemd-sysv", "dbus")
+OFFLINE_PACKAGE = "nfs-kernel-server"
+OFFLINE_DEBS_DIR = "var/cache/kernodeck-nfsvm-debs"  # in the image's root
 KERNEL_META = "linux-image-amd64"
 # The files whose bytes decide what the image contains: changing one makes a new image.
-RECIPE_FILES = ("recipe.py", "image.py", "initramfs.py", "initramfs_init.sh")
+RECIPE_FILES = ("recipe.py", "image.py", "systemd_image.py", "initramfs.py", "initramfs_init.sh")
 RUNNER_USER = "runner"
 RUNNER_UID = 1001
 
@@ -44,10 +51,15 @@ def kernel_package() -> str:
     return kernels[0]
 
 
-def recipe_digest(kernel: str) -> str:
-    """SHA-256 over the recipe: suite, mirror, package list, kernel name and the builder's own code."""
+def packages(init: str) -> tuple[str, ...]:
+    """What debootstrap installs for the image of that init."""
+    return SYSTEMD_PACKAGES if init == "systemd" else PACKAGES
+
+
+def recipe_digest(kernel: str, init: str = "busybox") -> str:
+    """SHA-256 over the recipe: init, suite, mirror, package list, kernel name and the builder's own code."""
     digest = hashlib.sha256()
-    for part in (SUITE, MIRROR, " ".join(PACKAGES), kernel, RUNNER_USER, str(RUNNER_UID)):
+    for part in (init, SUITE, MIRROR, " ".join(packages(init)), kernel, RUNNER_USER, str(RUNNER_UID)):
         digest.update(part.encode() + b"\0")
     for name in RECIPE_FILES:
         digest.update(name.encode() + b"\0" + (HERE / name).read_bytes() + b"\0")

@@ -135,6 +135,21 @@ def describe_gone(doc: dict) -> str:
             f"{v.get('teardown_detached')}, export left alone {v.get('export_left_alone')}")
 
 
+def install_check(doc: dict | None) -> tuple[bool, str]:
+    """Recomputed from the recorded facts (postinst.judge_install), never from the phase's own ok."""
+    from nfsvm.postinst import judge_install
+
+    if doc is None:
+        return False, "the install phase wrote no result"
+    problems = judge_install(doc)
+    units = doc.get("units") or {}
+    detail = (f"dpkg -i exit {doc.get('dpkg_exit_code')} in {doc.get('seconds')} s, nfs-kernel-server "
+              f"{doc.get('nfs_kernel_server')}, PID 1 {doc.get('pid1')}; after the postinst: nfs-server "
+              f"{units.get('nfs-server.service')}, nfs-mountd {units.get('nfs-mountd.service')}, nfsd threads "
+              f"{doc.get('nfsd_threads')}, grace {doc.get('nfsv4gracetime')} s")
+    return not problems, detail + "".join(f"; {p}" for p in problems)
+
+
 def judge(out: Path, boot: dict, phases: list[str]) -> list[dict]:
     checks = [vm_check(out, boot)]
     table = {
@@ -151,6 +166,7 @@ def judge(out: Path, boot: dict, phases: list[str]) -> list[dict]:
                                                             describe_gone))],
         "busy_rename": [("busy_rename", lambda: phase_check(load(out / "busy_rename", "busy-rename.json"),
                                                             describe_busy_rename))],
+        "install": [("install", lambda: install_check(load(out / "install", "install.json")))],
     }
     for phase in phases:
         for name, run in table[phase]:

@@ -1,0 +1,102 @@
+"""The systemd VM variant (`dev.py nfs --init systemd`) without booting it: its image recipe, its boot
+hand-over, and the install phase's verdict (the runner's state after nfs-kernel-server's postinst)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "tools"))
+from nfsvm import evidence, job, postinst, recipe, systemd_image, verdict, vm  # noqa: E402
+
+GOOD_INSTALL = {"dpkg_exit_code": 0, "nfs_kernel_server": "1:2.6.2-4+deb12u1", "nfsd_threads": "8",
+                "units": {"nfs-server.service": "active", "nfs-mountd.service": "active"}, "pid1": "systemd"}
+
+
+def test_the_systemd_image_lacks_nfs_kernel_server_and_has_systemd_and_its_own_hash():
+    packages = recipe.packages("systemd")
+    assert "nfs-kernel-server" not in packages and {"systemd", "systemd-sysv", "dbus"} <= set(packages)
+    assert "nfs-kernel-server" in recipe.packages("busybox")
+    kernel = "linux-image-6.1.0-57-amd64"
+    assert recipe.recipe_digest(kernel, "systemd") != recipe.recipe_digest(kernel, "busybox")
+    assert recipe.recipe_digest(kernel) == recipe.recipe_digest(kernel, "busybox")
+
+
+def test_the_offline_debs_are_every_inst_line_of_the_simulation_new_and_upgraded():
+    simulation = (
+        "NOTE: This is only a simulation!\n"
+        "Inst keyutils (1.6.3-2 Debian:12.10/stable [amd64])\n"
+        "Inst libc6 [2.36-9] (2.36-9+deb12u10 Debian:12.10/stable, Debian-Security:12/stable-security [amd64])\n"
+        "Inst nfs-kernel-server (1:2.6.2-4+deb12u1 Debian:12.10/stable [amd64])\n"
+        "Conf keyutils (1.6.3-2 Debian:12.10/stable [amd64])\n")
+    assert systemd_image.simulated_installs(simulation) == [
+        ("keyutils", "1.6.3-2"), ("libc6", "2.36-9+deb12u10"), ("nfs-kernel-server", "1:2.6.2-4+deb12u1")]
+
+
+def test_the_image_mounts_tmpfs_for_the_server_starts_the_guest_unit_and_masks_the_login_prompt(tmp_path):
+    (tmp_path / "etc" / "systemd" / "system").mkdir(parents=True)
+    (tmp_path / "etc" / "fstab").write_text("# UNCONFIGURED FSTAB FOR BASE SYSTEM\n")
+    systemd_image.configure(tmp_path)
+    fstab = (tmp_path / "etc" / "fstab").read_text()
+    assert "tmpfs /tmp tmpfs" in fstab and "tmpfs /var/lib/nfs tmpfs" in fstab
+    system = tmp_path / "etc" / "systemd" / "system"
+    link = system / "multi-user.target.wants" / systemd_image.UNIT_NAME
+    assert str(link.readlink()) == f"/etc/systemd/system/{systemd_image.UNIT_NAME}"
+    unit = (system / systemd_image.UNIT_NAME).read_text()
+    assert "ExecStart=/usr/bin/python3 -I -B /nfsvm-job/guest.py" in unit
+    assert "echo o > /proc/sysrq-trigger" in unit  # powers off even when guest.py cannot start
+    assert str((system / "serial-getty@ttyS0.service").readlink()) == "/dev/null"
+
+
+def test_only_the_systemd_boot_hands_over_to_systemd():
+    assert "nfsvm.init=systemd" in vm.kernel_command_line("systemd")
+    assert "nfsvm.init" not in vm.kernel_command_line("busybox")
+    script = (ROOT / "tools" / "nfsvm" / "initramfs_init.sh").read_text()
+    assert "exec switch_root /newroot /lib/systemd/systemd" in script
+    assert "exec switch_root /newroot /usr/bin/python3 -I -B /nfsvm-job/guest.py" in script
+    made, _ = job.make_job(ROOT, ["install", "action"], 420.0, init="systemd")
+    assert made["init"] == "systemd" and made["phases"] == ["install", "action"]
+
+
+def test_the_install_passes_only_when_the_postinst_left_the_runners_state():
+    assert postinst.judge_install(GOOD_INSTALL) == []
+
+
+@pytest.mark.parametrize("change, named", [
+    ({"dpkg_exit_code": 1}, "dpkg -i exited 1"),
+    ({"dpkg_exit_code": None}, "dpkg -i exited None"),
+    ({"nfs_kernel_server": None}, "not installed"),
+    ({"units": {"nfs-server.service": "inactive"}}, "nfs-server.service is 'inactive'"),
+    ({"nfsd_threads": "0"}, "no nfsd started"),
+    ({"nfsd_threads": None}, "no nfsd started"),
+])
+def test_an_install_that_did_not_reproduce_the_runner_fails_naming_why(change, named):
+    problems = postinst.judge_install({**GOOD_INSTALL, **change})
+    assert problems and any(named in p for p in problems)
+
+
+def test_the_install_check_recomputes_from_the_facts_not_the_recorded_ok(tmp_path):
+    folder = tmp_path / "install"
+    folder.mkdir()
+    (folder / "install.json").write_text(json.dumps({**GOOD_INSTALL, "ok": True,
+                                                     "units": {"nfs-server.service": "failed"}}))
+    checks = {c["name"]: c for c in verdict.judge(tmp_path, {"qemu_exit_code": 0}, ["install"])}
+    assert checks["install"]["ok"] is False and "nfs-server.service is 'failed'" in checks["install"]["detail"]
+    (folder / "install.json").write_text(json.dumps(GOOD_INSTALL))
+    checks = {c["name"]: c for c in verdict.judge(tmp_path, {"qemu_exit_code": 0}, ["install"])}
+    assert checks["install"]["ok"] is True
+    (folder / "install.json").unlink()
+    checks = {c["name"]: c for c in verdict.judge(tmp_path, {"qemu_exit_code": 0}, ["install"])}
+    assert checks["install"]["ok"] is False
+
+
+def test_a_systemd_run_is_recorded_with_its_install_and_its_own_readme():
+    assert evidence.FILES["install/install.json"] == "install.json"
+    text = evidence.readme({"init": "systemd", "ok": False, "checks": [{"name": "install", "ok": False}],
+                            "kernel_release": "6.1.0-57-amd64", "nfs_kernel_server": "1:2.6.2-4+deb12u1"})
+    assert "systemd as PID 1" in text and "FAILED: install" in text
+    assert "systemd as PID 1" not in evidence.readme({"ok": True, "checks": []})
