@@ -48,6 +48,8 @@ PACKAGE = "nfs-kernel-server"
 CONF = Path("/etc/nfs.conf.d/kernodeck-platform-runtime.conf")
 EXPORTS = Path("/etc/exports.d/kernodeck-platform-runtime.exports")
 NFSD = Path("/proc/fs/nfsd")
+SYSTEMD_RUN = Path("/run/systemd/system")  # present only when systemd is PID 1 (sd_booted)
+PACKAGED_UNITS = ("nfs-server.service", "nfs-mountd.service")
 STATE_NAME = "nfs-harness-setup.json"
 MOUNT_TIMEOUT_S = 60
 UMOUNT_TIMEOUT_S = 30
@@ -110,13 +112,34 @@ def install_package(state: dict) -> None:
         raise HarnessError(f"{PACKAGE} is not installed after apt-get install")
 
 
+def unit_states(units: tuple[str, ...]) -> dict[str, str | None]:
+    """`systemctl is-active` prints one state per unit named; without that, each state is unknown (None)."""
+    done = subprocess.run(["systemctl", "is-active", *units], capture_output=True, text=True)
+    states = done.stdout.split()
+    return dict(zip(units, states)) if len(states) == len(units) else dict.fromkeys(units)
+
+
+def stop_packaged_units(state: dict) -> None:
+    """On a runner the package's postinst started nfs-server.service (nfsd with the default 90 s grace) and
+    the package's rpc.mountd: stop both and verify that neither still runs, since the harness's own
+    rpc.mountd and nfsd (with its grace time) must be the ones that serve. Seen in the systemd VM:
+    stopping nfs-server also stops nfs-mountd (BindsTo=) on Debian; naming it covers a unit without that."""
+    if not SYSTEMD_RUN.is_dir():
+        state["packaged_server"] = "no systemd: nothing started by the package"
+        return
+    code = privileged(["systemctl", "stop", *PACKAGED_UNITS], check=False).returncode
+    after = unit_states(PACKAGED_UNITS)
+    state["packaged_units_after_stop"] = after
+    running = {unit: value for unit, value in after.items() if value not in ("inactive", "failed")}
+    if running:
+        raise HarnessError(f"the package's units are not verified stopped after systemctl stop (exit {code}): "
+                           f"{running}")
+    state["packaged_server"] = f"systemd units {', '.join(PACKAGED_UNITS)} stopped and verified not active"
+
+
 def stop_packaged_server(state: dict) -> None:
     """The package's systemd unit starts nfsd with the default 90 s grace: stop it, we start our own."""
-    if Path("/run/systemd/system").is_dir():
-        privileged(["systemctl", "stop", "nfs-server"], check=False)
-        state["packaged_server"] = "systemd unit nfs-server stopped"
-    else:
-        state["packaged_server"] = "no systemd: nothing started by the package"
+    stop_packaged_units(state)
     if mounted_source(NFSD) is None:
         privileged(["modprobe", "nfsd"])
         privileged(["mount", "-t", "nfsd", "nfsd", str(NFSD)])

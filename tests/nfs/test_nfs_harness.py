@@ -147,6 +147,66 @@ def test_the_install_is_skipped_only_when_dpkg_says_the_package_is_installed(tmp
     assert "install -y nfs-kernel-server" in (bin_dir / "apt.calls").read_text()
 
 
+def fake_systemctl(bin_dir: Path, server_after: str, mountd_after: str) -> None:
+    """systemctl as the harness calls it: `stop UNITS` (logged) and `is-active UNITS`, one state per line
+    (systemctl(1)), here the states the units are left in after the stop."""
+    fake_bin(bin_dir, "systemctl", f"""echo "$@" >> "$(dirname "$0")/systemctl.calls"
+case "$1" in is-active) printf '{server_after}\\n{mountd_after}\\n'; exit 3;; esac""")
+
+
+@pytest.mark.parametrize("server_after, mountd_after", [("inactive", "inactive"), ("failed", "inactive")])
+def test_under_systemd_the_packaged_server_and_mountd_are_stopped_and_verified(tmp_path, monkeypatch,
+                                                                                server_after, mountd_after):
+    bin_dir = tmp_path / "bin"
+    fake_systemctl(bin_dir, server_after, mountd_after)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    (tmp_path / "systemd").mkdir()
+    monkeypatch.setattr(nfs_harness, "SYSTEMD_RUN", tmp_path / "systemd")
+    state: dict = {}
+    nfs_harness.stop_packaged_units(state)
+    assert (bin_dir / "systemctl.calls").read_text().splitlines()[0] == "stop nfs-server.service nfs-mountd.service"
+    assert state["packaged_units_after_stop"] == {"nfs-server.service": server_after,
+                                                  "nfs-mountd.service": mountd_after}
+    assert "verified not active" in state["packaged_server"]
+
+
+@pytest.mark.parametrize("server_after, mountd_after, named", [
+    ("inactive", "active", "nfs-mountd.service"),          # a packaged rpc.mountd left serving beside ours
+    ("active", "inactive", "nfs-server.service"),          # the stop did not take
+    ("deactivating", "inactive", "nfs-server.service"),
+])
+def test_a_packaged_unit_still_running_after_the_stop_fails_the_setup_naming_it(tmp_path, monkeypatch,
+                                                                                  server_after, mountd_after, named):
+    bin_dir = tmp_path / "bin"
+    fake_systemctl(bin_dir, server_after, mountd_after)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    (tmp_path / "systemd").mkdir()
+    monkeypatch.setattr(nfs_harness, "SYSTEMD_RUN", tmp_path / "systemd")
+    with pytest.raises(nfs_harness.HarnessError, match=named):
+        nfs_harness.stop_packaged_units({})
+
+
+def test_unit_states_that_cannot_be_read_are_not_taken_for_stopped(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    fake_bin(bin_dir, "systemctl", "exit 1")
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    (tmp_path / "systemd").mkdir()
+    monkeypatch.setattr(nfs_harness, "SYSTEMD_RUN", tmp_path / "systemd")
+    with pytest.raises(nfs_harness.HarnessError, match="not verified stopped.*None"):
+        nfs_harness.stop_packaged_units({})
+
+
+def test_without_systemd_nothing_is_stopped(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    fake_systemctl(bin_dir, "active", "active")
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setattr(nfs_harness, "SYSTEMD_RUN", tmp_path / "no-systemd")
+    state: dict = {}
+    nfs_harness.stop_packaged_units(state)
+    assert state == {"packaged_server": "no systemd: nothing started by the package"}
+    assert not (bin_dir / "systemctl.calls").exists()
+
+
 def test_mountinfo_names_the_mount_at_a_path_with_escaped_spaces(tmp_path):
     info = tmp_path / "mountinfo"
     info.write_text("22 1 0:21 / / rw - ext4 /dev/vda rw\n"
