@@ -21,13 +21,13 @@ from core.files import encode_json, sha256_bytes
 from core.provenance import git_state
 
 from . import PREDICATE_VERSION
+from .checkout_hashes import digest_of_files, hash_sources, indexer_files
 from .common import FetchError, InputError, atomic_write_bytes, hash_stream, is_safe_relative, newest_first
 from .github import GitHubClient
 from .judge import Observed, judge_run
 from .logparse import LogScanner
 from .results import MAX_RESULT_BYTES, MAX_SIDECAR_BYTES, REPO_ROOT, SIDECAR_SUFFIX, keep_max, parse_json
 from .runfacts import api_subject, artifact_record, jobs_of_attempt, plan_job, run_record, split_jobs
-from .sources import digest_of_files, hash_sources, indexer_files
 from .statement import make_statement, now_utc
 from .zipsafe import Caps, UnsafeArchive, safe_extract
 

@@ -19,9 +19,9 @@ from core.contract import PLAN_JOB, platform_of, result_artifact_name
 from core.fleet import box_of
 
 from .crossfile import check as cross_check
+from .index_verdict import decide_local, decide_run
 from .results import is_result, parse_json, read_result_bytes, too_large
 from .runfacts import facts_from_api
-from .verdict import decide_local, decide_run
 
 # The fields of a log record that come from scanning its bytes (the rest is how it was fetched).
 LOG_SCAN_FIELDS = ("runner", "error_count", "error_lines", "nonzero_exit_count", "nonzero_exits", "lines",

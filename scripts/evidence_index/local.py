@@ -17,10 +17,10 @@ from core.contract import kind_of
 from core.provenance import git_state
 
 from . import PREDICATE_VERSION
+from .checkout_hashes import digest_of_files, hash_sources, indexer_files
 from .common import InputError, hash_stream, is_safe_relative
 from .judge import Observed, judge_local
 from .results import MAX_RESULT_BYTES, REPO_ROOT, SIDECAR_SUFFIX, keep_max, parse_json, unreadable
-from .sources import digest_of_files, hash_sources, indexer_files
 from .statement import make_statement, now_utc
 
 NOT_RESULTS = ("evidence-index", "evidence-verdict")  # an index (or its verdict) of an earlier run

@@ -7,7 +7,7 @@ from typing import Any
 from core.contract import job_label
 from core.markdown import markdown_cell
 
-from .sources import digest_of_files
+from .checkout_hashes import digest_of_files
 
 
 def _short(digest: str | None) -> str:

@@ -25,12 +25,12 @@ from typing import IO, Any
 from core.contract import parse_strict
 
 from . import PREDICATE_TYPE, PREDICATE_VERSION, STATEMENT_TYPE
+from .checkout_hashes import hash_sources
 from .common import InputError, hash_stream, is_safe_relative
 from .judge import Observed, differences, judge_index
 from .logparse import LogScanner
 from .results import MAX_RESULT_BYTES, SIDECAR_SUFFIX, keep_max, parse_json
 from .runfacts import API_DOCUMENTS, api_subject
-from .sources import hash_sources
 from .zipsafe import UnsafeArchive, safe_extract
 
 KINDS = ("github-run", "local")

@@ -512,7 +512,7 @@ def test_an_index_whose_plan_record_is_edited_still_reads_the_plan_from_the_boun
 
 
 def test_a_plan_job_that_did_not_succeed_fails_the_verdict(tmp_path, real_result):
-    from evidence_index.verdict import decide_run
+    from evidence_index.index_verdict import decide_run
 
     run = plan_run(tmp_path, real_result, ("linux",), "linux")
     predicate = run.index["predicate"]

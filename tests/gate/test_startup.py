@@ -184,8 +184,8 @@ def test_a_result_from_gates_before_this_rule_is_judged_by_its_other_fields():
 
 
 def test_the_index_carries_the_vectors_from_the_result_bytes_into_its_proof():
+    from evidence_index.index_verdict import _gate_document
     from evidence_index.results import _gate_claims
-    from evidence_index.verdict import _gate_document
 
     allowed = gate_result(["LD_PRELOAD"], True)
     claims = _gate_claims(allowed)

@@ -11,7 +11,7 @@ from typing import Any
 
 from core.contract import RESTATING_KINDS, job_label, platform_of, prove_platform
 
-from .sources import digest_of_files
+from .checkout_hashes import digest_of_files
 
 MAX_LISTED = 5
 
