@@ -31,10 +31,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from core.contract import EVIDENCE_VERDICT_SCHEMA_ID as VERDICT_SCHEMA_ID  # noqa: E402
-from core.files import encode_json  # noqa: E402
+from core.files import atomic_write_bytes, encode_json  # noqa: E402
 from evidence_index import PLATFORMS  # noqa: E402
 from evidence_index.build import BuildOptions, build_run_index  # noqa: E402
-from evidence_index.common import FetchError, InputError, atomic_write_bytes, redact_secrets  # noqa: E402
+from evidence_index.common import FetchError, InputError, redact_secrets  # noqa: E402
 from evidence_index.github import GitHubClient  # noqa: E402
 from evidence_index.local import build_local_index  # noqa: E402
 from evidence_index.outputs import load as load_platform_artifacts  # noqa: E402
@@ -165,14 +165,14 @@ def _add_build(commands: argparse._SubParsersAction) -> None:
 
 def _write_outputs(statement: dict, output: Path, summary: Path | None, verdict_output: Path | None = None) -> None:
     data = encode_json(statement)
-    atomic_write_bytes(output, data)
+    atomic_write_bytes(output, data, parents=True)
     if verdict_output is not None:
         verdict = statement["predicate"]["verdict"]
         atomic_write_bytes(verdict_output, encode_json({
             "schema": VERDICT_SCHEMA_ID, "ok": verdict["pass"], "reasons": verdict["reasons"],
             "index": output.name, "index_sha256": hashlib.sha256(data).hexdigest(),
             "subjects": len(statement["subject"]),
-        }))
+        }), parents=True)
     if summary is not None:
         with open(summary, "a", encoding="utf-8", newline="\n") as handle:
             handle.write(render(statement))
@@ -268,7 +268,7 @@ def run_verify(args: argparse.Namespace) -> int:
     else:
         print("\n".join(_verify_lines(report)))
         if args.json is not None:
-            atomic_write_bytes(args.json, encode_json(report.as_dict()))
+            atomic_write_bytes(args.json, encode_json(report.as_dict()), parents=True)
     return VERIFY_EXIT[report.outcome]
 
 

@@ -117,10 +117,14 @@ def fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def atomic_write_bytes(path: Path | str, data: bytes, *, counter: RetryCounter | None = None) -> None:
-    """Replace path with data atomically: the old file stays whole whatever step fails."""
+def atomic_write_bytes(path: Path | str, data: bytes, *, counter: RetryCounter | None = None,
+                       parents: bool = False) -> None:
+    """Replace path with data atomically: the old file stays whole whatever step fails. parents: create the
+    missing folders above it first (an index or report written into a new folder)."""
     path = Path(path)
     directory = path.parent
+    if parents:
+        directory.mkdir(parents=True, exist_ok=True)
     fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}-", suffix=TEMP_SUFFIX, dir=directory)
     try:
         if os.name == "posix":  # mkstemp makes 0600; results and indexes are meant to be read by others

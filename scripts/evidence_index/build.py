@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from core.contract import PLAN_JOB, job_label, kind_of, result_artifact_name
-from core.files import encode_json, sha256_bytes
+from core.files import atomic_write_bytes, encode_json, sha256_bytes
 from core.provenance import git_state
 
 from . import PREDICATE_VERSION
 from .checkout_hashes import digest_of_files, hash_sources, indexer_files
-from .common import FetchError, InputError, atomic_write_bytes, hash_stream, is_safe_relative, newest_first
+from .common import FetchError, InputError, hash_stream, is_safe_relative, newest_first
 from .github import GitHubClient
 from .judge import Observed, judge_run
 from .logparse import LogScanner
@@ -145,7 +145,7 @@ def _bind_api(state: _Build, documents: dict[str, Any]) -> None:
         state.subjects[subject] = sha256_bytes(data)
         state.observed.api[name] = document
         if state.options.logs_dir is not None:
-            atomic_write_bytes(state.options.logs_dir / "api" / f"{name}.json", data)
+            atomic_write_bytes(state.options.logs_dir / "api" / f"{name}.json", data, parents=True)
 
 
 def _source_root(options: BuildOptions, observed: Observed) -> dict[str, Any]:

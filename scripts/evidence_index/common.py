@@ -5,11 +5,9 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable
 from datetime import datetime
-from pathlib import Path
 from typing import IO, Any
 
 # The one atomic writer and file hasher of the project (stdlib only, so the indexer stays light).
-from core.files import atomic_write_bytes as _atomic_write_bytes
 from core.files import sha256_file  # noqa: F401 - re-exported to the indexer's modules
 
 CHUNK = 1024 * 1024
@@ -33,12 +31,6 @@ def redact_secrets(text: str, secrets: Iterable[str | None]) -> str:
         if secret and len(secret) >= 4:
             text = text.replace(secret, "***")
     return text
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """The gate's atomic replace (temp sibling, fsync, os.replace, directory fsync), creating parents."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_write_bytes(path, data)
 
 
 def is_safe_relative(name: str) -> bool:

@@ -12,9 +12,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.files import encode_json
+from core.files import atomic_write_bytes, encode_json
 
-from .common import InputError, atomic_write_bytes
+from .common import InputError
 from .diff import Change, Side, Tolerance, diff_sides, summaries
 from .diffload import Loaded, Unauthentic, load
 from .diffrender import as_document, markdown
@@ -141,7 +141,7 @@ def run_diff(args: argparse.Namespace) -> int:
     print(f"{len(compared.changes)} difference(s)")
     if args.json is not None:
         atomic_write_bytes(args.json, encode_json(as_document(compared.changes, compared.lines, old.side, new.side,
-                                                              tolerance)))
+                                                              tolerance)), parents=True)
     if args.markdown is not None:
         with open(args.markdown, "a", encoding="utf-8", newline="\n") as handle:
             handle.write(markdown(compared.changes, compared.lines, old.side, new.side, tolerance))
@@ -164,7 +164,7 @@ def run_report(args: argparse.Namespace) -> int:
     except Unauthentic as error:
         print(f"not authentic: {error}", file=sys.stderr)
         return DIFF_EXIT["not-authentic"]
-    atomic_write_bytes(args.html, render_report(loaded, baseline).encode("utf-8"))
+    atomic_write_bytes(args.html, render_report(loaded, baseline).encode("utf-8"), parents=True)
     verdict = (loaded.side.verdict or {}).get("pass")
     print(f"report -> {args.html} (verdict {'PASS' if verdict else 'FAIL'})")
     return 0

@@ -30,9 +30,9 @@ sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve
 
 from action_io import annotate, append_summary  # noqa: E402
 from core.contract import ARTIFACT_PREFIX  # noqa: E402
-from core.files import encode_json  # noqa: E402
+from core.files import atomic_write_bytes, encode_json  # noqa: E402
 from evidence_index.baseline import BaselineError, fetch_baseline, workflow_path  # noqa: E402
-from evidence_index.common import InputError, atomic_write_bytes, redact_secrets  # noqa: E402
+from evidence_index.common import InputError, redact_secrets  # noqa: E402
 from evidence_index.diff import Tolerance  # noqa: E402
 from evidence_index.diffload import Loaded, Unauthentic, load  # noqa: E402
 from evidence_index.diffrender import as_document, code_span, markdown  # noqa: E402
@@ -123,12 +123,12 @@ def run(args: argparse.Namespace, env: dict[str, str]) -> int:
     if compared is not None:
         old, new = compared.old.side, compared.new.side
         atomic_write_bytes(args.out_dir / "baseline-diff.json", encode_json(
-            as_document(compared.changes, compared.lines, old, new, compared.tolerance)))
+            as_document(compared.changes, compared.lines, old, new, compared.tolerance)), parents=True)
         text = markdown(compared.changes, compared.lines, old, new, compared.tolerance,
                         f"What changed since baseline run {env['BASELINE_RUN_ID'].strip()}")
-        atomic_write_bytes(args.out_dir / "baseline-diff.md", text.encode("utf-8"))
+        atomic_write_bytes(args.out_dir / "baseline-diff.md", text.encode("utf-8"), parents=True)
         append_summary(text)
-    atomic_write_bytes(args.out_dir / REPORT_NAME, render_report(current, compared).encode("utf-8"))
+    atomic_write_bytes(args.out_dir / REPORT_NAME, render_report(current, compared).encode("utf-8"), parents=True)
     print(f"report -> {args.out_dir / REPORT_NAME}" + (f"; {len(compared.changes)} difference(s) since the baseline"
                                                        if compared is not None else ""))
     return 0

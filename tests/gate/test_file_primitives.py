@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from core.files import (
     CHUNK,
+    atomic_write_bytes,
     atomic_write_json,
     encode_json,
     sha256_bytes,
@@ -107,3 +108,12 @@ def test_every_module_the_gate_and_its_workers_load_is_hashed():
     ours = {Path(path).resolve().relative_to(REPO_ROOT).as_posix() for path in loaded
             if Path(path).resolve().is_relative_to(SCRIPTS.resolve())}
     assert ours and not ours - set(GATE_SOURCES), sorted(ours - set(GATE_SOURCES))
+
+
+def test_the_one_atomic_writer_creates_missing_folders_only_when_asked(tmp_path):
+    target = tmp_path / "new" / "folder" / "index.json"
+    with pytest.raises(FileNotFoundError):
+        atomic_write_bytes(target, b"{}")
+    assert not (tmp_path / "new").exists()
+    atomic_write_bytes(target, b"{}", parents=True)
+    assert target.read_bytes() == b"{}" and [p.name for p in target.parent.iterdir()] == ["index.json"]
