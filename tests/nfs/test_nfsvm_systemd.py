@@ -100,3 +100,25 @@ def test_a_systemd_run_is_recorded_with_its_install_and_its_own_readme():
                             "kernel_release": "6.1.0-57-amd64", "nfs_kernel_server": "1:2.6.2-4+deb12u1"})
     assert "systemd as PID 1" in text and "FAILED: install" in text
     assert "systemd as PID 1" not in evidence.readme({"ok": True, "checks": []})
+
+
+def test_the_committed_systemd_evidence_matches_its_index_and_shows_the_runners_state_after_the_postinst():
+    import subprocess
+
+    folder = ROOT / "evidence" / "nfs-systemd"
+    done = subprocess.run([sys.executable, "-B", str(ROOT / "scripts" / "build_evidence_index.py"), "verify",
+                           str(folder / "evidence-index.json"), "--artifacts", str(folder)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0 and "verdict: PASS (authentic" in done.stdout, done.stdout + done.stderr
+    from tests.conftest import validate
+
+    validate(json.loads((folder / "nfs-harness.json").read_text()), "nfs-harness.schema.json")
+    run = json.loads((folder / "nfs-vm-run.json").read_text())
+    assert run["init"] == "systemd" and run["ok"] is True and all(c["ok"] for c in run["checks"])
+    assert run["git"]["dirty"] is False and run["phases"] == ["install", "action"]
+    install = json.loads((folder / "install.json").read_text())
+    assert postinst.judge_install(install) == [] and install["pid1"] == "systemd"
+    setup = json.loads((folder / "nfs-harness-setup.json").read_text())
+    assert setup["packaged_units_after_stop"] == {"nfs-server.service": "inactive", "nfs-mountd.service": "inactive"}
+    text = "".join(p.read_text() for p in folder.iterdir())
+    assert "/tmp/" not in text and "/root" not in text and str(ROOT) not in text
