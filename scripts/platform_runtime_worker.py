@@ -12,7 +12,7 @@ import runpy
 import sys
 from pathlib import Path
 
-WORKERS = ("fs_worker", "collective_worker", "killed_writer")
+WORKERS = ("fs_worker", "collective_worker", "killed_writer", "torch_record")
 
 
 def yield_cpu_to_the_device_worker() -> None:
@@ -31,7 +31,7 @@ if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in WORKERS:
         sys.stderr.write(f"usage: platform_runtime_worker.py {{{','.join(WORKERS)}}} ARGS...\n")
         sys.exit(2)
-    if sys.argv[1] == "fs_worker":  # not the collective ranks: they share the launcher's session (and weight)
+    if sys.argv[1] in ("fs_worker", "torch_record"):  # not the collective ranks: they share the launcher's session
         yield_cpu_to_the_device_worker()
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     runpy.run_module(f"platform_runtime.{sys.argv.pop(1)}", run_name="__main__", alter_sys=True)

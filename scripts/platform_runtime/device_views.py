@@ -10,7 +10,9 @@ import sys
 import threading
 from pathlib import Path
 
-from platform_runtime import nvidia_driver, procmaps, startup, torch_record
+from core.contract import parse_strict
+
+from platform_runtime import children, nvidia_driver, procmaps, startup, torch_record
 
 
 class DeviceViews:
@@ -20,11 +22,26 @@ class DeviceViews:
         self.mappings: list[procmaps.Mapping] | None = None
         self._record: dict | None = None
         self._thread: threading.Thread | None = None
+        self._process = None
 
     def start_record_check(self) -> None:
-        """Hash torch's files in a daemon thread (a hung file system must not keep the gate from exiting)."""
+        """Hash torch's files in a process of its own at the file-system workers' low weight (in this process it
+        took a full share of the CPU beside the device worker, the gate's critical path), collected by a daemon
+        thread (a hung file system must not keep the gate from exiting)."""
+        command = children.worker_command("torch_record", str(self.site_dir or ""), self.dist_info or "")
+        self._process = children.start(command, env={**os.environ, **startup.WORKER_ENVIRONMENT})
+
         def check() -> None:
-            self._record = torch_record.verify(self.site_dir, self.dist_info)
+            out, _ = self._process.communicate()
+            try:
+                report = parse_strict(out)
+            except ValueError:
+                report = None
+            if not isinstance(report, dict) or self._process.returncode != 0:
+                ended = children.describe_returncode(self._process.returncode)
+                report = {"verified": False, "files": 0, "bytes": 0, "duration_s": 0.0,
+                          "problems": [f"the RECORD check's process ended {ended} without a report"]}
+            self._record = report
 
         self._thread = threading.Thread(target=check, name="torch-record", daemon=True)
         self._thread.start()
@@ -35,6 +52,7 @@ class DeviceViews:
             return torch_record.verify(self.site_dir, self.dist_info)
         self._thread.join(timeout=max(timeout, 0.0))
         if self._record is None:
+            children.kill_tree(self._process)
             return {"verified": False, "files": 0, "bytes": 0, "duration_s": round(timeout, 3),
                     "problems": ["torch's files were still being hashed against its RECORD at the gate's deadline"]}
         return self._record

@@ -15,7 +15,7 @@ import pytest
 from core import trust
 from platform_runtime import nvidia_driver, procmaps, torch_record
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, SCRIPTS
 from tests.gate.test_gate_isolation import FORGED_CUDA_REPORT, bare_venv, fake_torch, run_gate_with
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -213,3 +213,20 @@ def test_the_real_torch_is_verified_and_seen_mapped(gate):
     if sys.platform.startswith("linux"):
         assert views["mapped"]["observed"] == "linux-proc-maps" and "libtorch_cpu.so" in views["mapped"]["torch_lib"]
     assert "driver" not in views and run.result["device"]["build_cross_check"] == []
+
+
+def test_a_record_check_process_that_ends_without_a_report_fails_the_view(monkeypatch):
+    """The RECORD check runs in a process of its own: one that dies or prints nothing is never a verified torch."""
+    from platform_runtime import children, device_views
+
+    monkeypatch.setattr(children, "worker_command", lambda *args: [sys.executable, "-c", "import sys; sys.exit(3)"])
+    views = device_views.DeviceViews(None, None)
+    views.start_record_check()
+    report = views.record_check(timeout=60)
+    assert report["verified"] is False and report["problems"] == [
+        "the RECORD check's process ended with code 3 without a report"]
+
+
+def test_the_record_check_runs_at_the_file_system_workers_low_weight():
+    source = (SCRIPTS / "platform_runtime_worker.py").read_text()
+    assert 'if sys.argv[1] in ("fs_worker", "torch_record"):' in source
