@@ -87,7 +87,8 @@ def test_the_worker_entry_point_runs_only_the_file_system_worker(module):
     completed = subprocess.run([sys.executable, "-I", "-B", str(SCRIPTS / "platform_runtime_worker.py"), *module],
                                capture_output=True, text=True, timeout=60)
     assert completed.returncode == 2 and completed.stdout == ""
-    assert "usage: platform_runtime_worker.py {fs_worker,collective_worker,killed_writer,torch_record}" in completed.stderr
+    usage = "usage: platform_runtime_worker.py {fs_worker,collective_worker,killed_writer,torch_record}"
+    assert usage in completed.stderr
 
 
 def test_every_module_of_the_gate_is_in_the_hashed_source_list():
