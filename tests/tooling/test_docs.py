@@ -169,3 +169,24 @@ def test_an_example_passes_only_inputs_our_action_or_workflow_declares(page, bod
             if declared is not None:
                 unknown = set(step.get("with") or {}) - declared
                 assert not unknown, f"{page}: job {name} passes {sorted(unknown)} to {step['uses']}"
+
+
+TESTED = re.compile(r"<!-- tested as written: (?:the (\w+) job of )?(tests/act/[\w.-]+\.yml)[^>]*-->\n"
+                    r"```yaml\n(.*?)^```", re.M | re.S)
+
+
+def test_the_readme_examples_are_the_workflows_the_act_tests_run():
+    """README's reusable-workflow and action examples are, as YAML, the fixtures tests/steps/test_workflows_act.py
+    runs under act (the cpu job of root-action.yml), so what a user copies has run."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    found = TESTED.findall(text)
+    assert len(found) >= 2, "README marks no example as tested"
+    for job, fixture, body in found:
+        shown, ran = yaml.safe_load(body), yaml.safe_load((ROOT / fixture).read_text(encoding="utf-8"))
+        if job:
+            assert shown["jobs"] == {job: ran["jobs"][job]}, f"README's {job} job differs from {fixture}'s"
+            assert {k: v for k, v in shown.items() if k != "jobs"} == {k: v for k, v in ran.items() if k != "jobs"}
+        else:
+            assert shown == ran, f"README's example differs from {fixture}"
+        act_tests = (ROOT / "tests" / "steps" / "test_workflows_act.py").read_text(encoding="utf-8")
+        assert Path(fixture).name in act_tests, f"{fixture} is not run by the act tests"
