@@ -15,7 +15,7 @@ import pytest
 from tests.conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "tools"))
-from nfsvm import initramfs, interpreter, job, phases, recipe, verdict  # noqa: E402
+from nfsvm import initramfs, interpreter, job, phases, recipe, two_clients_phase, verdict  # noqa: E402
 
 CLI = ROOT / "tools" / "nfsvm" / "cli.py"
 CHECKS = {name: {"ok": True} for name in verdict.GATE_CHECKS}  # flags only: what judge_fault reads
@@ -151,12 +151,12 @@ def appends(writers: int, records: int, drop: int = 0) -> bytes:
 def test_the_unlocked_control_passes_only_when_damage_happened_and_the_gate_checker_caught_it():
     job_ = {"repo": str(ROOT)}
     run = {"writers_per_client": 2, "count_per_writer": 5, "clients": [{"tasks": [{"exit_code": 0}]}] * 2}
-    damaged = phases.judge_appends(job_, run, appends(4, 5, drop=3), locked=False)
+    damaged = two_clients_phase.judge_appends(job_, run, appends(4, 5, drop=3), locked=False)
     assert damaged["damage_observed"] and damaged["caught_by_checker"] and damaged["pass"]
-    intact = phases.judge_appends(job_, run, appends(4, 5), locked=False)
+    intact = two_clients_phase.judge_appends(job_, run, appends(4, 5), locked=False)
     assert intact["damage_observed"] is False and intact["pass"] is False  # nothing shown, nothing proven
-    assert phases.judge_appends(job_, run, appends(4, 5), locked=True)["pass"] is True
-    assert phases.judge_appends(job_, run, appends(4, 5, drop=1), locked=True)["pass"] is False
+    assert two_clients_phase.judge_appends(job_, run, appends(4, 5), locked=True)["pass"] is True
+    assert two_clients_phase.judge_appends(job_, run, appends(4, 5, drop=1), locked=True)["pass"] is False
 
 
 def test_the_committed_nfs_evidence_matches_its_index_and_passed():
@@ -201,14 +201,14 @@ def test_a_result_the_phase_wrote_itself_is_never_replaced(tmp_path):
 def test_a_client_without_a_report_is_named_not_raised(code, reason, budget):
     process = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True)
-    report = phases.client_report(process, time.monotonic() + budget)
+    report = two_clients_phase.client_report(process, time.monotonic() + budget)
     assert reason in report["reason"] and "tasks" not in report and "stderr" in report
 
 
 def test_a_client_report_is_its_last_json_line():
     process = subprocess.Popen([sys.executable, "-c", "print('mounted'); print('{\"tasks\": []}')"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert phases.client_report(process, time.monotonic() + 30) == {"tasks": [], "exit_code": 0}
+    assert two_clients_phase.client_report(process, time.monotonic() + 30) == {"tasks": [], "exit_code": 0}
 
 
 def test_unlocked_writers_write_only_once_every_writer_has_the_file_open(tmp_path):
@@ -240,8 +240,8 @@ def test_the_two_client_tasks_run_the_gate_workers_roles_as_the_gate_starts_them
     workspace.mkdir()
     (workspace / "replace.json").write_bytes(fs_worker.version_document(-1, 0))
     (tmp_path / "stop").touch()  # the reader reads once more, then stops
-    tasks = (phases.client_tasks(job_, "locked.jsonl", tmp_path, tmp_path, range(0, 2), 5)
-             + phases.client_tasks(job_, "replace.json", tmp_path, tmp_path, range(0, 1), 3))
+    tasks = (two_clients_phase.client_tasks(job_, "locked.jsonl", tmp_path, tmp_path, range(0, 2), 5)
+             + two_clients_phase.client_tasks(job_, "replace.json", tmp_path, tmp_path, range(0, 1), 3))
     for task in tasks:
         done = subprocess.run(task["argv"], capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, (task["name"], done.stderr[-500:])

@@ -1,0 +1,232 @@
+"""The two-clients phase: a second NFS client in its own network namespace, locked appends, replaces and the
+unlocked negative control, judged from what the clients and the export hold."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+import traceback
+from pathlib import Path
+
+from nfsvm import phases
+
+
+def second_client_network(export: Path) -> None:
+    """A second network namespace on a veth pair: its mount is a second NFS client (own id and lease)."""
+    phases.root("modprobe", "veth")
+    phases.root("ip", "netns", "add", "c2")
+    phases.root("ip", "link", "add", "nfsv1", "type", "veth", "peer", "name", "nfsv2")
+    phases.root("ip", "link", "set", "nfsv2", "netns", "c2")
+    phases.root("ip", "addr", "add", "10.77.0.1/24", "dev", "nfsv1")
+    phases.root("ip", "link", "set", "nfsv1", "up")
+    phases.root("ip", "-n", "c2", "addr", "add", "10.77.0.2/24", "dev", "nfsv2")
+    phases.root("ip", "-n", "c2", "link", "set", "nfsv2", "up")
+    phases.root("ip", "-n", "c2", "link", "set", "lo", "up")
+    phases.root("exportfs", "-o", "rw,sync,no_subtree_check,insecure,fsid=0", f"10.77.0.2:{export}")
+
+
+def nfsd_clients() -> list[dict]:
+    """The server's own view: one entry per NFSv4 client (its address and client id string)."""
+    found = []
+    for info in sorted(Path("/proc/fs/nfsd/clients").glob("*/info")):
+        try:  # a client the server is expiring or destroying vanishes between the glob and the read
+            text = info.read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(": ", 1) for line in text.splitlines() if ": " in line)
+        found.append({key: fields.get(key, "").strip('"') for key in ("address", "name", "minor version")})
+    return found
+
+
+def client_tasks(job: dict, variant: str, mount: Path, sync: Path, writers: range, count: int) -> list[dict]:
+    py, two = job["python"], f"{job['repo']}/tools/nfsvm/two_clients.py"
+    target = mount / "platform-runtime-twoclients" / variant
+    if variant == "locked.jsonl":
+        return [{"name": f"w{w}", "role": "writer",
+                 "argv": phases.gate_worker(job, "append-writer", str(target), str(w), str(count))} for w in writers]
+    if variant == "unlocked.jsonl":
+        # No unlocked writer of either client writes before all of them have the file open (a barrier in
+        # the local sync folder): the damage is then certain, not a matter of start-up jitter under load.
+        return [{"name": f"w{w}", "role": "writer", "argv": [py, "-B", two, "unlocked-append", str(target),
+                                                             str(w), str(count), "--ready-dir", str(sync),
+                                                             "--writers", str(2 * len(writers))]}
+                for w in writers]
+    tasks = [{"name": f"w{w}", "role": "writer", "argv": phases.gate_worker(job, "replace-writer", str(target), str(w),
+                                                                     str(count))} for w in writers]
+    tasks.append({"name": "reader", "role": "reader", "argv": phases.gate_worker(job, "replace-reader", str(target),
+                                                                          str(sync / "stop"), "200",
+                                                                          "--tolerate-missing")})
+    return tasks
+
+
+def run_variant(job: dict, base: Path, variant: str, per_client: int, count: int) -> dict:
+    """Both clients at once on one file; the bytes are then read on the server side (the export)."""
+    sync = base / "sync"
+    shutil.rmtree(sync, ignore_errors=True)
+    phases.runner_dir(str(sync)).chmod(0o777)
+    two = f"{job['repo']}/tools/nfsvm/two_clients.py"
+    start_at = time.time() + 4  # both clients' Python must be up before the first write
+    commands = []
+    for index, (mount, prefix) in enumerate(((base / "mount1", []), (base / "mount2", ["ip", "netns", "exec", "c2",
+                                                                                        "unshare", "--uts"]))):
+        tasks_file = base / f"tasks-{index + 1}.json"
+        writers = range(index * per_client, (index + 1) * per_client)
+        tasks_file.write_text(json.dumps(client_tasks(job, variant, mount, sync, writers, count)))
+        extra = ["--mount", "10.77.0.1:/", str(mount), "--hostname", "nfsvm-client2"] if index else []
+        commands.append([*prefix, "/usr/bin/python3", "-I", "-B", two, "client", "--tasks", str(tasks_file),
+                         "--sync", str(sync), "--name", f"c{index + 1}", "--peers", "c1,c2",
+                         "--start-at", str(start_at), "--limit", str(CLIENT_LIMIT_S), *extra])
+    started = time.monotonic()
+    processes = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for c in commands]
+    time.sleep(6)
+    clients = nfsd_clients()
+    reports = [client_report(process, started + CLIENT_BUDGET_S) for process in processes]
+    seconds = round(time.monotonic() - started, 2)
+    return {"variant": variant, "clients": reports, "nfsd_clients_during_run": clients, "seconds": seconds,
+            "writers_per_client": per_client, "count_per_writer": count}
+
+
+# A client's own budget: its mount (60 s), the start instant (4 s), its tasks (CLIENT_LIMIT_S) and its
+# unmount (60 s). The host waits that long plus a margin, then kills it and says so: never an exception.
+CLIENT_LIMIT_S = 240.0
+CLIENT_BUDGET_S = 60 + 4 + CLIENT_LIMIT_S + 60 + 20
+
+
+def client_report(process: subprocess.Popen, give_up: float) -> dict:
+    """One client's JSON report, or why there is none (killed past its budget, a crash, no JSON line)."""
+    try:
+        stdout, stderr = process.communicate(timeout=max(1.0, give_up - time.monotonic()))
+        reason = None
+    except subprocess.TimeoutExpired:
+        process.kill()
+        stdout, stderr = process.communicate()
+        reason = f"killed: still running {CLIENT_BUDGET_S:.0f} s after the start"
+    lines = [line for line in stdout.splitlines() if line.strip()]
+    print(f"client exit {process.returncode}; stderr: {stderr[-2000:]}", flush=True)
+    if reason is None and process.returncode == 0 and lines:
+        try:
+            return {**json.loads(lines[-1]), "exit_code": 0}
+        except ValueError:
+            reason = "its last line is not JSON"
+    return {"exit_code": process.returncode, "reason": reason or f"exited {process.returncode}",
+            "stdout": stdout[-1000:], "stderr": stderr[-2000:]}
+
+
+def failed_tasks(run: dict) -> list[str]:
+    """'<client>/<task>: <why it ended>' for each role that failed, and each client that gave no report."""
+    found = []
+    for index, report in enumerate(run.get("clients", []), 1):
+        if "tasks" not in report:
+            found.append(f"c{index}: {report.get('reason') or 'no report'}")
+        for task in report.get("tasks", []):
+            if task.get("exit_code") != 0:
+                found.append(f"{report.get('client', f'c{index}')}/{task.get('name')}: "
+                             f"{task.get('reason') or 'exited ' + str(task.get('exit_code'))}")
+    return found
+
+
+def judge_appends(job: dict, run: dict, data: bytes, locked: bool) -> dict:
+    jsonl, _ = phases.gate_code(job)
+    writers = 2 * run["writers_per_client"]
+    verdict = jsonl.verify_records(data, writers, run["count_per_writer"])
+    expected_bytes = sum(len(jsonl.record_line(w, q)) for w in range(writers) for q in range(run["count_per_writer"]))
+    # An independent measure of damage, not the checker's: fewer bytes than were written means overwrites.
+    verdict.update({"bytes_expected": expected_bytes, "bytes_found": len(data),
+                    "writers_exited_0": all(t.get("exit_code") == 0 for c in run["clients"]
+                                            for t in c.get("tasks", [])) and all("tasks" in c for c in run["clients"])})
+    verdict["failed_tasks"] = failed_tasks(run)
+    if locked:
+        verdict["pass"] = verdict["ok"] and verdict["writers_exited_0"]
+    else:
+        verdict["damage_observed"] = len(data) != expected_bytes or verdict["lines"] != verdict["expected_records"]
+        verdict["caught_by_checker"] = verdict["ok"] is False
+        verdict["pass"] = verdict["damage_observed"] and verdict["caught_by_checker"]
+    return verdict
+
+
+def judge_replace(job: dict, run: dict, final: bytes) -> dict:
+    _, fs_worker = phases.gate_code(job)
+    tasks = [t for c in run["clients"] for t in c.get("tasks", [])]
+    readers = [t.get("result") or {} for t in tasks if t.get("role") == "reader"]
+    writers_ok = len(tasks) == 2 * (run["writers_per_client"] + 1) and all(t.get("exit_code") == 0 for t in tasks)
+    version = fs_worker.parse_version(final)
+    seen = {tuple(v) for r in readers for v in r.get("versions", [])}
+    verdict = {"reads": sum(r.get("reads", 0) for r in readers),
+               "partial_reads": sum(r.get("partial_reads", 0) for r in readers),
+               "missing_reads": sum(r.get("missing_reads", 0) for r in readers),
+               "distinct_versions_seen": len(seen), "writers_seen": sorted({w for w, _ in seen}),
+               "final_version": list(version) if version else None, "tasks_exited_0": writers_ok,
+               "failed_tasks": failed_tasks(run),
+               "writer_busy_rename_retries": sum((t.get("result") or {}).get("busy_rename_retries", 0)
+                                                 for t in tasks if t.get("role") == "writer")}
+    verdict["pass"] = (writers_ok and verdict["partial_reads"] == 0 and version is not None
+                       and version[1] == run["count_per_writer"] - 1 and len(readers) == 2)
+    return verdict
+
+
+VARIANTS = (("locked.jsonl", 2, 100, "locked"), ("replace.json", 1, 30, "replace"),
+            ("unlocked.jsonl", 2, 300, "unlocked"))
+
+
+def two_clients_variants(job: dict, base: Path, export: Path, workspace: str, result: dict) -> None:
+    """The three variants in turn; each verdict lands in result as soon as it exists."""
+    second_client_network(export)
+    phases.runner_dir(str(export / workspace)).chmod(0o755)
+    _, fs_worker = phases.gate_code(job)
+    (export / workspace / "replace.json").write_bytes(fs_worker.version_document(-1, 0))
+    shutil.chown(export / workspace / "replace.json", phases.RUNNER, phases.RUNNER)
+    variants = result["variants"] = {}
+    for variant, per_client, count, kind in VARIANTS:
+        run = variants[kind] = run_variant(job, base, variant, per_client, count)
+        target = export / workspace / variant
+        if not target.exists():
+            run["verdict"] = {"pass": False, "reason": f"{variant} was never written on the export"}
+            continue
+        data = target.read_bytes()
+        run["verdict"] = (judge_replace(job, run, data) if kind == "replace"
+                          else judge_appends(job, run, data, kind == "locked"))
+        phases.log(f"two clients {kind}: {run['verdict']}")
+
+
+def variants_reason(variants: dict) -> str | None:
+    """'failed: replace (c2/w1: OSError: Text file busy); not run: unlocked', or None when all passed."""
+    failed = [kind + "".join(f" ({why})" for why in run.get("verdict", {}).get("failed_tasks", [])[:3])
+              for kind, run in variants.items() if not run.get("verdict", {}).get("pass")]
+    missing = [kind for *_, kind in VARIANTS if kind not in variants]
+    if not failed and not missing:
+        return None
+    return f"failed: {', '.join(failed) or '-'}; not run: {', '.join(missing) or '-'}"
+
+
+def two_clients_phase(job: dict, out: Path, _boot: float) -> dict:
+    base = phases.runner_dir("/tmp/two-clients")
+    export, workspace = base / "export", "platform-runtime-twoclients"
+    result: dict = {"schema": "kernodeck.nfsvm-two-clients/v1", "ok": False}
+    setup = phases.harness(job, "setup", "--export", str(export), "--mount", str(base / "mount1"),
+                           "--grace-seconds", "10")
+    phases.runner_dir(str(base / "mount2"))
+    if setup["exit_code"] != 0:
+        result["reason"] = f"harness setup exited {setup['exit_code']}"
+    else:
+        try:
+            two_clients_variants(job, base, export, workspace, result)
+        except Exception as error:  # named in the result; the teardown below still runs
+            result["reason"] = f"raised {type(error).__name__}: {error}"
+            result["traceback"] = traceback.format_exc()[-3000:]
+            phases.log(f"two clients: {result['reason']}")
+        reason = variants_reason(result.get("variants", {}))
+        if reason:
+            result.setdefault("reason", reason)
+    gate_like = phases.fake_gate_result(base, workspace)
+    result["teardown"] = phases.harness(job, "teardown", "--export", str(export), "--mount", str(base / "mount1"),
+                                 "--gate-result", str(gate_like), "--record", str(base / "nfs-harness.json"))
+    if result["teardown"]["exit_code"] != 0:
+        result.setdefault("reason", f"teardown exited {result['teardown']['exit_code']}")
+    result["ok"] = "reason" not in result
+    (out / "two_clients").mkdir(parents=True, exist_ok=True)
+    if (base / "nfs-harness.json").exists():
+        shutil.copy2(base / "nfs-harness.json", out / "two_clients" / "nfs-harness.json")
+    (out / "two_clients" / "two-clients.json").write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    return result
