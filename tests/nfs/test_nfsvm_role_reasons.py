@@ -52,5 +52,5 @@ def test_the_replace_variants_verdict_and_the_phase_detail_name_the_failed_role(
 
 
 def test_a_client_without_a_report_is_named_with_its_reason():
-    assert two_clients_phase.failed_tasks({"clients": [{"exit_code": None, "reason": "killed: still running 384 s"}]}) == \
-        ["c1: killed: still running 384 s"]
+    run = {"clients": [{"exit_code": None, "reason": "killed: still running 384 s"}]}
+    assert two_clients_phase.failed_tasks(run) == ["c1: killed: still running 384 s"]
