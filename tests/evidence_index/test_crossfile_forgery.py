@@ -65,7 +65,8 @@ def reprise(folder: Path) -> Path:
 
 def test_the_untouched_run_local_copy_stays_authentic(tmp_path):
     code, report = rebuild_and_verify(copy(tmp_path, "local/run-local"))
-    assert report["outcome"] == "fail" and code == 1, report["problems"]
+    # Authentic: it passes, or (once the gate's sources move on after the recording) fails on that alone.
+    assert (report["outcome"], code) in (("pass", 0), ("fail", 1)) and not report["problems"], report["problems"]
     assert all("source file(s) differ from this checkout" in r for r in report["verdict"]["reasons"])
 
 
