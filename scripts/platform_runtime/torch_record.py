@@ -50,15 +50,34 @@ def parse_record(text: str) -> list[tuple[str, str | None, int | None]]:
     return rows
 
 
-def _unlisted(site_dir: Path, listed: set[str]) -> list[str]:
-    """Files in site_dir/torch that RECORD does not name (nothing installed them: someone added them)."""
-    found = []
+def own_bytecode_source(relative: str) -> str | None:
+    """The source a `__pycache__` file is the interpreter's own bytecode of: `<dir>/__pycache__/<stem>.<this
+    interpreter's cache tag>[.opt-N].pyc` -> `<dir>/<stem>.py`; None for any other name."""
+    folder, _, name = relative.rpartition("/__pycache__/")
+    tag = sys.implementation.cache_tag
+    if not folder or not name.endswith(".pyc") or tag is None:
+        return None
+    stem, dot, rest = name[:-len(".pyc")].partition(f".{tag}")
+    return f"{folder}/{stem}.py" if stem and dot and rest in ("", ".opt-1", ".opt-2") else None
+
+
+def _unlisted(site_dir: Path, listed: dict[str, str | None]) -> tuple[list[str], int]:
+    """(files in site_dir/torch that RECORD does not name, how many of the rest are bytecode Python wrote).
+    An installer that compiles nothing (uv) lists no .pyc, and the first import without -B then writes one
+    beside each module: such a file, named for a source RECORD lists with its hash, is counted, not refused.
+    Its bytes are not checked (docs/gate.md#threat-model); anything else unlisted is."""
+    found, bytecode = [], 0
     for folder, _, files in os.walk(site_dir / "torch"):
         for name in files:
             relative = os.path.relpath(os.path.join(folder, name), site_dir).replace(os.sep, "/")
-            if relative not in listed:
+            if relative in listed:
+                continue
+            source = own_bytecode_source(relative)
+            if source is not None and listed.get(source):
+                bytecode += 1
+            else:
                 found.append(relative)
-    return sorted(found)
+    return sorted(found), bytecode
 
 
 def verify(site_dir: Path | None, dist_info: str | None) -> dict:
@@ -90,7 +109,8 @@ def verify(site_dir: Path | None, dist_info: str | None) -> dict:
             report["bytes"] += actual_size
             if digest != expected or (size is not None and size != actual_size):
                 mismatched.append(path)
-        unlisted = _unlisted(site_dir, {path for path, _, _ in rows} | {f"{dist_info}/RECORD"})
+        unlisted, report["bytecode_unlisted"] = _unlisted(
+            site_dir, {**{path: expected for path, expected, _ in rows}, f"{dist_info}/RECORD": None})
         for label, names in (("differ from torch's RECORD", mismatched), ("listed in torch's RECORD are missing",
                              missing), ("in the torch package are not in its RECORD", unlisted)):
             if names:

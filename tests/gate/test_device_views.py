@@ -119,15 +119,35 @@ def test_a_torch_whose_files_match_its_record_verifies(tmp_path):
     assert report["bytes"] == sum(len(v) for v in FILES.values())
 
 
+def test_bytecode_this_interpreter_wrote_for_a_listed_module_is_counted_not_refused(tmp_path):
+    """uv lists no .pyc in RECORD (with --compile-bytecode too), and the first import without -B writes one beside
+    each module: counted, its bytes unchecked (docs/gate.md#threat-model), never taken for a planted file."""
+    import sys
+
+    dist = installed_torch(tmp_path, FILES)
+    (tmp_path / "torch" / "__pycache__").mkdir()
+    tag = sys.implementation.cache_tag
+    (tmp_path / "torch" / "__pycache__" / f"version.{tag}.pyc").write_bytes(b"written on import")
+    (tmp_path / "torch" / "__pycache__" / f"version.{tag}.opt-1.pyc").write_bytes(b"written with -O")
+    report = torch_record.verify(tmp_path, dist)
+    assert report["verified"] is True and report["bytecode_unlisted"] == 2, report["problems"]
+    assert torch_record.own_bytecode_source(f"torch/__pycache__/version.{tag}.pyc") == "torch/version.py"
+    assert torch_record.own_bytecode_source("torch/__pycache__/version.cpython-299.pyc") is None
+    assert torch_record.own_bytecode_source(f"torch/version.{tag}.pyc") is None
+
+
 @pytest.mark.parametrize("edit, words", [
     (lambda site: (site / "torch" / "__init__.py").write_bytes(b"x = 2\n"), "1 file(s) differ from torch's RECORD: "
                                                                              "torch/__init__.py"),
     (lambda site: (site / "torch" / "lib" / "libtorch_cuda.so").unlink(), "are missing: torch/lib/libtorch_cuda.so"),
     (lambda site: (site / "torch" / "_planted.py").write_text("import os\n"), "not in its RECORD: torch/_planted.py"),
-    (lambda site: (site / "torch" / "__pycache__").mkdir() or (site / "torch" / "__pycache__" / "version.cpython-311"
+    (lambda site: (site / "torch" / "__pycache__").mkdir() or (site / "torch" / "__pycache__" / "_planted.cpython-311"
+                                                                ".pyc").write_bytes(b"forged"), "not in its RECORD"),
+    (lambda site: (site / "torch" / "__pycache__").mkdir() or (site / "torch" / "__pycache__" / "version.cpython-299"
                                                                 ".pyc").write_bytes(b"forged"), "not in its RECORD"),
 ])
 def test_a_torch_edited_after_install_does_not_verify(tmp_path, edit, words):
+    """Bytecode of a module RECORD does not list, or of another interpreter, is refused like any planted file."""
     dist = installed_torch(tmp_path, FILES)
     edit(tmp_path)
     report = torch_record.verify(tmp_path, dist)
