@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, SCRIPTS
-from tests.evidence_index.fake_github import FakeGitHub, make_zip, source_hashes, standard_run
+from tests.evidence_index.fake_github import FakeGitHub, make_zip, measured_checks, source_hashes, standard_run
 
 CLI = SCRIPTS / "build_evidence_index.py"
 FILESYSTEMS = ROOT / "evidence" / "local" / "filesystems"
@@ -132,7 +132,9 @@ def test_a_duration_beyond_the_stated_tolerance_is_a_check_difference(tmp_path):
 
     new = seeded_tmpfs(edit, tmp_path)
     assert cli("diff", FILESYSTEMS / TMPFS, new, "--json", tmp_path / "d.json").returncode == 1
-    assert records(tmp_path / "d.json") == {("linux", "check", "checks.concurrent_replace.duration_s", "1.561", "9.0")}
+    recorded = json.loads((FILESYSTEMS / TMPFS).read_text())["checks"]["concurrent_replace"]["duration_s"]
+    assert records(tmp_path / "d.json") == {("linux", "check", "checks.concurrent_replace.duration_s",
+                                             json.dumps(recorded), "9.0")}
     assert cli("diff", FILESYSTEMS / TMPFS, new, "--duration-seconds", "10").returncode == 0
     tolerance = json.loads((tmp_path / "d.json").read_text())["tolerance"]
     assert tolerance == {"duration_seconds": 0.5, "duration_ratio": 0.5}
@@ -277,9 +279,10 @@ def test_two_run_indexes_are_diffed_platform_by_platform_without_run_ids(tmp_pat
                old / "logs", "--new-artifacts", new / "artifacts", "--new-logs", new / "logs", "--json",
                tmp_path / "d.json")
     assert done.returncode == 1, done.stdout + done.stderr
+    measured = measured_checks("cuda", True)["jsonl_append"]["duration_s"]  # the fake's real measurements
     assert records(tmp_path / "d.json") == {
         ("cuda", "environment", "device.torch.version", '"2.11.0+cu130"', '"2.14.0+cu130"'),
-        ("cuda", "check", "checks.jsonl_append.duration_s", "2.18", "30.0"),  # the fake's real measurements
+        ("cuda", "check", "checks.jsonl_append.duration_s", json.dumps(measured), "30.0"),
     }
     summary = dict(line.split(": ", 1) for line in done.stdout.splitlines() if ": " in line)
     assert summary["linux"] == "no differences" and summary["cuda"].startswith("environment: device.torch")
