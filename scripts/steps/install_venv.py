@@ -133,9 +133,7 @@ def _uv_step(uv: Path, python: Path, cache, requirements: Path, step: Step, sour
     done = _run(installer.uv_install(uv, python, cache, requirements, step.index, sources, hashed), env)
     if done.returncode == 0:
         return cache
-    kind, package = installer.classify(done.stderr)
-    if kind == "hash":
-        raise InstallError(f"hash mismatch for {package}: the file does not match the lock ({step.label})")
+    kind = _why_failed(done.stderr, step)
     if kind == "network":
         raise InstallError(f"cannot reach the index {step.index or 'configured for ' + step.label}: "
                            f"{installer._tail(done.stderr, 3)}")
@@ -146,9 +144,7 @@ def _uv_step(uv: Path, python: Path, cache, requirements: Path, step: Step, sour
         done = _run(installer.uv_install(uv, python, None, requirements, step.index, sources, hashed), env)
         if done.returncode == 0:
             return None
-        kind, package = installer.classify(done.stderr)
-        if kind == "hash":
-            raise InstallError(f"hash mismatch for {package}: the file does not match the lock ({step.label})")
+        _why_failed(done.stderr, step)
     note = f"uv failed ({installer._tail(done.stderr, 2)}): falling back to pip"
     _log(f"::warning title=install::{note}")
     outcome.notes.append(note)
@@ -158,10 +154,17 @@ def _uv_step(uv: Path, python: Path, cache, requirements: Path, step: Step, sour
 def _pip_step(python: Path, requirements: Path, step: Step, hashed: bool) -> None:
     done = _run(installer.pip_install(python, requirements, step.index, hashed))
     if done.returncode != 0:
-        kind, package = installer.classify(done.stderr + done.stdout)
-        if kind == "hash":
-            raise InstallError(f"hash mismatch for {package}: the file does not match the lock ({step.label})")
+        _why_failed(done.stderr + done.stdout, step)
         raise InstallError(f"pip failed installing {step.label}: {installer._tail(done.stderr, 3)}")
+
+
+def _why_failed(output: str, step: Step) -> str:
+    """The kind of a failed install (installer.classify); a hash mismatch stops here, the package named:
+    no installer, no cache and no fallback may get past a file the lock does not vouch for."""
+    kind, package = installer.classify(output)
+    if kind == "hash":
+        raise InstallError(f"hash mismatch for {package}: the file does not match the lock ({step.label})")
+    return kind
 
 
 def _repair_corrupt_cache(uv, python: Path, cache, steps: list[Step], folder: str, sources: list[str],
