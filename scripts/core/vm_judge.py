@@ -1,5 +1,5 @@
 """The NFS VM's phase records (tools/nfsvm): the two-clients record's verdicts re-derived from the counts beside
-them, as tools/nfsvm/phases.py derives them, so tools/nfsvm/verdict.py never takes a recorded `pass` or `ok`.
+them, as tools/nfsvm/phases.py derives them, so tools/nfsvm/run_checks.py never takes a recorded `pass` or `ok`.
 Answers (reasons, forged) like the other judges in core. Stdlib only."""
 
 from __future__ import annotations

@@ -98,16 +98,16 @@ def test_a_two_clients_record_whose_verdict_outlives_its_counts_is_refused(chang
 
 def test_the_vm_verdict_takes_the_gate_and_the_harness_from_the_one_judge(tmp_path):
     sys.path.insert(0, str(ROOT / "tools"))
-    from nfsvm import verdict
+    from nfsvm import run_checks
 
     gate = json.loads((EVIDENCE / "nfs" / "platform-runtime-nfs.json").read_text())
-    assert verdict.gate_check(gate)[0] is True
+    assert run_checks.gate_check(gate)[0] is True
     gate["checks"]["jsonl_append"]["missing"] = 7  # its ok left true
-    ok, detail = verdict.gate_check(gate)
+    ok, detail = run_checks.gate_check(gate)
     assert ok is False and "checks.jsonl_append.missing is 7" in detail
     harness = json.loads((EVIDENCE / "nfs" / "nfs-harness.json").read_text())
     setup = json.loads((EVIDENCE / "nfs" / "nfs-harness-setup.json").read_text())
-    assert verdict.harness_check(harness, setup, gate)[0] is True
+    assert run_checks.harness_check(harness, setup, gate)[0] is True
     harness["export_side_delete"]["workspace"] = "platform-runtime-000000000000"
-    ok, detail = verdict.harness_check(harness, setup, gate)
+    ok, detail = run_checks.harness_check(harness, setup, gate)
     assert ok is False and "the gate's workspace_cleanup.workspace" in detail

@@ -11,7 +11,7 @@ import time
 from tests.conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "tools"))
-from nfsvm import phases, two_clients, two_clients_phase, verdict  # noqa: E402
+from nfsvm import phases, run_checks, two_clients, two_clients_phase  # noqa: E402
 
 
 def test_a_role_that_printed_its_reason_is_named_by_it():
@@ -44,7 +44,7 @@ def test_the_replace_variants_verdict_and_the_phase_detail_name_the_failed_role(
     judged = two_clients_phase.judge_replace({"repo": str(ROOT), "python": sys.executable}, run,
                                   fs_worker.version_document(0, 2))
     assert judged["pass"] is False and judged["failed_tasks"] == ["c2/w1: OSError: Text file busy"]
-    detail = verdict.describe_two_clients({"variants": {"replace": {"verdict": judged}}})
+    detail = run_checks.describe_two_clients({"variants": {"replace": {"verdict": judged}}})
     assert "replace FAILED (c2/w1: OSError: Text file busy)" in detail
     variants = {"locked": {"verdict": {"pass": True}}, "replace": {"verdict": judged}}
     assert two_clients_phase.variants_reason(variants) == \

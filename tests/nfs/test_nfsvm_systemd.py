@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "tools"))
-from nfsvm import evidence, job, postinst, recipe, systemd_image, verdict, vm  # noqa: E402
+from nfsvm import evidence, job, postinst, recipe, run_checks, systemd_image, vm  # noqa: E402
 
 GOOD_INSTALL = {"dpkg_exit_code": 0, "nfs_kernel_server": "1:2.6.2-4+deb12u1", "nfsd_threads": "8",
                 "units": {"nfs-server.service": "active", "nfs-mountd.service": "active"}, "pid1": "systemd"}
@@ -84,13 +84,13 @@ def test_the_install_check_recomputes_from_the_facts_not_the_recorded_ok(tmp_pat
     folder.mkdir()
     (folder / "install.json").write_text(json.dumps({**GOOD_INSTALL, "ok": True,
                                                      "units": {"nfs-server.service": "failed"}}))
-    checks = {c["name"]: c for c in verdict.judge(tmp_path, {"qemu_exit_code": 0}, ["install"])}
+    checks = {c["name"]: c for c in run_checks.judge(tmp_path, {"qemu_exit_code": 0}, ["install"])}
     assert checks["install"]["ok"] is False and "nfs-server.service is 'failed'" in checks["install"]["detail"]
     (folder / "install.json").write_text(json.dumps(GOOD_INSTALL))
-    checks = {c["name"]: c for c in verdict.judge(tmp_path, {"qemu_exit_code": 0}, ["install"])}
+    checks = {c["name"]: c for c in run_checks.judge(tmp_path, {"qemu_exit_code": 0}, ["install"])}
     assert checks["install"]["ok"] is True
     (folder / "install.json").unlink()
-    checks = {c["name"]: c for c in verdict.judge(tmp_path, {"qemu_exit_code": 0}, ["install"])}
+    checks = {c["name"]: c for c in run_checks.judge(tmp_path, {"qemu_exit_code": 0}, ["install"])}
     assert checks["install"]["ok"] is False
 
 

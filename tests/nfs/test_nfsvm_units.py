@@ -11,14 +11,15 @@ import time
 from pathlib import Path
 
 import pytest
+from core.contract import GATE_CHECKS
 
 from tests.conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "tools"))
-from nfsvm import initramfs, interpreter, job, phases, recipe, two_clients_phase, verdict  # noqa: E402
+from nfsvm import initramfs, interpreter, job, phases, recipe, run_checks, two_clients_phase  # noqa: E402
 
 CLI = ROOT / "tools" / "nfsvm" / "cli.py"
-CHECKS = {name: {"ok": True} for name in verdict.GATE_CHECKS}  # flags only: what judge_fault reads
+CHECKS = {name: {"ok": True} for name in GATE_CHECKS}  # flags only: what judge_fault reads
 GOOD_GATE = {"ok": True, "exit_code": 0, "checks": CHECKS, "failures": [],
              "filesystem": {"type": "nfs4", "nfs_version": "4.2"}, "requirements": [{"name": "nfs", "ok": True}]}
 
@@ -97,8 +98,8 @@ REAL_CHECKS = REAL_GATE["checks"]
 ])
 def test_the_gate_verdict_fails_on_any_missing_or_failed_proof(change):
     """Judged by the one judge (core.contract): flags re-derived from the facts, never taken as recorded."""
-    assert verdict.gate_check(REAL_GATE)[0] is True
-    assert verdict.gate_check({**REAL_GATE, **change})[0] is False
+    assert run_checks.gate_check(REAL_GATE)[0] is True
+    assert run_checks.gate_check({**REAL_GATE, **change})[0] is False
 
 
 def test_a_restart_verdict_refuses_a_false_pass_a_hang_and_an_overrun():
@@ -133,11 +134,11 @@ def test_the_cli_refuses_unknown_phases(tmp_path):
 
 
 def test_a_run_without_results_fails_every_phase_check(tmp_path):
-    checks = verdict.judge(tmp_path, {"qemu_exit_code": 0, "timed_out": False}, list(job.PHASES))
+    checks = run_checks.judge(tmp_path, {"qemu_exit_code": 0, "timed_out": False}, list(job.PHASES))
     assert [c["name"] for c in checks if not c["ok"]] == ["gate", "harness", "two_clients", "server_restart",
                                                           "busy_unmount"]
     (tmp_path / "guest-error.txt").write_text("Traceback")
-    assert verdict.judge(tmp_path, {"qemu_exit_code": 0, "timed_out": False}, [])[0]["ok"] is False
+    assert run_checks.judge(tmp_path, {"qemu_exit_code": 0, "timed_out": False}, [])[0]["ok"] is False
     assert json.dumps(checks)
 
 
@@ -177,7 +178,7 @@ def test_the_committed_nfs_evidence_matches_its_index_and_passed():
 def test_a_phase_that_raised_fails_the_vm_check_naming_the_exception_and_leaves_a_result(tmp_path):
     (tmp_path / "two_clients-error.txt").write_text("Traceback (most recent call last):\n  ...\nKeyError: 'tasks'\n")
     phases.write_missing_result(tmp_path, "two_clients", "the phase raised KeyError: 'tasks'")
-    checks = {c["name"]: c for c in verdict.judge(tmp_path, {"qemu_exit_code": 0, "timed_out": False},
+    checks = {c["name"]: c for c in run_checks.judge(tmp_path, {"qemu_exit_code": 0, "timed_out": False},
                                                   ["two_clients"])}
     assert checks["vm"]["ok"] is False and "two_clients-error.txt: KeyError: 'tasks'" in checks["vm"]["detail"]
     assert checks["two_clients"]["ok"] is False

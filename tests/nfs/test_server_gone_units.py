@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "tools"))
-from nfsvm import busy_rename, job, phases, server_gone, verdict  # noqa: E402
+from nfsvm import busy_rename, job, phases, run_checks, server_gone  # noqa: E402
 
 STUCK = [{"pid": 501, "name": "python3", "state": "D"}]
 GATE = {"ok": False, "exit_code": 3, "failures": ["jsonl_append: did not finish within 90 s (the gate's --timeout)"],
@@ -54,11 +54,11 @@ def test_each_broken_promise_fails_the_phase(changes, unmet):
 
 
 def test_the_hosts_check_reads_the_phases_result_and_fails_without_one(tmp_path):
-    checks = {c["name"]: c for c in verdict.judge(tmp_path, {"qemu_exit_code": 0}, ["server_gone"])}
+    checks = {c["name"]: c for c in run_checks.judge(tmp_path, {"qemu_exit_code": 0}, ["server_gone"])}
     assert checks["server_gone"]["ok"] is False and checks["server_gone"]["detail"] == "the phase wrote no result"
     (tmp_path / "server_gone").mkdir()
     phases.write_missing_result(tmp_path, "server_gone", "the phase raised OSError")
-    checks = {c["name"]: c for c in verdict.judge(tmp_path, {"qemu_exit_code": 0}, ["server_gone"])}
+    checks = {c["name"]: c for c in run_checks.judge(tmp_path, {"qemu_exit_code": 0}, ["server_gone"])}
     assert checks["server_gone"]["detail"].startswith("the phase raised OSError")
 
 

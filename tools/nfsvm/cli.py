@@ -34,7 +34,7 @@ if __package__ in (None, ""):
 
 from core.provenance import git_state  # noqa: E402
 
-from nfsvm import evidence, image, job, recipe, verdict  # noqa: E402
+from nfsvm import evidence, image, job, recipe, run_checks  # noqa: E402
 
 ROOT = job.ROOT
 INSTALL = "apt-get install --no-install-recommends qemu-system-x86 debootstrap busybox-static"
@@ -61,8 +61,8 @@ def summary(checks: list[dict], run: dict) -> str:
 
 def judge_run(out: Path, boot: dict, phases: list[str], manifest: dict, image_seconds: float) -> dict:
     """nfs-vm-run.json: every check (the phases' results, then the evidence index's verdict)."""
-    checks = verdict.judge(out, boot, phases)
-    versions = verdict.load(out, "versions.json") or {}
+    checks = run_checks.judge(out, boot, phases)
+    versions = run_checks.load(out, "versions.json") or {}
     run = {"schema": "kernodeck.nfsvm-run/v1", "checks": checks, "vm": boot, "phases": phases,
            "init": manifest.get("init", "busybox"),
            "kernel_release": versions.get("kernel_release"),

@@ -326,7 +326,7 @@ class WarmUp:
         return self.done
 
 
-# Where each phase's verdict lies (tools/nfsvm/verdict.py reads the same names).
+# Where each phase's verdict lies (tools/nfsvm/run_checks.py reads the same names).
 RESULT_FILES = {"action": "action/steps.json", "two_clients": "two_clients/two-clients.json",
                 "server_restart": "server_restart/server-restart.json",
                 "busy_unmount": "busy_unmount/busy-unmount.json", "server_gone": "server_gone/server-gone.json",

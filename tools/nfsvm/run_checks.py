@@ -6,8 +6,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))  # the shared core, when run from tools/
-from core.contract import GATE_CHECKS, parse_strict  # noqa: E402, F401 - GATE_CHECKS re-exported
 from core.contract import judge as judge_document  # noqa: E402
+from core.contract import parse_strict  # noqa: E402
 from core.harness_judge import harness_gate_problems  # noqa: E402
 from core.vm_judge import judge_two_clients  # noqa: E402
 
