@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from core import verdicts
+from core.facts import get
 from core.requirements import judge_requirements
 
 
@@ -22,7 +23,7 @@ def _flag_disagreements(name: str, check: dict[str, Any], problems: list[str]) -
     derive = verdicts.GATE_CHECK_FLAGS.get(name)
     for path, value in (derive(check) if derive else {}).items():
         parent, _, key = f"{name}.{path}".rpartition(".")
-        holder = verdicts._get({name: check}, parent)
+        holder = get({name: check}, parent)
         if not isinstance(holder, dict) or key not in holder:
             continue  # a flag not recorded states nothing; the verdict never reads it
         recorded = holder[key]

@@ -1,0 +1,135 @@
+"""The rules of the checks where processes share one file: concurrent_replace (readers never see a partial
+version while writers replace it) and jsonl_append (locked appends lose, duplicate and tear nothing; the lock
+excludes), with their role processes' outcomes (core.outcomes).
+
+Stdlib only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core import outcomes
+from core.facts import count, need, obj
+from core.files import RENAME_ATTEMPTS
+
+
+def _roles(p: str, check: dict[str, Any]) -> tuple[list[str], bool]:
+    """The role processes' outcomes (recorded since issue 25): NO ANSWER, a failure naming its error, or an
+    exit without a result, each a problem; and whether every role answered. A result made before them, with
+    no `roles`, is judged as if they all did."""
+    if "roles" not in check:
+        return [], True
+    roles = check["roles"]
+    if not isinstance(roles, list) or not all(isinstance(r, dict) for r in roles) or not roles:
+        return [f"{p}.roles is {roles!r}: no role process was recorded"], False
+    return [f"{p}.roles: {text}" for text in outcomes.role_problems(roles)], outcomes.delivered(roles)
+
+
+def concurrent_replace(check: dict[str, Any]) -> list[str]:
+    p = "checks.concurrent_replace"
+    problems, delivered = _roles(p, check)
+    if not delivered:  # what only a complete run shows is not judged: the roles' outcomes are the reason
+        problems += need(p, check, "partial_reads", 0)
+        if check.get("missing_reads") and check.get("missing_reads_tolerated") is not True:
+            problems.append(f"{p}.missing_reads is {check.get('missing_reads')}: the file was missing while it "
+                            "was replaced")
+        return problems
+    seen, wanted = check.get("distinct_versions_seen"), check.get("min_distinct_versions")
+    if not count(wanted) or wanted < 1:
+        problems.append(f"{p}.min_distinct_versions is {wanted!r}, a pass needs at least 1")
+    elif not count(seen) or seen < wanted:
+        problems.append(f"{p}.distinct_versions_seen is {seen!r}, fewer than min_distinct_versions {wanted}: "
+                        "the check proved nothing")
+    problems += need(p, check, "partial_reads", 0)
+    missing = check.get("missing_reads")
+    if not count(missing):
+        problems.append(f"{p}.missing_reads is {missing!r}")
+    elif missing and check.get("missing_reads_tolerated") is not True:
+        problems.append(f"{p}.missing_reads is {missing}: the file was missing while it was replaced")
+    writers, replaces, writes = check.get("writers"), check.get("replaces_per_writer"), check.get("writes")
+    if not (count(writers) and count(replaces) and writers > 0 and replaces > 0 and writes == writers * replaces):
+        problems.append(f"{p}.writes is {writes!r}, a pass needs writers x replaces_per_writer "
+                        f"({writers!r} x {replaces!r})")
+    readers, reads = check.get("readers"), check.get("reads")
+    if not (count(readers) and readers > 0 and count(reads) and reads >= readers):
+        problems.append(f"{p}.reads is {reads!r} by {readers!r} reader(s): nothing was read")
+    # Measurements recorded since the rules moved here; a result made before them does not have them.
+    for key, wanted_value in (("final_version_complete", True), ("temp_files_left", 0), ("failed_processes", 0)):
+        if key in check:
+            problems += need(p, check, key, wanted_value)
+    if "writer_busy_rename_retries" in check:  # issue 26: ETXTBSY/EBUSY renames retried, counted, bounded
+        busy = check["writer_busy_rename_retries"]
+        bound = (writes if count(writes) else 0) * (RENAME_ATTEMPTS - 1)
+        if not count(busy) or busy > bound:
+            problems.append(f"{p}.writer_busy_rename_retries is {busy!r}: a count of at most {bound} "
+                            f"({writes!r} writes x {RENAME_ATTEMPTS - 1} retries)")
+    return problems
+
+
+def _role_flags(check: dict[str, Any]) -> dict[str, Any]:
+    roles = check.get("roles")
+    if not isinstance(roles, list) or not all(isinstance(r, dict) for r in roles):
+        return {}
+    return {"failed_processes": sum(r.get("answer") != outcomes.ANSWERED for r in roles)}
+
+
+def concurrent_replace_flags(check: dict[str, Any]) -> dict[str, Any]:
+    missing = check.get("missing_reads")
+    flags = {"missing_reads_tolerated": bool(missing)} if check.get("missing_reads_tolerated") is True else \
+        {"missing_reads_tolerated": False}
+    final, replaces = check.get("final_version"), check.get("replaces_per_writer")
+    if "final_version" in check and "final_version_complete" in check:
+        flags["final_version_complete"] = (isinstance(final, list) and len(final) == 2 and count(replaces)
+                                           and final[1] == replaces - 1)
+    return {**flags, **_role_flags(check)}
+
+
+# --- jsonl_append ---------------------------------------------------------------------------------------
+
+def _lock_probe(p: str, check: dict[str, Any]) -> list[str]:
+    """The lock probe, from its two attempts' records when recorded (since issue 25): a lock attempt that
+    gave no answer is NO ANSWER, never the lock failing."""
+    probe = obj(check, "lock_probe")
+    if "while_held" not in probe and "after_release" not in probe:
+        return (need(p, check, "lock_probe.refused_while_held", True)
+                + need(p, check, "lock_probe.acquired_after_release", True))
+    return [f"{p}.lock_probe: {text}" for text in outcomes.lock_probe_problems(probe)]
+
+
+def jsonl_append(check: dict[str, Any]) -> list[str]:
+    p = "checks.jsonl_append"
+    problems, delivered = _roles(p, check)
+    problems = _lock_probe(p, check) + problems
+    if not delivered:  # a writer that did not finish: its missing records and partial tail prove nothing
+        for key in ("duplicated", "corrupt_lines", "unexpected"):
+            problems += need(p, check, key, 0)
+        return problems
+    processes, per_process = check.get("processes"), check.get("records_per_process")
+    expected = processes * per_process if count(processes) and count(per_process) else None
+    if not expected:
+        problems.append(f"{p}: {processes!r} process(es) x {per_process!r} record(s): nothing was appended")
+    for key in ("expected_records", "lines", "valid_records"):
+        if check.get(key) != expected or not count(check.get(key)):
+            problems.append(f"{p}.{key} is {check.get(key)!r}, a pass needs processes x records_per_process "
+                            f"({expected!r})")
+    for key in ("missing", "duplicated", "corrupt_lines", "unexpected"):
+        problems += need(p, check, key, 0)
+    problems += need(p, check, "unterminated_tail", False)
+    if "failed_processes" in check:
+        problems += need(p, check, "failed_processes", 0)
+    return problems
+
+
+def jsonl_append_flags(check: dict[str, Any]) -> dict[str, Any]:
+    probe = obj(check, "lock_probe")
+    flags: dict[str, Any] = {}
+    for flag, attempt, granted in (("refused_while_held", "while_held", False),
+                                   ("acquired_after_release", "after_release", True)):
+        record = probe.get(attempt)
+        if isinstance(record, dict):  # the attempt's own record decides the summary flag
+            answered = record.get("answer") == outcomes.ANSWERED
+            flags[f"lock_probe.{flag}"] = answered and record.get("acquired") is granted
+    held = flags.get("lock_probe.refused_while_held", probe.get("refused_while_held"))
+    released = flags.get("lock_probe.acquired_after_release", probe.get("acquired_after_release"))
+    flags["lock_probe.ok"] = held is True and released is True
+    return {**flags, **_role_flags(check)}
