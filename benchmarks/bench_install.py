@@ -5,7 +5,7 @@ kept. Medians and the ratios against pip. Goals: empty cache <= 0.25x pip, kept 
     .venv/bin/python benchmarks/bench_install.py [--rounds 3] [--work outputs/bench-install]
 
 Every install is `scripts/steps/prepare_python.py` as the actions run it (venv, hash-checked lock, files
-read back against RECORD), from one file:// index of a local wheelhouse: the wheels come from that folder, filled once
+read back against RECORD, in threads: scripts/steps/record_check.py), from one file:// index of a local wheelhouse: the wheels come from that folder, filled once
 (torch from pip's find-links folder, the rest downloaded by pip from the configured index and checked
 against requirements/lock/linux-cpu.txt), so all three read the same bytes and no network is timed.
 uv itself is installed once (its own time is printed) and kept, as the actions keep it with the cache.
@@ -105,6 +105,7 @@ def main() -> int:
         print(f"bench_install: {BASE} must have no torch (it is the interpreter prepare_python runs with)")
         return 2
     work = args.work.resolve()
+    start_load = os.getloadavg()
     wheels = work / "wheels"
     source = fill_wheelhouse(wheels, runtime_lock.LOCK_DIR / "linux-cpu.txt")
     # The base interpreter has no torch (else prepare_python installs nothing); no index, one folder.
@@ -151,8 +152,9 @@ def main() -> int:
                 ok = ok and (goal is None or ratio <= goal)
             print(f"{label} {name:16s} median {medians[name]:6.2f} s  ratio {ratio:5.3f}x{verdict}  "
                   f"[{', '.join(f'{v[column]:.2f}' for v in values)}]")
-    load = os.getloadavg()
-    print(f"load average at the end: {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} CPUs")
+    # A shared machine: the wall-clock ratios are only as good as the load beside them.
+    for moment, load in (("start", start_load), ("end", os.getloadavg())):
+        print(f"load average at the {moment}: {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} CPUs")
     return 0 if ok else 1
 
 

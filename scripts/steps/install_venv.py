@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import installer
+import record_check
 
 MARKER = "platform-runtime-install.json"
 
@@ -171,7 +172,7 @@ def _repair_corrupt_cache(uv, python: Path, cache, steps: list[Step], folder: st
                           hashed: bool, env: dict, outcome: Outcome) -> None:
     """Read every installed file back; a corrupt cache entry is cleaned from the cache and reinstalled once."""
     site = installer.site_packages(python)
-    problems = installer.record_problems(site, pip_compiled=outcome.installer == "pip")
+    problems = record_check.problems(site, pip_compiled=outcome.installer == "pip")
     if not problems:
         return
     if uv is None or cache is None:
@@ -187,7 +188,7 @@ def _repair_corrupt_cache(uv, python: Path, cache, steps: list[Step], folder: st
         done = _run(installer.uv_install(uv, python, cache, requirements, step.index, sources, hashed, names), env)
         if done.returncode != 0:
             raise InstallError(f"reinstalling {', '.join(names)} failed: {installer._tail(done.stderr, 3)}")
-    problems = installer.record_problems(site)
+    problems = record_check.problems(site)
     if problems:
         raise InstallError("installed files still differ from their RECORD: " + "; ".join(problems))
 

@@ -12,9 +12,6 @@ Stdlib only.
 
 from __future__ import annotations
 
-import base64
-import csv
-import hashlib
 import json
 import os
 import platform
@@ -192,38 +189,6 @@ def _pip_config(env: dict) -> dict[str, str]:
             if parser.has_section(section):
                 values.update({key: " ".join(value.split()) for key, value in parser.items(section)})
     return values
-
-
-def record_problems(site_packages: Path, pip_compiled: bool = False) -> list[str]:
-    """Installed files that differ from their dist-info RECORD (size or SHA-256), one per package named.
-
-    uv links installed files from its cache, which it does not re-verify: a corrupted or tampered cache
-    entry would land in the venv unnoticed. Reading every file back costs about a second for torch here.
-    pip_compiled: pip byte-compiles after installing, rewriting the .pyc files a wheel ships (numpy does)
-    from the sources it just verified, so those differ from RECORD by design and are not compared.
-    """
-    problems = []
-    for record in sorted(site_packages.glob("*.dist-info/RECORD")):
-        package = record.parent.name.removesuffix(".dist-info").rsplit("-", 1)[0].replace("_", "-").lower()
-        for row in csv.reader(record.read_text(encoding="utf-8").splitlines()):
-            if len(row) < 3 or not row[1].startswith("sha256=") or (pip_compiled and row[0].endswith(".pyc")):
-                continue
-            path = site_packages / row[0]
-            try:
-                if row[2] and path.stat().st_size != int(row[2]):
-                    problems.append(f"{package}: {row[0]} has {path.stat().st_size} bytes, RECORD says {row[2]}")
-                    break
-                digest = hashlib.sha256()
-                with open(path, "rb") as handle:
-                    while block := handle.read(1 << 20):
-                        digest.update(block)
-            except OSError as error:
-                problems.append(f"{package}: {row[0]} cannot be read ({error.strerror})")
-                break
-            if base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode() != row[1][7:]:
-                problems.append(f"{package}: {row[0]} differs from its RECORD hash")
-                break
-    return problems
 
 
 def site_packages(python: Path) -> Path:

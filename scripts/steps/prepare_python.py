@@ -37,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import install_venv  # noqa: E402
 import installer  # noqa: E402
+import record_check  # noqa: E402
 import runtime_lock  # noqa: E402
 from action_io import append_summary, fail, set_outputs  # noqa: E402
 
@@ -241,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     wanted = {"pins": sorted(pins), "lock": lock.path.name if lock else None,
               "lock_sha256": lock.sha256 if lock else None}
     python = install_venv.venv_python(args.venv)
-    if install_venv.is_complete(args.venv, wanted) and not installer.record_problems(
+    if install_venv.is_complete(args.venv, wanted) and not record_check.problems(
             installer.site_packages(python), pip_compiled=True):
         print(f"{args.venv} is complete for these pins (its marker matches, its files match RECORD): "
               "nothing installed", flush=True)

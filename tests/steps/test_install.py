@@ -27,6 +27,7 @@ sys.path.insert(0, str(ROOT / "scripts" / "steps"))
 import install_venv  # noqa: E402
 import installer  # noqa: E402
 import prepare_python  # noqa: E402
+import record_check  # noqa: E402
 import runtime_lock  # noqa: E402
 
 
@@ -239,9 +240,26 @@ def test_installed_files_are_read_back_against_their_record(tmp_path):
     site = tmp_path / "site"
     with zipfile.ZipFile(build_wheel(tmp_path / "w", "kpr-alpha", "1.0")) as archive:
         archive.extractall(site)
-    assert installer.record_problems(site) == []
+    assert record_check.problems(site) == []
     (site / "kpr_alpha.py").write_bytes(b"VALUE = 2\n")
-    assert installer.record_problems(site) == ["kpr-alpha: kpr_alpha.py differs from its RECORD hash"]
+    assert record_check.problems(site) == ["kpr-alpha: kpr_alpha.py differs from its RECORD hash"]
+
+
+def test_a_wheel_whose_files_differ_from_its_own_record_fails_the_install_naming_it(offline, capsys):
+    """No lock (a CUDA or ROCm job): the read-back is the only check. The index serves a wheel whose module
+    was edited after its RECORD was written; the repair reinstalls the same bytes, and the install stops."""
+    wheel = offline.built[0]
+    with zipfile.ZipFile(wheel) as archive:
+        files = {name: archive.read(name) for name in archive.namelist()}
+    files["kpr_alpha.py"] = b"VALUE = 666\n"  # same length, other bytes, RECORD untouched
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    assert offline.run("--lock", "none", "--installer", "uv") == 1
+    out = capsys.readouterr().out
+    assert "::error title=install::installed files still differ from their RECORD: kpr-alpha: kpr_alpha.py" in out, (
+        out[-3000:])
+    assert offline.outputs() == {} and not (offline.tmp / "venv" / install_venv.MARKER).exists()
 
 
 def test_a_full_cache_folder_falls_back_to_an_install_without_the_cache(offline, capsys):
