@@ -5,9 +5,10 @@ kept. Medians and the ratios against pip. Goals: empty cache <= 0.25x pip, kept 
     .venv/bin/python benchmarks/bench_install.py [--rounds 3] [--work outputs/bench-install]
 
 Every install is `scripts/steps/prepare_python.py` as the actions run it (venv, hash-checked lock, files
-read back against RECORD, in threads: scripts/steps/record_check.py), from one file:// index of a local wheelhouse: the wheels come from that folder, filled once
-(torch from pip's find-links folder, the rest downloaded by pip from the configured index and checked
-against requirements/lock/linux-cpu.txt), so all three read the same bytes and no network is timed.
+read back against RECORD, in threads: scripts/steps/record_check.py), from one file:// index of a local
+wheelhouse: the wheels come from that folder, filled once (torch from pip's find-links folder, the rest
+downloaded by pip from the configured index and checked against requirements/lock/linux-cpu.txt), so all
+three read the same bytes and no network is timed.
 uv itself is installed once (its own time is printed) and kept, as the actions keep it with the cache.
 Linux x86_64 only (the lock it reads is linux-cpu).
 """
