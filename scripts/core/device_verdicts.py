@@ -5,6 +5,7 @@ Stdlib only. The gate's tolerances are written once here; the worker imports the
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from core.facts import count, get, need, number, obj
@@ -15,6 +16,12 @@ UPDATE_RULE_TOLERANCE = 1e-5  # max relative error of an SGD update against the 
 FORWARD_TOLERANCE = {"cpu": 0.0}  # the restored model's forward pass: bit-exact on the CPU
 FORWARD_TOLERANCE_DEVICE = 1e-5  # ... and within this on a GPU (kernels differ between host and device)
 PHASES = ("matmul", "training", "checkpoint_save", "checkpoint_load")
+# The only loads the worker makes (scripts/platform_runtime/device_checkpoint.py, device_worker.load_safety): the
+# recorded call must be exactly this, never a weights_only=False one.
+CHECKPOINT_LOAD = 'torch.load(map_location="cpu", weights_only=True)'
+LOAD_CALL = 'torch.load(path, map_location="cpu", weights_only=True)'
+# Known weaknesses of the weights_only unpickler, by the first release that fixed them.
+LOAD_ADVISORIES = (("CVE-2025-32434", (2, 6)), ("CVE-2026-24747", (2, 10)))
 
 
 def device_kind(check: dict[str, Any]) -> str | None:
@@ -36,6 +43,8 @@ def device_compute(check: dict[str, Any]) -> list[str]:
         problems.append(f"{p}.ran_on is {check.get('ran_on')!r}: the work did not run on exactly one device")
     elif get(check, "matmul.device") != kind:
         problems.append(f"{p}.matmul.device is {get(check, 'matmul.device')!r}, the work ran on {kind!r}")
+    if check.get("error") is not None:  # the worker records the exception that ended it; None when none did
+        problems.append(f"{p}.error is {str(check.get('error'))[:200]}: the device work raised")
     problems += _training(p, check)
     problems += _checkpoint(p, check, kind)
     phases = obj(check, "phases")
@@ -43,9 +52,13 @@ def device_compute(check: dict[str, Any]) -> list[str]:
         record = phases.get(name)
         if not isinstance(record, dict):
             problems.append(f"{p}.phases.{name} was not measured")
-        elif kind is not None and record.get("tensor_devices") != [kind]:
+            continue
+        if kind is not None and record.get("tensor_devices") != [kind]:
             problems.append(f"{p}.phases.{name}.tensor_devices is {record.get('tensor_devices')!r}, "
                             f"not only {kind!r}")
+        # The worker synchronizes the device before and after every phase (on the CPU too): a phase that did
+        # not may have measured work still queued on a GPU.
+        problems += need(p, check, f"phases.{name}.synchronized", True)
     return problems
 
 
@@ -67,7 +80,7 @@ def _training(p: str, check: dict[str, Any]) -> list[str]:
 
 
 def _checkpoint(p: str, check: dict[str, Any], kind: str | None) -> list[str]:
-    problems = need(p, check, "checkpoint.mismatches", [])
+    problems = need(p, check, "checkpoint.mismatches", []) + need(p, check, "checkpoint.load", CHECKPOINT_LOAD)
     error = get(check, "checkpoint.forward_max_abs_error")
     tolerance = FORWARD_TOLERANCE.get(kind or "", FORWARD_TOLERANCE_DEVICE)
     if not number(error) or not 0 <= error <= tolerance:
@@ -96,3 +109,34 @@ def device_compute_flags(check: dict[str, Any]) -> dict[str, Any]:
             flags[f"phases.{name}.on_device"] = record.get("tensor_devices") == [device_kind(check)]
     return flags
 
+
+
+def torch_version_tuple(version: Any) -> tuple[int, int]:
+    """(major, minor) of a torch version string; (0, 0) when it names none."""
+    match = re.match(r"(\d+)\.(\d+)", version) if isinstance(version, str) else None
+    return (int(match.group(1)), int(match.group(2))) if match else (0, 0)
+
+
+def load_safety(version: Any) -> dict[str, Any]:
+    """What the worker records as `device.load_safety` for a torch of this version: the one load call, and which
+    advisories of the weights_only unpickler apply to it."""
+    current = torch_version_tuple(version)
+    advisories = [{"id": cve, "fixed_in": f"{fixed[0]}.{fixed[1]}", "applies": current < fixed}
+                  for cve, fixed in LOAD_ADVISORIES]
+    return {"load_call": LOAD_CALL, "weights_only": True, "advisories": advisories,
+            "posture": "exposed" if any(a["applies"] for a in advisories) else "no-known-advisory"}
+
+
+def load_safety_problems(device: dict[str, Any]) -> list[str]:
+    """`device.load_safety` recomputed from the worker's torch version (`device.torch.version`): each field as
+    the worker writes it, so a weights_only=False load, a dropped advisory or a posture that hides one fails.
+    A result whose worker never reported (no torch) records none: not judged here."""
+    recorded = device.get("load_safety")
+    if recorded is None:
+        return []
+    if not isinstance(recorded, dict):
+        return [f"device.load_safety is {recorded!r}"]
+    expected = load_safety(get(device, "torch.version"))
+    return [f"device.load_safety.{key} is {recorded.get(key)!r}, torch {get(device, 'torch.version')!r} "
+            f"loaded as the worker does says {value!r}"
+            for key, value in expected.items() if recorded.get(key) != value]

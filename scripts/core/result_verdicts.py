@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from core import trust
-from core.device_verdicts import device_kind
+from core.device_verdicts import device_kind, load_safety_problems
 from core.facts import get, obj
 
 CLEANUP_PASSING = ("cleaned", "retained")  # retained: --keep-workspace, whoever keeps it verifies it
@@ -37,6 +37,12 @@ def device_views(result: dict[str, Any]) -> list[str]:
     """Issue 19's views of the torch build a worker cannot forge (core.trust), recomputed where recorded."""
     device = obj(result, "device")
     return [f"device.views: {problem}" for problem in trust.device_view_problems(device)] if "views" in device else []
+
+
+def load_safety(result: dict[str, Any]) -> list[str]:
+    """The checkpoint load the worker records (`device.load_safety`) is the weights_only one, its advisories
+    recomputed from the worker's torch version."""
+    return load_safety_problems(obj(result, "device"))
 
 
 def source_files(result: dict[str, Any]) -> list[str]:

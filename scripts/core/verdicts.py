@@ -39,6 +39,7 @@ from core.result_verdicts import (  # noqa: F401 - re-exported
     cleanup_agrees,
     device_agrees,
     device_views,
+    load_safety,
     missing_reads_allowed,
     source_files,
     workspace_cleanup,
@@ -72,6 +73,7 @@ GATE_RESULT_RULES: dict[str, Rule] = {
     "cleanup_agrees": cleanup_agrees,
     "device_agrees": device_agrees,
     "missing_reads_allowed": missing_reads_allowed,
+    "load_safety": load_safety,
 }
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.facts import count, get, need, obj
+from core.facts import count, get, need, number, obj
 
 FAILURE_STAGES = ("before-data", "partial-write", "fsync", "replace")
 
@@ -36,44 +36,74 @@ def failing_writer(check: dict[str, Any]) -> list[str]:
     return problems
 
 
+KILLED_WRITER_COUNTS = ("kills", "kills_requested", "torn", "lost", "unexpected", "kills_after_commit",
+                        "kills_mid_replace", "commits", "temporaries_left_by_kills", "temporaries_swept",
+                        "writer_failures", "temporaries_planted", "writers_no_answer")
+_DAMAGE = (("torn", "torn or partial"), ("lost", "lost (missing or older than committed)"),
+           ("unexpected", "neither the old nor the new version"))
+
+
+def _seconds(value: Any) -> str:
+    return f"{value:.1f}" if number(value) else repr(value)
+
+
 def killed_writer(facts: dict[str, Any]) -> list[str]:
     """failing_writer's killed-writer stage (issue 25/26, scripts/platform_runtime/killed_writer.py), from its
     measurements alone. A writer that never answered within the deadline is
     named as NO ANSWER, and what only the full series shows (every kill made, enough after a commit, the
-    last version) is then not judged: a slow machine is not a torn file."""
+    last version) is then not judged: a slow machine is not a torn file.
+
+    Every count is an int, never a bool (False == 0 would pass as "no torn file"), and the counts must agree
+    as the stage makes them: each kill leaves at most one of torn, lost, unexpected or mid-replace; a kill
+    after a commit saw at least one commit; one delay drawn per writer started; the planted temporary is
+    among those left, and what the writers swept is what was left."""
     k = "checks.failing_writer.killed_writer"
-    found = []
-    requested = facts.get("kills_requested")
-    silent = facts.get("writers_no_answer", 0)
-    if silent:
-        found.append(f"NO ANSWER from {silent} killed_writer writer process(es): no report within the stage's "
-                     f"{facts.get('deadline_s', 0):.1f} s deadline (ran {facts.get('seconds', 0):.1f} s)")
-        for key, what in (("torn", "torn or partial"), ("lost", "lost (missing or older than committed)"),
-                          ("unexpected", "neither the old nor the new version")):
-            if facts.get(key) != 0:
-                found.append(f"{k}.{key}: {facts.get(key)} kill(s) left the target {what}")
+    found = [f"{k}.{key} is {facts.get(key)!r}, a count (an int, not a bool)"
+             for key in KILLED_WRITER_COUNTS if not count(facts.get(key))]
+    if found:  # the invariants below read these as numbers
         return found
-    if not isinstance(requested, int) or requested < 1 or facts.get("kills") != requested:
-        found.append(f"{k}.kills: {facts.get('kills')} of {requested} kills happened")
-    for key, what in (("torn", "torn or partial"), ("lost", "lost (missing or older than committed)"),
-                      ("unexpected", "neither the old nor the new version")):
-        if facts.get(key) != 0:
-            found.append(f"{k}.{key}: {facts.get(key)} kill(s) left the target {what}")
-    if facts.get("writer_failures") != 0:
-        found.append(f"{k}.writer_failures: {facts.get('writer_failures')} writer(s) failed to start "
-                     "or to finish")
-    if facts.get("temporaries_left_after_cleanup") != 0:
-        found.append(f"{k}.temporaries_left_after_cleanup: {facts.get('temporaries_left_after_cleanup')} "
+    requested, kills, silent = facts["kills_requested"], facts["kills"], facts["writers_no_answer"]
+    for key, what in _DAMAGE:
+        if facts[key] != 0:
+            found.append(f"{k}.{key}: {facts[key]} kill(s) left the target {what}")
+    observed = sum(facts[key] for key, _ in _DAMAGE) + facts["kills_mid_replace"]
+    if observed > kills:
+        found.append(f"{k}: torn + lost + unexpected + kills_mid_replace is {observed}, more than the {kills} "
+                     "kill(s) made (each kill is observed once)")
+    if facts["kills_after_commit"] > kills or facts["kills_after_commit"] > facts["commits"]:
+        found.append(f"{k}.kills_after_commit is {facts['kills_after_commit']}, more than the {kills} kill(s) "
+                     f"or the {facts['commits']} commit(s) made")
+    if kills + facts["writer_failures"] + silent > requested + 1:  # the last, unkilled writer is one more
+        found.append(f"{k}: {kills} kill(s), {facts['writer_failures']} failure(s) and {silent} silent writer(s) "
+                     f"for {requested} kill(s) requested")
+    if silent:
+        found.insert(0, f"NO ANSWER from {silent} killed_writer writer process(es): no report within the stage's "
+                        f"{_seconds(facts.get('deadline_s'))} s deadline (ran {_seconds(facts.get('seconds'))} s)")
+        return found
+    if requested < 1 or kills != requested:
+        found.append(f"{k}.kills: {kills} of {requested} kills happened")
+    delays, max_delay = facts.get("delays_ms"), facts.get("max_delay_s")
+    if not (isinstance(delays, list) and len(delays) == requested and number(max_delay)
+            and all(number(d) and 0 <= d <= max_delay * 1000 for d in delays)):
+        found.append(f"{k}.delays_ms holds {len(delays) if isinstance(delays, list) else delays!r} value(s), a pass "
+                     f"needs one in [0, max_delay_s {max_delay!r} s] per kill requested ({requested})")
+    if facts["writer_failures"] != 0:
+        found.append(f"{k}.writer_failures: {facts['writer_failures']} writer(s) failed to start or to finish")
+    if facts.get("temporaries_left_after_cleanup") != 0 or not count(facts.get("temporaries_left_after_cleanup")):
+        found.append(f"{k}.temporaries_left_after_cleanup: {facts.get('temporaries_left_after_cleanup')!r} "
                      "temporary sibling(s) left after the next writer ran")
-    if facts.get("temporaries_swept") != facts.get("temporaries_left_by_kills"):
-        found.append(f"{k}.temporaries_swept: {facts.get('temporaries_swept')} swept of the "
-                     f"{facts.get('temporaries_left_by_kills')} killed writers left")
+    if facts["temporaries_planted"] < 1 or facts["temporaries_left_by_kills"] < facts["temporaries_planted"]:
+        found.append(f"{k}.temporaries_planted is {facts['temporaries_planted']} with "
+                     f"{facts['temporaries_left_by_kills']} left: the stage plants one so the sweep is proved, "
+                     "and counts it among those left")
+    if facts["temporaries_swept"] != facts["temporaries_left_by_kills"]:
+        found.append(f"{k}.temporaries_swept: {facts['temporaries_swept']} swept of the "
+                     f"{facts['temporaries_left_by_kills']} killed writers left")
     if facts.get("final_version_whole") is not True:
         found.append(f"{k}.final_version_whole: the unkilled last writer's version is not whole")
-    after_commit = facts.get("kills_after_commit")
-    if not isinstance(after_commit, int) or not isinstance(requested, int) or 2 * after_commit < requested:
-        found.append(f"{k}.kills_after_commit: only {after_commit} of {requested} kills came after a "
-                     "commit: the stage proved nothing")
+    if 2 * facts["kills_after_commit"] < requested:
+        found.append(f"{k}.kills_after_commit: only {facts['kills_after_commit']} of {requested} kills came after "
+                     "a commit: the stage proved nothing")
     return found
 
 

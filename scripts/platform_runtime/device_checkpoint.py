@@ -9,7 +9,7 @@ import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core.verdicts import FORWARD_TOLERANCE, FORWARD_TOLERANCE_DEVICE, STEPS
+from core.device_verdicts import CHECKPOINT_LOAD, FORWARD_TOLERANCE, FORWARD_TOLERANCE_DEVICE, STEPS
 
 from platform_runtime.device_training import build_model, flat, training_data
 
@@ -94,6 +94,6 @@ def checkpoint_round_trip(torch, model, optimizer, device, workspace: Path, phas
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     loaded = load_checkpoint(torch, model, optimizer, device, path, phase)
     return {"bytes": path.stat().st_size, "sha256": digest, "saved_from_device": saved_from,
-            "load": 'torch.load(map_location="cpu", weights_only=True)', "tensors_compared": loaded["compared"],
+            "load": CHECKPOINT_LOAD, "tensors_compared": loaded["compared"],
             "mismatches": loaded["mismatches"], "forward_max_abs_error": loaded["forward_error"],
             "ok": not loaded["mismatches"]}

@@ -26,7 +26,6 @@ import errno
 import importlib.machinery
 import importlib.util
 import json
-import re
 import sys
 import time
 from pathlib import Path
@@ -34,14 +33,12 @@ from pathlib import Path
 if not __package__:  # started as its own file under `python -I`, which leaves scripts/ off sys.path
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from core.device_verdicts import load_safety  # noqa: E402
 from core.files import finite  # noqa: E402
 
 from platform_runtime.device_checkpoint import checkpoint_round_trip  # noqa: E402
 from platform_runtime.device_resolve import device_kind, resolve, synchronize  # noqa: E402
 from platform_runtime.device_training import train  # noqa: E402
-
-# Known weaknesses of the weights_only unpickler, by the first release that fixed them.
-LOAD_ADVISORIES = (("CVE-2025-32434", (2, 6)), ("CVE-2026-24747", (2, 10)))
 
 
 def known_matrices(n: int = 8) -> tuple[list[list[float]], list[list[float]], list[list[float]]]:
@@ -50,20 +47,6 @@ def known_matrices(n: int = 8) -> tuple[list[list[float]], list[list[float]], li
     b = [[float((i * 5 + j * 2) % 13 - 6) for j in range(n)] for i in range(n)]
     product = [[sum(a[i][k] * b[k][j] for k in range(n)) for j in range(n)] for i in range(n)]
     return a, b, product
-
-
-def torch_version_tuple(version: str) -> tuple[int, int]:
-    match = re.match(r"(\d+)\.(\d+)", version)
-    return (int(match.group(1)), int(match.group(2))) if match else (0, 0)
-
-
-def load_safety(version: str) -> dict:
-    current = torch_version_tuple(version)
-    advisories = [{"id": cve, "fixed_in": f"{fixed[0]}.{fixed[1]}", "applies": current < fixed}
-                  for cve, fixed in LOAD_ADVISORIES]
-    return {"load_call": 'torch.load(path, map_location="cpu", weights_only=True)', "weights_only": True,
-            "advisories": advisories,
-            "posture": "exposed" if any(a["applies"] for a in advisories) else "no-known-advisory"}
 
 
 def first_line_without_paths(text: str, workspace: Path) -> str:

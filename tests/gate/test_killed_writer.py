@@ -87,7 +87,8 @@ def test_temporaries_are_named_by_their_writer_and_only_a_dead_writers_are_swept
 
 GOOD = {"kills": 20, "kills_requested": 20, "torn": 0, "lost": 0, "unexpected": 0, "writer_failures": 0,
         "temporaries_left_after_cleanup": 0, "temporaries_left_by_kills": 3, "temporaries_swept": 3,
-        "final_version_whole": True, "kills_after_commit": 18}
+        "final_version_whole": True, "kills_after_commit": 18, "kills_mid_replace": 11, "commits": 35,
+        "temporaries_planted": 1, "writers_no_answer": 0, "max_delay_s": 0.03, "delays_ms": [12.5] * 20}
 
 
 @pytest.mark.parametrize("key, value, words", [
@@ -98,6 +99,14 @@ GOOD = {"kills": 20, "kills_requested": 20, "torn": 0, "lost": 0, "unexpected": 
     ("temporaries_swept", 2, "killed_writer.temporaries_swept"),
     ("final_version_whole", False, "final_version_whole"), ("kills_after_commit", 9, "proved nothing"),
     ("kills_requested", 0, "killed_writer.kills"),
+    # Counts are ints, never bools (False == 0), and agree with each other as the stage makes them.
+    ("torn", False, "killed_writer.torn is False, a count"), ("lost", None, "killed_writer.lost is None"),
+    ("kills_mid_replace", 21, "more than the 20 kill(s) made"), ("commits", 5, "more than the 20 kill(s) or the 5"),
+    ("delays_ms", [12.5] * 3, "killed_writer.delays_ms holds 3 value(s)"),
+    ("delays_ms", [99.0] * 20, "killed_writer.delays_ms holds 20 value(s)"),
+    ("temporaries_planted", 0, "killed_writer.temporaries_planted is 0"),
+    ("temporaries_planted", 4, "killed_writer.temporaries_planted is 4 with 3 left"),
+    ("writers_no_answer", True, "killed_writer.writers_no_answer is True"),
 ])
 def test_the_stage_rule_fails_each_broken_measurement(key, value, words):
     assert killed_writer.problems(GOOD) == []
