@@ -93,7 +93,9 @@ def prepare_cache(root: Path, made_for: dict) -> tuple[Path, str]:
         recorded = {"unreadable": True}
     if recorded is not None and recorded != made_for:
         differs = sorted(key for key in set(made_for) | set(recorded) if made_for.get(key) != recorded.get(key))
-        shutil.rmtree(root, ignore_errors=True)
+        # Only what this step owns and actions/cache restores: the root is a folder the user named, and
+        # uv's tool venv there is checked on its own (it must run and say the pinned version).
+        shutil.rmtree(cache, ignore_errors=True)
         state = f"discarded (made for another {', '.join(differs)})"
     elif recorded is None and state == "kept":
         shutil.rmtree(cache, ignore_errors=True)

@@ -303,10 +303,34 @@ def test_a_cache_from_another_os_or_python_is_emptied_never_mixed(tmp_path):
         (root / "uv-cache" / "wheels-v8").mkdir(parents=True)
         (root / "uv-cache" / "wheels-v8" / "entry").write_text("from elsewhere")
         (root / installer.MANIFEST).write_text(json.dumps(other))
+        (root / "the-users-own.txt").write_text("kept")  # the root is a folder the user named
         cache, state = installer.prepare_cache(root, made_for)
         assert state.startswith("discarded (made for another") and not (cache / "wheels-v8").exists()
+        assert (root / "the-users-own.txt").read_text() == "kept"
         assert json.loads((root / installer.MANIFEST).read_text()) == made_for
         assert installer.prepare_cache(root, made_for)[1] == "empty"
+
+
+@pytest.mark.parametrize("manifest", ["another python", "none"])
+def test_an_install_over_a_foreign_or_unlabelled_cache_empties_it_first(offline, capsys, manifest):
+    """The whole path: a cache another Python made (or one nothing labels) is emptied before uv reads it,
+    the summary says so, and the venv is made from the wheels, not from what that cache held."""
+    assert offline.run(venv="first") == 0
+    stray = offline.cache_root / "uv-cache" / "from-elsewhere"
+    stray.write_text("an entry this install must not read\n")
+    label = offline.cache_root / installer.MANIFEST
+    if manifest == "none":
+        label.unlink()
+    else:
+        label.write_text(json.dumps({**installer.facts(), "python": "3.9.0"}))
+    capsys.readouterr()
+    assert offline.run(venv="second") == 0
+    out = capsys.readouterr().out
+    said = "discarded (no manifest says what made it)" if manifest == "none" else (
+        "discarded (made for another python)")
+    assert f"cache: {said}" in out and said in (offline.tmp / "summary.md").read_text(), out[-2000:]
+    assert not stray.exists() and json.loads(label.read_text()) == installer.facts()
+    assert Path(imported_value(offline.tmp / "second")).read_bytes() == b"VALUE = 1\n"
 
 
 def test_where_uv_cannot_be_installed_pip_installs_and_the_outputs_say_pip(offline, capsys, monkeypatch):
