@@ -74,6 +74,11 @@ def missing_reads_allowed(result: dict[str, Any]) -> list[str]:
     """The gate tolerates a name missing while it is replaced only on NFS."""
     check = obj(_checks(result), "concurrent_replace")
     fs_type = get(result, "filesystem.type")
+    problems = []
     if check.get("missing_reads_tolerated") is True and fs_type not in NFS_TYPES:
-        return [f"checks.concurrent_replace.missing_reads_tolerated is true on {fs_type!r}: tolerated only on NFS"]
-    return []
+        problems.append(f"checks.concurrent_replace.missing_reads_tolerated is true on {fs_type!r}: tolerated only "
+                        "on NFS")
+    if check.get("tolerate_missing") is True and fs_type not in NFS_TYPES:  # the gate passes it on NFS only
+        problems.append(f"checks.concurrent_replace.tolerate_missing is true on {fs_type!r}: the readers are told "
+                        "to tolerate a missing name only on NFS")
+    return problems

@@ -13,24 +13,54 @@ from core.facts import count, need, obj
 from core.files import RENAME_ATTEMPTS
 
 
-def _roles(p: str, check: dict[str, Any]) -> tuple[list[str], bool]:
+def _roles(p: str, check: dict[str, Any], expected: dict[str, Any]) -> tuple[list[str], bool]:
     """The role processes' outcomes (recorded since issue 25): NO ANSWER, a failure naming its error, or an
-    exit without a result, each a problem; and whether every role answered. A result made before them, with
-    no `roles`, is judged as if they all did."""
+    exit without a result, each a problem; and whether every role answered. Each role's own record is
+    judged too: as many of each kind as the check says it started (`expected`, kind: the recorded count),
+    each named once, an answered one with exit 0 and no error. A result made before them, with no `roles`,
+    is judged as if they all did."""
     if "roles" not in check:
         return [], True
     roles = check["roles"]
     if not isinstance(roles, list) or not all(isinstance(r, dict) for r in roles) or not roles:
         return [f"{p}.roles is {roles!r}: no role process was recorded"], False
-    return [f"{p}.roles: {text}" for text in outcomes.role_problems(roles)], outcomes.delivered(roles)
+    problems = [f"{p}.roles: {text}" for text in outcomes.role_problems(roles)]
+    for kind, wanted in expected.items():
+        started = sum(r.get("role") == kind for r in roles)
+        if started != wanted:
+            problems.append(f"{p}.roles holds {started} {kind} process(es), the check records {wanted!r}")
+    foreign = sorted({str(r.get("role")) for r in roles} - set(expected))
+    if foreign:
+        problems.append(f"{p}.roles holds role(s) {', '.join(foreign)} this check does not start")
+    names = [r.get("name") for r in roles]
+    if len(set(map(str, names))) != len(names):
+        problems.append(f"{p}.roles names {names!r}: each role process is named once")
+    for role in roles:
+        if role.get("answer") == outcomes.ANSWERED and (role.get("exit") != 0 or type(role.get("exit")) is not int
+                                                         or role.get("error") is not None):
+            problems.append(f"{p}.roles: {role.get('name')} answered with exit {role.get('exit')!r} and error "
+                            f"{str(role.get('error'))[:120]}: an answer is exit 0 with no error")
+    return problems, outcomes.delivered(roles)
+
+
+def _tolerated(check: dict[str, Any]) -> bool:
+    """Whether the readers were told to tolerate a missing name (`tolerate_missing`, what the gate passed them,
+    on NFS only); a result made before it was recorded states it only as `missing_reads_tolerated`."""
+    if "tolerate_missing" in check:
+        return check["tolerate_missing"] is True
+    return check.get("missing_reads_tolerated") is True
 
 
 def concurrent_replace(check: dict[str, Any]) -> list[str]:
     p = "checks.concurrent_replace"
-    problems, delivered = _roles(p, check)
+    problems, delivered = _roles(p, check, {"replace-writer": check.get("writers"),
+                                            "replace-reader": check.get("readers")})
+    if check.get("missing_reads_tolerated") is True and not _tolerated(check):
+        problems.append(f"{p}.missing_reads_tolerated is True, but the readers were not told to tolerate a missing "
+                        f"name (tolerate_missing {check.get('tolerate_missing')!r})")
     if not delivered:  # what only a complete run shows is not judged: the roles' outcomes are the reason
         problems += need(p, check, "partial_reads", 0)
-        if check.get("missing_reads") and check.get("missing_reads_tolerated") is not True:
+        if check.get("missing_reads") and not _tolerated(check):
             problems.append(f"{p}.missing_reads is {check.get('missing_reads')}: the file was missing while it "
                             "was replaced")
         return problems
@@ -44,7 +74,7 @@ def concurrent_replace(check: dict[str, Any]) -> list[str]:
     missing = check.get("missing_reads")
     if not count(missing):
         problems.append(f"{p}.missing_reads is {missing!r}")
-    elif missing and check.get("missing_reads_tolerated") is not True:
+    elif missing and not _tolerated(check):
         problems.append(f"{p}.missing_reads is {missing}: the file was missing while it was replaced")
     writers, replaces, writes = check.get("writers"), check.get("replaces_per_writer"), check.get("writes")
     if not (count(writers) and count(replaces) and writers > 0 and replaces > 0 and writes == writers * replaces):
@@ -53,6 +83,10 @@ def concurrent_replace(check: dict[str, Any]) -> list[str]:
     readers, reads = check.get("readers"), check.get("reads")
     if not (count(readers) and readers > 0 and count(reads) and reads >= readers):
         problems.append(f"{p}.reads is {reads!r} by {readers!r} reader(s): nothing was read")
+    elif count(seen) and (seen > reads or (count(writes) and seen > writes + 1)):
+        # Each read sees at most one version; there are the writes and the initial one to see.
+        problems.append(f"{p}.distinct_versions_seen is {seen}, more than the {reads} read(s) or the "
+                        f"{writes!r} write(s) + 1 made")
     # Measurements recorded since the rules moved here; a result made before them does not have them.
     for key, wanted_value in (("final_version_complete", True), ("temp_files_left", 0), ("failed_processes", 0)):
         if key in check:
@@ -75,8 +109,7 @@ def _role_flags(check: dict[str, Any]) -> dict[str, Any]:
 
 def concurrent_replace_flags(check: dict[str, Any]) -> dict[str, Any]:
     missing = check.get("missing_reads")
-    flags = {"missing_reads_tolerated": bool(missing)} if check.get("missing_reads_tolerated") is True else \
-        {"missing_reads_tolerated": False}
+    flags: dict[str, Any] = {"missing_reads_tolerated": bool(count(missing) and missing and _tolerated(check))}
     final, replaces = check.get("final_version"), check.get("replaces_per_writer")
     if "final_version" in check and "final_version_complete" in check:
         flags["final_version_complete"] = (isinstance(final, list) and len(final) == 2 and count(replaces)
@@ -98,7 +131,7 @@ def _lock_probe(p: str, check: dict[str, Any]) -> list[str]:
 
 def jsonl_append(check: dict[str, Any]) -> list[str]:
     p = "checks.jsonl_append"
-    problems, delivered = _roles(p, check)
+    problems, delivered = _roles(p, check, {"append-writer": check.get("processes")})
     problems = _lock_probe(p, check) + problems
     if not delivered:  # a writer that did not finish: its missing records and partial tail prove nothing
         for key in ("duplicated", "corrupt_lines", "unexpected"):

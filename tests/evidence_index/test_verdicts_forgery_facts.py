@@ -42,6 +42,18 @@ def _more_observed_than_kills(d: dict) -> None:
     killed["kills_mid_replace"] = killed["kills"] + 1
 
 
+def _replace(**facts):
+    return lambda d: d["checks"]["concurrent_replace"].update(facts)
+
+
+def _role(check: str, index: int, **facts):
+    return lambda d: d["checks"][check]["roles"][index].update(facts)
+
+
+def _drop_role(check: str):
+    return lambda d: d["checks"][check]["roles"].pop()
+
+
 FORGERIES = {
     # 1. device_compute
     "device-error": (_device(error={"type": "RuntimeError", "errno": None, "message": "CUDA error: an illegal "
@@ -67,6 +79,29 @@ FORGERIES = {
                                    "checks.failing_writer.killed_writer.temporaries_planted is 0"),
     "killed-writer-swept-more": (_killed(temporaries_swept=99, temporaries_left_by_kills=99, temporaries_planted=100),
                                  "checks.failing_writer.killed_writer.temporaries_planted is 100 with 99 left"),
+    # 3. concurrent_replace (and the roles of jsonl_append)
+    "versions-more-than-reads": (_replace(distinct_versions_seen=10**6),
+                                 "checks.concurrent_replace.distinct_versions_seen is 1000000, more than"),
+    "missing-tolerated-not-told": (_replace(missing_reads=3, missing_reads_tolerated=True, tolerate_missing=False),
+                                   "checks.concurrent_replace.missing_reads_tolerated is True, but the readers"),
+    "tolerate-missing-off-nfs": (_replace(missing_reads=3, missing_reads_tolerated=True, tolerate_missing=True),
+                                 "checks.concurrent_replace.tolerate_missing is true on 'ext4'"),
+    "replace-writer-dropped": (lambda d: d["checks"]["concurrent_replace"]["roles"].pop(0),
+                               "checks.concurrent_replace.roles holds 3 replace-writer process(es), the check "
+                               "records 4"),
+    "replace-reader-dropped": (_drop_role("concurrent_replace"),
+                               "checks.concurrent_replace.roles holds 1 replace-reader process(es)"),
+    "append-writer-dropped": (_drop_role("jsonl_append"),
+                              "checks.jsonl_append.roles holds 7 append-writer process(es), the check records 8"),
+    "role-answered-nonzero-exit": (_role("concurrent_replace", 0, exit=1),
+                                   "checks.concurrent_replace.roles: w0 answered with exit 1"),
+    "role-answered-with-error": (
+        _role("jsonl_append", 2, error={"type": "OSError", "errno": "EIO", "message": "I/O error",
+                                        "operation": "jsonl.append"}),
+        "checks.jsonl_append.roles: w2 answered with exit 0 and error"),
+    "role-renamed-twice": (_role("concurrent_replace", 1, name="w0"), "each role process is named once"),
+    "role-foreign": (_role("jsonl_append", 0, role="replace-writer"),
+                     "checks.jsonl_append.roles holds role(s) replace-writer this check does not start"),
 }
 
 
