@@ -39,6 +39,13 @@ class Deadline:
         self.seconds = seconds
         self.expires = time.monotonic() + seconds
 
+    @classmethod
+    def until(cls, expires: float, seconds: float) -> Deadline:
+        """A deadline at a monotonic instant (platform_runtime.budget sets the checks' one)."""
+        deadline = cls(seconds)
+        deadline.expires = expires
+        return deadline
+
     def remaining(self) -> float:
         return max(0.0, self.expires - time.monotonic())
 
@@ -62,6 +69,7 @@ class ChildOutcome:
     errors: list[str] = field(default_factory=list)
     stuck: list[dict] = field(default_factory=list)  # its session's processes left in uninterruptible sleep
     blocked: list[dict] = field(default_factory=list)  # those in uninterruptible sleep when its deadline came
+    grace_s: float = KILL_GRACE_S  # how long it was given to go after the kill
 
     def failure(self) -> str | None:
         """Why this child did not deliver a result, or None when it did."""
@@ -72,10 +80,10 @@ class ChildOutcome:
             if self.blocked:  # why it did not finish: blocked in the kernel (a hung mount), not computing
                 text += f"; at the deadline {stuck.describe(self.blocked)}"
             if self.abandoned and self.stuck:
-                text += (f"; abandoned, not awaited: {stuck.describe(self.stuck)} {KILL_GRACE_S:.0f} s after "
+                text += (f"; abandoned, not awaited: {stuck.describe(self.stuck)} {self.grace_s:.1f} s after "
                          "the kill")
             elif self.abandoned:
-                text += (f"; it did not exit or release its output within {KILL_GRACE_S:.0f} s of the kill "
+                text += (f"; it did not exit or release its output within {self.grace_s:.1f} s of the kill "
                          "(uninterruptible sleep?) and was abandoned")
             return text
         if self.payload is None:
@@ -147,18 +155,27 @@ def parse_last_json(stdout: bytes) -> dict | None:
     return None
 
 
+def default_grace() -> float:
+    return KILL_GRACE_S
+
+
 def collect(name: str, process: subprocess.Popen, started: float, timeout: float,
-            global_deadline: bool) -> ChildOutcome:
-    """Wait for a started child until its timeout, killing its whole tree when it runs over."""
+            global_deadline: bool, grace: Callable[[], float] = default_grace,
+            input: bytes | None = None) -> ChildOutcome:
+    """Wait for a started child until its timeout, killing its whole tree when it runs over; grace() says, at
+    the kill, how long it may then take to go (the gate's budget shrinks it near --timeout). input: written to
+    a child started with hold=True, then its stdin is closed."""
+    grace_s = KILL_GRACE_S
     try:
-        stdout, stderr = process.communicate(timeout=max(timeout - (time.monotonic() - started), 0.01))
+        stdout, stderr = process.communicate(input=input, timeout=max(timeout - (time.monotonic() - started), 0.01))
         timed_out = False
     except subprocess.TimeoutExpired:
         blocked = stuck.stuck_in(process.pid) if os.name == "posix" else []
         kill_tree(process)
         abandoned = False
+        grace_s = grace()
         try:
-            stdout, stderr = process.communicate(timeout=KILL_GRACE_S)
+            stdout, stderr = process.communicate(timeout=grace_s)
         except subprocess.TimeoutExpired:
             stdout, stderr, abandoned = b"", b"", True
         timed_out = True
@@ -172,13 +189,14 @@ def collect(name: str, process: subprocess.Popen, started: float, timeout: float
     return ChildOutcome(
         name=name, returncode=process.returncode, payload=payload, duration_s=round(duration, 3),
         timed_out=timed_out, timeout_s=timeout, global_deadline=global_deadline and timed_out, abandoned=abandoned,
-        stderr_tail=stderr.decode("utf-8", "replace")[-2000:], stuck=left, blocked=blocked,
+        stderr_tail=stderr.decode("utf-8", "replace")[-2000:], stuck=left, blocked=blocked, grace_s=grace_s,
     )
 
 
 
 def collect_after_report(name: str, process: subprocess.Popen, started: float, timeout: float,
-                         global_deadline: bool, on_report: Callable[[int], None]) -> ChildOutcome:
+                         global_deadline: bool, on_report: Callable[[int], None],
+                         grace: Callable[[], float] = default_grace) -> ChildOutcome:
     """collect() for a child that prints its report and then waits for its stdin to close: on_report(pid)
     runs while the child is still alive (the parent reads what it mapped), then stdin is closed. A child that
     exits at once after printing (a forged report) leaves nothing to read, and on_report sees that."""
@@ -210,26 +228,32 @@ def collect_after_report(name: str, process: subprocess.Popen, started: float, t
     for reader in readers:
         reader.start()
     timed_out = abandoned = False
+    blocked: list[dict] = []
     try:
         process.wait(timeout=max(timeout - (time.monotonic() - started), 0.01))
     except subprocess.TimeoutExpired:
+        blocked = stuck.stuck_in(process.pid) if os.name == "posix" else []
         kill_tree(process)
         timed_out = True
-    grace = KILL_GRACE_S if timed_out else max(timeout - (time.monotonic() - started), KILL_GRACE_S)
+    # One window for everything after the kill (the output released, the process reaped), never one per wait.
+    grace_s = grace() if timed_out else max(timeout - (time.monotonic() - started), KILL_GRACE_S)
+    until = time.monotonic() + grace_s
     for reader in readers:
-        reader.join(timeout=grace)
+        reader.join(timeout=max(until - time.monotonic(), 0.01))
     if any(reader.is_alive() for reader in readers):  # a grandchild holds the pipe: never waited for
         kill_tree(process)
         abandoned = True
     try:
-        process.wait(timeout=KILL_GRACE_S)
+        process.wait(timeout=max(until - time.monotonic(), 0.01))
     except subprocess.TimeoutExpired:
         abandoned = True
+    left = stuck.stuck_in(process.pid) if os.name == "posix" and (timed_out or abandoned) else []
     stdout = b"" if abandoned else b"".join(out)
     stderr = b"" if abandoned else b"".join(err)
     payload = None if timed_out or abandoned else parse_last_json(stdout)
     return ChildOutcome(
         name=name, returncode=process.returncode, payload=payload, duration_s=round(time.monotonic() - started, 3),
         timed_out=timed_out or abandoned, timeout_s=timeout, global_deadline=global_deadline and timed_out,
-        abandoned=abandoned, stderr_tail=stderr.decode("utf-8", "replace")[-2000:],
+        abandoned=abandoned or bool(left), stderr_tail=stderr.decode("utf-8", "replace")[-2000:], stuck=left,
+        blocked=blocked, grace_s=grace_s if timed_out else KILL_GRACE_S,
     )

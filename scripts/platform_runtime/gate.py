@@ -18,7 +18,7 @@ from core import trust, verdicts
 from core.contract import GATE_SCHEMA_ID
 from core.provenance import git_state, github_facts, platform_facts
 
-from platform_runtime import children, collectives, device_views, isolation, startup, torch_build
+from platform_runtime import budget, children, collectives, device_views, isolation, startup, torch_build
 from platform_runtime.claims import MPS_FALLBACK, NFS_TYPES, Requirements, conflicts, evaluate
 from platform_runtime.result import (
     EXIT_FAILED,
@@ -96,7 +96,10 @@ def skeleton(options: Options, requested_device: str) -> dict:
 class Gate:
     def __init__(self, options: Options) -> None:
         self.options = options
-        self.deadline = children.Deadline(options.timeout_s)
+        # --timeout counts from this process's start and ends at its exit: the checks' deadline leaves the
+        # kills, the cleanup and the result inside it (platform_runtime.budget).
+        self.budget = budget.Budget(options.timeout_s, options.cleanup_timeout_s)
+        self.deadline = self.budget.checks
         self.running: list = []  # live Popen objects, killed on interrupt
         self.private = private_paths(options.work_dir)
         self.torch = isolation.locate_torch()  # only the interpreter's own site-packages, never PYTHONPATH
@@ -106,10 +109,9 @@ class Gate:
 
     # --- children ---------------------------------------------------------------------------------------
 
-    def _launch(self, name: str, command: list[str], timeout: float, own_deadline: bool = False,
-                hold: bool = False) -> tuple:
-        """Start a child; its timeout is capped by the global deadline unless it has its own (cleanup)."""
-        capped, by_global = (timeout, False) if own_deadline else self.deadline.cap(timeout)
+    def _launch(self, name: str, command: list[str], timeout: float, hold: bool = False) -> tuple:
+        """Start a child; its timeout is capped by the checks' deadline (the cleanup has its own: _cleanup)."""
+        capped, by_global = self.deadline.cap(timeout)
         return self._start(name, command, capped, by_global, hold)
 
     def _start(self, name: str, command: list[str], capped: float, by_global: bool, hold: bool = False) -> tuple:
@@ -120,9 +122,10 @@ class Gate:
     def _collect(self, launched: tuple) -> children.ChildOutcome:
         name, process, started, timeout, by_global = launched
         if name == "device_compute":  # it waits after its report, so its mapped libraries can be read
-            outcome = children.collect_after_report(name, process, started, timeout, by_global, self.views.observe)
+            outcome = children.collect_after_report(name, process, started, timeout, by_global, self.views.observe,
+                                                    grace=self.budget.kill_grace)
         else:
-            outcome = children.collect(name, process, started, timeout, by_global)
+            outcome = children.collect(name, process, started, timeout, by_global, grace=self.budget.kill_grace)
         self.running.remove(process)
         return outcome
 
@@ -329,13 +332,16 @@ class Gate:
 
     def _cleanup(self, result: dict, workspace: Path, failures: list[str], after_global_timeout: bool,
                  hung: bool = False) -> None:
-        """Remove the workspace within the cleanup's own deadline, which the global --timeout does not cut.
-        When a check was left in uninterruptible sleep the work dir's file system is not answering (a hard
-        NFS mount whose server is gone): the cleanup then gets a short deadline, so the gate still returns."""
+        """Remove the workspace within the cleanup's own deadline, which the checks' deadline does not cut: it
+        runs in the slot the budget keeps for it before --timeout (platform_runtime.budget), and gets the whole
+        --cleanup-timeout when the checks left that much. When a check was left in uninterruptible sleep the work
+        dir's file system is not answering (a hard NFS mount whose server is gone): the cleanup then gets a short
+        deadline, so the gate still returns."""
         cleanup = result["workspace_cleanup"]
         cleanup["after_global_timeout"] = after_global_timeout
-        deadline = min(self.options.cleanup_timeout_s, HUNG_CLEANUP_S) if hung else self.options.cleanup_timeout_s
-        cleanup["deadline_s"] = deadline
+        wanted = min(self.options.cleanup_timeout_s, HUNG_CLEANUP_S) if hung else self.options.cleanup_timeout_s
+        deadline, by_budget = self.budget.cleanup_deadline(wanted)
+        cleanup["deadline_s"] = round(deadline, 3)
         if hung:
             cleanup["file_system_hung"] = True
         if self.options.keep_workspace:
@@ -344,9 +350,10 @@ class Gate:
                 "ok": True, "duration_s": 0.0, "reason": None, "status": "retained",
                 "note": "kept by --keep-workspace: not cleaned; whoever keeps it must verify its removal"}
             return
-        outcome = self._collect(self._launch("workspace_cleanup",
-                                             children.worker_command("fs_worker", "cleanup", str(workspace)),
-                                             deadline, own_deadline=True))
+        name, process, started, timeout, _ = self._start(
+            "workspace_cleanup", children.worker_command("fs_worker", "cleanup", str(workspace)), deadline, by_budget)
+        outcome = children.collect(name, process, started, timeout, by_budget, grace=lambda: budget.CLEANUP_GRACE_S)
+        self.running.remove(process)
         removed = bool(outcome.payload and outcome.payload.get("ok"))
         status = "cleaned" if removed else ("timeout" if outcome.timed_out else "failed")
         cleanup["status"] = status

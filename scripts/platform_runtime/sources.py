@@ -34,6 +34,7 @@ GATE_SOURCES: tuple[str, ...] = (
     "scripts/core/verdicts.py",
     "scripts/core/writer_verdicts.py",
     "scripts/platform_runtime/__init__.py",
+    "scripts/platform_runtime/budget.py",
     "scripts/platform_runtime/children.py",
     "scripts/platform_runtime/claims.py",
     "scripts/platform_runtime/collective_worker.py",
