@@ -10,6 +10,7 @@ from typing import Any
 from core import trust
 from core.device_verdicts import device_kind, load_safety_problems
 from core.facts import get, obj
+from core.torch_build_rules import MISSING_TORCH, recorded_cross_check
 
 CLEANUP_PASSING = ("cleaned", "retained")  # retained: --keep-workspace, whoever keeps it verifies it
 NFS_TYPES = ("nfs", "nfs4")  # where a name can vanish for an instant while it is replaced (re-exported by contract)
@@ -27,10 +28,24 @@ def _checks(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def build_cross_check(result: dict[str, Any]) -> list[str]:
-    cross = get(result, "device.build_cross_check")
+    """The worker's torch against the installed build, as the gate lists it (`device.build_cross_check`), made
+    again from the recorded facts (core.torch_build_rules): a recorded list that differs is refused, and
+    every disagreement fails the result."""
+    device = obj(result, "device")
+    cross = device.get("build_cross_check")
     if not isinstance(cross, list):
         return [f"device.build_cross_check is {cross!r}: the worker's torch was not checked against the build"]
-    return [f"device.build_cross_check: {str(item)[:200]}" for item in cross]
+    problems = [f"device.build_cross_check: {str(item)[:200]}" for item in cross]
+    expected = recorded_cross_check(device, get(result, "platform.system"))
+    if expected is None:
+        return problems
+    missing_first = bool(expected) and expected[0] == MISSING_TORCH
+    agrees = (len(cross) == len(expected) and cross[1:] == expected[1:] and str(cross[0]).startswith(MISSING_TORCH)
+              ) if missing_first else cross == expected
+    if not agrees:
+        problems.insert(0, f"device.build_cross_check is recorded {[str(c)[:120] for c in cross]!r}, the recorded "
+                           f"torch_build, torch, type and views say {[str(e)[:120] for e in expected]!r}")
+    return problems + [f"device.build_cross_check: {str(item)[:200]}" for item in expected if item not in cross]
 
 
 def device_views(result: dict[str, Any]) -> list[str]:

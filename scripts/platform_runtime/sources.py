@@ -30,6 +30,7 @@ GATE_SOURCES: tuple[str, ...] = (
     "scripts/core/result_verdicts.py",
     "scripts/core/sharing_verdicts.py",
     "scripts/core/strict_json.py",
+    "scripts/core/torch_build_rules.py",
     "scripts/core/trust.py",
     "scripts/core/verdicts.py",
     "scripts/core/writer_verdicts.py",

@@ -11,16 +11,11 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
-import platform
 from pathlib import Path
 
 from core.files import sha256_file
+from core.torch_build_rules import BACKEND_LIBRARIES, build_supports, cross_check  # noqa: F401 - re-exported
 
-BACKEND_LIBRARIES = {
-    "cuda": ("libtorch_cuda.so", "torch_cuda.dll"),
-    "rocm": ("libtorch_hip.so", "torch_hip.dll"),
-    "mps": ("libtorch_cpu.dylib",),
-}
 # What is recorded when the interpreter's own site-packages hold no torch: nothing was read.
 NO_BUILD: dict = {"version": None, "cuda": None, "hip": None, "dist_info": None, "record_sha256": None,
                   "wheel_tags": [], "backend_libraries": []}
@@ -99,36 +94,3 @@ def read_install(site_dir: Path | None, repo_root: Path | None = None) -> dict |
         current = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
     return {"installer": installer, "lock": name, "lock_sha256": marker.get("lock_sha256"),
             "lock_sha256_in_checkout": current}
-
-
-def build_supports(build: dict, kind: str, system: str | None = None) -> str | None:
-    """Why this build cannot run on `kind` (cuda, rocm, mps), or None when its files allow it."""
-    if kind == "cuda" and not build.get("cuda"):
-        return "a CUDA claim from a torch built without CUDA (its version.py names no CUDA version)"
-    if kind == "rocm" and not build.get("hip"):
-        return "a ROCm claim from a torch built without HIP (its version.py names no HIP version)"
-    if kind == "mps" and (system or platform.system()) != "Darwin":
-        return "an MPS claim from a torch that is not a macOS build on macOS"
-    if kind in BACKEND_LIBRARIES and not set(BACKEND_LIBRARIES[kind]) & set(build.get("backend_libraries") or []):
-        return f"a {kind} claim from a torch whose lib folder has no {' or '.join(BACKEND_LIBRARIES[kind])}"
-    return None
-
-
-def cross_check(build: dict | None, reported_torch: dict | None, device_type: str | None) -> list[str]:
-    """Where the worker's report and the installed build disagree; empty when they agree."""
-    if reported_torch is None:
-        return []
-    if build is None:
-        return ["the worker reported a torch, but the gate's interpreter finds none"]
-    problems = []
-    if reported_torch.get("from_named_directory") is False:
-        problems.append("the worker's torch is not the one the gate's interpreter finds")
-    for key, label in (("version", "version"), ("cuda", "CUDA version"), ("hip", "HIP version")):
-        if reported_torch.get(key) != build.get(key):
-            problems.append(f"the worker's torch {label} ({reported_torch.get(key)}) is not the installed "
-                            f"build's ({build.get(key)})")
-    if device_type in BACKEND_LIBRARIES:
-        why = build_supports(build, device_type)
-        if why:
-            problems.append(why)
-    return problems

@@ -102,6 +102,13 @@ FORGERIES = {
     "role-renamed-twice": (_role("concurrent_replace", 1, name="w0"), "each role process is named once"),
     "role-foreign": (_role("jsonl_append", 0, role="replace-writer"),
                      "checks.jsonl_append.roles holds role(s) replace-writer this check does not start"),
+    # 4. device.build_cross_check recomputed from torch_build, torch, type and views, never echoed
+    "cross-check-emptied-worker-version": (lambda d: d["device"]["torch"].update(version="2.1.0"),
+                                           "device.build_cross_check is recorded [], the recorded torch_build"),
+    "cross-check-emptied-build-cuda": (lambda d: d["device"]["torch_build"].update(cuda="12.8"),
+                                       "the worker's torch CUDA version (None) is not the installed build's (12.8)"),
+    "cross-check-emptied-not-named": (lambda d: d["device"]["torch"].update(from_named_directory=False),
+                                      "device.build_cross_check: the worker's torch is not the one the gate's"),
 }
 
 

@@ -1,0 +1,71 @@
+"""The torch build cross-check as a pure rule: what the gate's interpreter found on disk (`device.torch_build`,
+read by scripts/platform_runtime/torch_build.py without importing torch) against what the device worker
+reported (`device.torch`) and the device it claims. The gate records the list it makes
+(`device.build_cross_check`); the judge makes it again from the same recorded facts and refuses a recorded
+list that differs, so an emptied list cannot hide a disagreement.
+
+Stdlib only.
+"""
+
+from __future__ import annotations
+
+import platform
+from typing import Any
+
+from core import trust  # the views' rule: the gate appends its problems to the same list
+
+BACKEND_LIBRARIES = {
+    "cuda": ("libtorch_cuda.so", "torch_cuda.dll"),
+    "rocm": ("libtorch_hip.so", "torch_hip.dll"),
+    "mps": ("libtorch_cpu.dylib",),
+}
+MISSING_TORCH = "torch could not be imported: there is none in the interpreter's own site-packages"
+
+
+def build_supports(build: dict, kind: str, system: str | None = None) -> str | None:
+    """Why this build cannot run on `kind` (cuda, rocm, mps), or None when its files allow it."""
+    if kind == "cuda" and not build.get("cuda"):
+        return "a CUDA claim from a torch built without CUDA (its version.py names no CUDA version)"
+    if kind == "rocm" and not build.get("hip"):
+        return "a ROCm claim from a torch built without HIP (its version.py names no HIP version)"
+    if kind == "mps" and (system or platform.system()) != "Darwin":
+        return "an MPS claim from a torch that is not a macOS build on macOS"
+    if kind in BACKEND_LIBRARIES and not set(BACKEND_LIBRARIES[kind]) & set(build.get("backend_libraries") or []):
+        return f"a {kind} claim from a torch whose lib folder has no {' or '.join(BACKEND_LIBRARIES[kind])}"
+    return None
+
+
+def cross_check(build: dict | None, reported_torch: dict | None, device_type: str | None,
+                system: str | None = None) -> list[str]:
+    """Where the worker's report and the installed build disagree; empty when they agree."""
+    if reported_torch is None:
+        return []
+    if build is None:
+        return ["the worker reported a torch, but the gate's interpreter finds none"]
+    problems = []
+    if reported_torch.get("from_named_directory") is False:
+        problems.append("the worker's torch is not the one the gate's interpreter finds")
+    for key, label in (("version", "version"), ("cuda", "CUDA version"), ("hip", "HIP version")):
+        if reported_torch.get(key) != build.get(key):
+            problems.append(f"the worker's torch {label} ({reported_torch.get(key)}) is not the installed "
+                            f"build's ({build.get(key)})")
+    if device_type in BACKEND_LIBRARIES:
+        why = build_supports(build, device_type, system)
+        if why:
+            problems.append(why)
+    return problems
+
+
+def recorded_cross_check(device: dict[str, Any], system: str | None) -> list[str] | None:
+    """The cross-check the gate makes (torch_build.cross_check, then the device's views), made again from the
+    recorded facts; None for a result whose torch_build does not say where torch was found (made before
+    `found_in` was recorded), whose list is then judged as recorded. A gate that found no torch records
+    why as the list's first line (its wording is isolation's): only that it begins so is compared."""
+    build = device.get("torch_build")
+    if not isinstance(build, dict) or "found_in" not in build:
+        return None
+    reported = device.get("torch") if isinstance(device.get("torch"), dict) else None
+    found = build.get("found_in") is not None
+    expected = [] if found else [MISSING_TORCH]
+    expected += cross_check(build if found else None, reported, device.get("type"), system)
+    return expected + trust.device_view_problems(device) if "views" in device else expected
