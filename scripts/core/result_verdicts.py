@@ -54,6 +54,16 @@ def device_views(result: dict[str, Any]) -> list[str]:
     return [f"device.views: {problem}" for problem in trust.device_view_problems(device)] if "views" in device else []
 
 
+def collectives_ran(result: dict[str, Any]) -> list[str]:
+    """`--collectives` asked for (`arguments.collectives`) records its check, which then must pass by its
+    own rule (core.collectives); a result that drops the check drops what was asked."""
+    asked = get(result, "arguments.collectives")
+    if asked is None or "collectives" in obj(result, "checks"):
+        return []
+    return [f"checks.collectives is missing, but arguments.collectives asked for {asked!r}: what was asked did "
+            "not run"]
+
+
 def load_safety(result: dict[str, Any]) -> list[str]:
     """The checkpoint load the worker records (`device.load_safety`) is the weights_only one, its advisories
     recomputed from the worker's torch version."""

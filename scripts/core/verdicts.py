@@ -37,6 +37,7 @@ from core.result_verdicts import (  # noqa: F401 - re-exported
     NFS_TYPES,
     build_cross_check,
     cleanup_agrees,
+    collectives_ran,
     device_agrees,
     device_views,
     load_safety,
@@ -74,6 +75,7 @@ GATE_RESULT_RULES: dict[str, Rule] = {
     "device_agrees": device_agrees,
     "missing_reads_allowed": missing_reads_allowed,
     "load_safety": load_safety,
+    "collectives_ran": collectives_ran,
 }
 
 
