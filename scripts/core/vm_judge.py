@@ -1,5 +1,6 @@
 """The NFS VM's phase records (tools/nfsvm): the two-clients record's verdicts re-derived from the counts beside
 them, as tools/nfsvm/phases.py derives them, so tools/nfsvm/run_checks.py never takes a recorded `pass` or `ok`.
+The server-restart and busy-unmount records likewise, from their facts and the files beside them.
 Answers (reasons, forged) like the other judges in core. Stdlib only."""
 
 from __future__ import annotations
@@ -56,4 +57,127 @@ def judge_two_clients(document: dict[str, Any]) -> tuple[list[str], list[str]]:
         forged.append(f"ok is recorded True, its variants say False ({reasons[0]})")
     elif document.get("ok") is not True:
         reasons.append(f"ok is {document.get('ok')!r}")
+    return reasons, forged
+
+
+# --- the fault phases: a server restart during the gate, a teardown refused while the share is busy ---------
+
+FAULT_GRACE_S = 20  # beyond --timeout: the gate's own kill grace and cleanup, and the VM's slow clock
+
+
+def fault_verdict(result: dict[str, Any] | None, exit_code: int | None, elapsed: float, timeout: float) -> dict:
+    """A gate run under a fault completes correctly or fails with named reasons within its deadline: never a
+    false pass, never a hang. tools/nfsvm/phases.py records this; the host's judge makes it again from the
+    gate result the phase copied out, whose flags the one judge (core.contract) has confirmed by its facts."""
+    verdict: dict[str, Any] = {"exit_code": exit_code, "elapsed_seconds": round(elapsed, 1), "gate_timeout": timeout,
+                               "hung": exit_code is None,
+                               "within_deadline": exit_code is not None and elapsed <= timeout + FAULT_GRACE_S}
+    if result is None:
+        verdict.update({"outcome": "no result", "pass": False})
+        return verdict
+    checks = result.get("checks") if isinstance(result.get("checks"), dict) else {}
+    all_checks = bool(checks) and all(isinstance(c, dict) and c.get("ok") is True for c in checks.values())
+    verdict["false_pass"] = result.get("ok") is True and (not all_checks or exit_code != 0)
+    passed_cleanly = exit_code == 0 and result.get("ok") is True and all_checks
+    failed_named = exit_code in (1, 3) and result.get("ok") is False and bool(result.get("failures"))
+    verdict["outcome"] = "completed" if passed_cleanly else "failed with reasons" if failed_named else "inconsistent"
+    verdict["failures"] = result.get("failures")
+    verdict["pass"] = verdict["within_deadline"] and not verdict["false_pass"] and (passed_cleanly or failed_named)
+    return verdict
+
+
+def _section(document: Any, key: str) -> dict[str, Any]:
+    value = document.get(key) if isinstance(document, dict) else None
+    return value if isinstance(value, dict) else {}
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _ok_agrees(document: dict[str, Any], reasons: list[str], forged: list[str], what: str) -> None:
+    if document.get("ok") is True and reasons:
+        forged.append(f"ok is recorded True, its {what} say False ({reasons[0]})")
+    elif document.get("ok") is not True:
+        reasons.append(f"ok is {document.get('ok')!r}")
+
+
+def judge_server_restart(report: dict[str, Any], gate: dict[str, Any] | None,
+                         harness: dict[str, Any] | None) -> tuple[list[str], list[str]]:
+    """server-restart.json against the files the phase copied beside it: the gate's result (judged by the one
+    judge, then its fault verdict made again from it) and the harness record of the teardown (judged, and
+    naming the gate's workspace). The restart must have landed while the gate ran on the share."""
+    from core.contract import judge  # the one judge of a gate result and a harness record
+    from core.harness_judge import harness_gate_problems
+
+    reasons: list[str] = []
+    forged: list[str] = []
+    recorded = _section(report, "gate")
+    if gate is None:
+        reasons.append("no gate result beside the record (server_restart/platform-runtime-nfs.json)")
+    else:
+        judgement = judge(gate, "gate")
+        forged += [f"the gate result: {why}" for why in judgement.forged]
+        if gate.get("exit_code") != recorded.get("exit_code"):
+            reasons.append(f"gate.exit_code is {recorded.get('exit_code')!r}, the gate result records "
+                           f"{gate.get('exit_code')!r}")
+    elapsed, timeout = recorded.get("elapsed_seconds"), recorded.get("gate_timeout")
+    if not (_number(elapsed) and _number(timeout)):
+        reasons.append(f"gate.elapsed_seconds {elapsed!r} of gate_timeout {timeout!r}: the gate run was not timed")
+    else:
+        for key, value in fault_verdict(gate, recorded.get("exit_code"), elapsed, timeout).items():
+            if recorded.get(key) != value:
+                forged.append(f"gate.{key} is recorded {recorded.get(key)!r}, the gate result and its exit say "
+                              f"{value!r}")
+                break
+        if not fault_verdict(gate, recorded.get("exit_code"), elapsed, timeout)["pass"]:
+            reasons.append(f"gate: the run under the restart neither completed nor failed with named reasons "
+                           f"within its deadline (exit {recorded.get('exit_code')!r}, {elapsed} s of {timeout} s)")
+    restart = _section(report, "restart")
+    after, stopped, started = (restart.get(k) for k in ("seconds_after_gate_start", "stopped_at_uptime",
+                                                         "restarted_at_uptime"))
+    if restart.get("workspace_seen") is not True:
+        reasons.append("restart.workspace_seen is not True: the server restarted before the gate was on the share")
+    if not (_number(after) and _number(elapsed) and 0 <= after < elapsed):
+        reasons.append(f"restart.seconds_after_gate_start is {after!r}, not within the gate's {elapsed!r} s: the "
+                       "restart did not land while the gate ran")
+    if not (_number(stopped) and _number(started) and stopped <= started):
+        reasons.append(f"restart stopped at {stopped!r} and restarted at {started!r} (uptime): no restart recorded")
+    if _section(report, "teardown").get("exit_code") != 0:
+        reasons.append(f"teardown.exit_code is {_section(report, 'teardown').get('exit_code')!r}")
+    if harness is None:
+        reasons.append("no harness record beside the record (server_restart/nfs-harness.json)")
+    else:
+        judgement = judge(harness, "nfs-harness")
+        forged += [f"the harness record: {why}" for why in judgement.forged]
+        reasons += [f"the harness record: {why}" for why in judgement.reasons
+                    + (harness_gate_problems(harness, gate) if gate is not None else [])]
+    _ok_agrees(report, reasons, forged, "facts")
+    return reasons, forged
+
+
+def judge_busy_unmount(report: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """busy-unmount.json from its facts: the teardown of a busy share failed (exit 1), named why, left it
+    mounted, deleted nothing and kept the workspace on the export; the teardown once it was free passed and the
+    workspace is gone."""
+    busy, free = _section(report, "busy"), _section(report, "free")
+    problems = busy.get("problems")
+    wanted = [
+        (busy.get("exit_code") == 1, f"busy.exit_code is {busy.get('exit_code')!r}, a refused teardown exits 1"),
+        (busy.get("unmounted") is False, f"busy.unmounted is {busy.get('unmounted')!r}: the busy share was unmounted"),
+        (busy.get("export_side_delete") is None,
+         f"busy.export_side_delete is {busy.get('export_side_delete')!r}: it deleted on the export after a failed "
+         "unmount"),
+        (busy.get("export_kept") is True, f"busy.export_kept is {busy.get('export_kept')!r}: the workspace on the "
+                                          "export was not left untouched"),
+        (isinstance(problems, list) and bool(problems), f"busy.problems is {problems!r}: the refusal names no reason"),
+        (free.get("exit_code") == 0, f"free.exit_code is {free.get('exit_code')!r}, the teardown of a free share "
+                                     "exits 0"),
+        (free.get("ok") is True, f"free.ok is {free.get('ok')!r}"),
+        (free.get("workspace_absent") is True, f"free.workspace_absent is {free.get('workspace_absent')!r}: the "
+                                               "workspace was left on the export"),
+    ]
+    reasons = [why for held, why in wanted if not held]
+    forged: list[str] = []
+    _ok_agrees(report, reasons, forged, "facts")
     return reasons, forged

@@ -111,3 +111,95 @@ def test_the_vm_verdict_takes_the_gate_and_the_harness_from_the_one_judge(tmp_pa
     harness["export_side_delete"]["workspace"] = "platform-runtime-000000000000"
     ok, detail = run_checks.harness_check(harness, setup, gate)
     assert ok is False and "the gate's workspace_cleanup.workspace" in detail
+
+
+# --- the VM's fault phases: a server restart during the gate, a teardown refused while the share is busy ------
+
+def _vm_out(folder, edit=lambda files: None):
+    """A VM run's output folder laid out as the phases write it, from the committed NFS evidence's files."""
+    files = {("server_restart", "server-restart.json"): "server-restart.json",
+             ("server_restart", "platform-runtime-nfs.json"): "server-restart-gate.json",
+             ("server_restart", "nfs-harness.json"): "server-restart-nfs-harness.json",
+             ("busy_unmount", "busy-unmount.json"): "busy-unmount.json"}
+    documents = {where: json.loads((EVIDENCE / "nfs" / name).read_text()) for where, name in files.items()}
+    edit(documents)
+    for (phase, name), document in documents.items():
+        if document is not None:
+            (folder / phase).mkdir(exist_ok=True)
+            (folder / phase / name).write_text(json.dumps(document))
+    return folder
+
+
+def _vm_checks(folder) -> dict:
+    sys.path.insert(0, str(ROOT / "tools"))
+    from nfsvm import run_checks
+
+    return {c["name"]: c for c in run_checks.judge(folder, {"qemu_exit_code": 0}, ["server_restart", "busy_unmount"])}
+
+
+def _in(phase: str, name: str, *path: str, **facts):
+    def edit(documents):
+        holder = documents[(phase, name)]
+        for key in path:
+            holder = holder[key]
+        holder.update(facts)
+    return edit
+
+
+def test_the_recorded_fault_phases_pass_by_their_facts(tmp_path):
+    checks = _vm_checks(_vm_out(tmp_path))
+    assert checks["server_restart"]["ok"] is True, checks["server_restart"]
+    assert checks["busy_unmount"]["ok"] is True, checks["busy_unmount"]
+
+
+RESTART, BUSY = "server-restart.json", "busy-unmount.json"
+FAULT_FORGERIES = {
+    "restart-gate-result-forged": (_in("server_restart", "platform-runtime-nfs.json", "checks", "jsonl_append",
+                                       missing=7), "server_restart",
+                                   "the gate result: checks.jsonl_append.ok is recorded True"),
+    "restart-gate-result-missing": (lambda d: d.update({("server_restart", "platform-runtime-nfs.json"): None}),
+                                    "server_restart", "no gate result beside the record"),
+    "restart-gate-hung": (_in("server_restart", RESTART, "gate", exit_code=None), "server_restart",
+                          "gate.hung is recorded False, the gate result and its exit say True"),
+    "restart-gate-past-deadline": (_in("server_restart", RESTART, "gate", elapsed_seconds=900.0), "server_restart",
+                                   "gate.within_deadline is recorded True"),
+    "restart-gate-exit-not-the-result-s": (_in("server_restart", RESTART, "gate", exit_code=1), "server_restart",
+                                           "gate.exit_code is 1, the gate result records 0"),
+    "restart-after-the-gate": (_in("server_restart", RESTART, "restart", seconds_after_gate_start=120.0),
+                               "server_restart", "restart.seconds_after_gate_start is 120.0"),
+    "restart-before-the-workspace": (_in("server_restart", RESTART, "restart", workspace_seen=False),
+                                     "server_restart", "restart.workspace_seen is not True"),
+    "restart-teardown-failed": (_in("server_restart", RESTART, "teardown", exit_code=1), "server_restart",
+                                "teardown.exit_code is 1"),
+    "restart-harness-other-workspace": (_in("server_restart", "nfs-harness.json", "export_side_delete",
+                                            workspace="platform-runtime-000000000000"), "server_restart",
+                                        "the harness record: export_side_delete.workspace is"),
+    "busy-unmounted": (_in("busy_unmount", BUSY, "busy", unmounted=True), "busy_unmount", "busy.unmounted is True"),
+    "busy-exit-0": (_in("busy_unmount", BUSY, "busy", exit_code=0), "busy_unmount", "busy.exit_code is 0"),
+    "busy-deleted-anyway": (_in("busy_unmount", BUSY, "busy", export_side_delete={"deleted": True}), "busy_unmount",
+                            "busy.export_side_delete is {'deleted': True}"),
+    "busy-unnamed": (_in("busy_unmount", BUSY, "busy", problems=[]), "busy_unmount", "busy.problems is []"),
+    "busy-export-touched": (_in("busy_unmount", BUSY, "busy", export_kept=False), "busy_unmount",
+                            "busy.export_kept is False"),
+    "free-workspace-left": (_in("busy_unmount", BUSY, "free", workspace_absent=False), "busy_unmount",
+                            "free.workspace_absent is False"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FAULT_FORGERIES))
+def test_a_fault_phase_whose_ok_outlives_its_facts_is_refused(tmp_path, name):
+    from core.vm_judge import judge_busy_unmount, judge_server_restart
+
+    edit, phase, words = FAULT_FORGERIES[name]
+    folder = _vm_out(tmp_path, edit)
+    report = json.loads((folder / phase / (RESTART if phase == "server_restart" else BUSY)).read_text())
+    assert report["ok"] is True  # the phase's own flag left as the real run recorded it
+    assert _vm_checks(folder)[phase]["ok"] is False
+    if phase == "server_restart":
+        gate, harness = (folder / phase / "platform-runtime-nfs.json"), folder / phase / "nfs-harness.json"
+        reasons, forged = judge_server_restart(report, json.loads(gate.read_text()) if gate.exists() else None,
+                                               json.loads(harness.read_text()))
+    else:
+        reasons, forged = judge_busy_unmount(report)
+    assert any(words in line for line in reasons + forged), (reasons, forged)
+    assert forged, reasons  # an ok (or a verdict) the facts contradict is not authentic

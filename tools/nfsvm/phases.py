@@ -191,21 +191,15 @@ def wait_for_workspace(export: Path, limit_s: float) -> str | None:
 
 
 def judge_fault(result: dict | None, exit_code: int | None, elapsed: float, timeout: float) -> dict:
-    """Completes correctly or fails with a named reason within its deadline; never a false pass, never a hang."""
-    verdict = {"exit_code": exit_code, "elapsed_seconds": round(elapsed, 1), "gate_timeout": timeout,
-               "hung": exit_code is None, "within_deadline": exit_code is not None and elapsed <= timeout + 20}
-    if result is None:
-        verdict.update({"outcome": "no result", "pass": False})
-        return verdict
-    checks = result.get("checks") or {}
-    all_checks = bool(checks) and all(c.get("ok") is True for c in checks.values())
-    verdict["false_pass"] = result.get("ok") is True and (not all_checks or exit_code != 0)
-    passed_cleanly = exit_code == 0 and result.get("ok") is True and all_checks
-    failed_named = exit_code in (1, 3) and result.get("ok") is False and bool(result.get("failures"))
-    verdict["outcome"] = "completed" if passed_cleanly else "failed with reasons" if failed_named else "inconsistent"
-    verdict["failures"] = result.get("failures")
-    verdict["pass"] = verdict["within_deadline"] and not verdict["false_pass"] and (passed_cleanly or failed_named)
-    return verdict
+    """core.vm_judge.fault_verdict: the one rule, which the host's judge applies again to the recorded files."""
+    import sys
+
+    scripts = str(Path(__file__).resolve().parents[2] / "scripts")  # the shared repository's, as gate_code's
+    if scripts not in sys.path:
+        sys.path.insert(0, scripts)
+    from core.vm_judge import fault_verdict
+
+    return fault_verdict(result, exit_code, elapsed, timeout)
 
 
 def server_restart_phase(job: dict, out: Path, _boot: float) -> dict:

@@ -9,7 +9,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))  # the 
 from core.contract import judge as judge_document  # noqa: E402
 from core.contract import parse_strict  # noqa: E402
 from core.harness_judge import harness_gate_problems  # noqa: E402
-from core.vm_judge import judge_two_clients  # noqa: E402
+from core.vm_judge import judge_busy_unmount, judge_server_restart, judge_two_clients  # noqa: E402
 
 
 def load(folder: Path, name: str) -> dict | None:
@@ -56,15 +56,31 @@ def phase_check(document: dict | None, describe) -> tuple[bool, str]:
     return ok, reason + describe(document)
 
 
+def judged_check(document: dict | None, found: tuple[list[str], list[str]] | None, describe) -> tuple[bool, str]:
+    """A phase record judged by its facts (core.vm_judge), never by its own `ok`."""
+    if document is None or found is None:
+        return False, "the phase wrote no result"
+    reasons, forged = found
+    said = [str(document["reason"])] if document.get("reason") else []  # the phase's own words first
+    return not reasons and not forged, "; ".join(said + [*(f"not authentic: {f}" for f in forged), *reasons][:3]
+                                               + [describe(document)])
+
+
+def server_restart_check(folder: Path) -> tuple[bool, str]:
+    """The restart record, with the gate result and the teardown's harness record the phase copied beside it."""
+    report = load(folder, "server-restart.json")
+    found = None if report is None else judge_server_restart(report, load(folder, "platform-runtime-nfs.json"),
+                                                             load(folder, "nfs-harness.json"))
+    return judged_check(report, found, describe_restart)
+
+
+def busy_unmount_check(report: dict | None) -> tuple[bool, str]:
+    return judged_check(report, None if report is None else judge_busy_unmount(report), describe_busy)
+
+
 def two_clients_check(document: dict | None) -> tuple[bool, str]:
     """Each variant's verdict re-derived from its counts (core.vm_judge), never its recorded `pass`."""
-    if document is None:
-        return False, "the phase wrote no result"
-    reasons, forged = judge_two_clients(document)
-    ok = not reasons and not forged
-    said = [str(document["reason"])] if document.get("reason") else []  # the phase's own words first
-    return ok, "; ".join(said + [*(f"not authentic: {f}" for f in forged), *reasons][:3]
-                         + [describe_two_clients(document)])
+    return judged_check(document, None if document is None else judge_two_clients(document), describe_two_clients)
 
 
 def error_files(out: Path) -> list[str]:
@@ -158,10 +174,8 @@ def judge(out: Path, boot: dict, phases: list[str]) -> list[dict]:
                                                      load(out / "action", "nfs-harness-setup.json"),
                                                      load(out / "action", "platform-runtime-nfs.json")))],
         "two_clients": [("two_clients", lambda: two_clients_check(load(out / "two_clients", "two-clients.json")))],
-        "server_restart": [("server_restart", lambda: phase_check(load(out / "server_restart", "server-restart.json"),
-                                                                  describe_restart))],
-        "busy_unmount": [("busy_unmount", lambda: phase_check(load(out / "busy_unmount", "busy-unmount.json"),
-                                                              describe_busy))],
+        "server_restart": [("server_restart", lambda: server_restart_check(out / "server_restart"))],
+        "busy_unmount": [("busy_unmount", lambda: busy_unmount_check(load(out / "busy_unmount", "busy-unmount.json")))],
         "server_gone": [("server_gone", lambda: phase_check(load(out / "server_gone", "server-gone.json"),
                                                             describe_gone))],
         "busy_rename": [("busy_rename", lambda: phase_check(load(out / "busy_rename", "busy-rename.json"),
