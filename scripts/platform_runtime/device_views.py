@@ -78,7 +78,8 @@ class DeviceViews:
         mapped = [name for name in names if procmaps.is_mapped(self.mappings, lib_dir / name)]
         # The worker's own libraries (torch's, the interpreter's) taken from an LD_LIBRARY_PATH folder instead.
         own = set(names) | {Path(m.path).name for m in procmaps.parse_maps(procmaps.read_maps("self") or "")}
-        for name in procmaps.mapped_from(self.mappings, startup.untrusted_library_path_dirs()):
+        for name in procmaps.mapped_from(self.mappings, startup.untrusted_library_path_dirs(),
+                                             startup.trusted_library_dirs()):
             if name in own:
                 finding = f"{name} is mapped into the device worker from an LD_LIBRARY_PATH directory"
                 if "LD_LIBRARY_PATH" not in isolation["present"]:

@@ -7,6 +7,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from platform_runtime import ld_library_path
+
 
 @dataclass(frozen=True)
 class Mapping:
@@ -39,15 +41,16 @@ def read_maps(pid: int | str) -> str | None:
         return None
 
 
-def mapped_from(mappings: list[Mapping], directories: set[Path]) -> list[str]:
-    """File names of the mapped files whose folder (symlinks resolved) is one of `directories`."""
+def mapped_from(mappings: list[Mapping], directories: set[Path], trusted: set[Path] | None = None) -> list[str]:
+    """File names of the mapped files whose folder (symlinks resolved) the loader searched from one of
+    `directories` (the folder itself or a hwcaps subfolder of it), unless that folder is a `trusted` one."""
     names = set()
     for mapping in mappings:
         try:
             folder = Path(mapping.path).parent.resolve()
         except OSError:
             continue
-        if folder in directories:
+        if folder not in (trusted or set()) and ld_library_path.searched_from(folder, directories):
             names.add(Path(mapping.path).name)
     return sorted(names)
 

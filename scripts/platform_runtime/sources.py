@@ -52,6 +52,7 @@ GATE_SOURCES: tuple[str, ...] = (
     "scripts/platform_runtime/jsonl.py",
     "scripts/platform_runtime/lock_probe.py",
     "scripts/platform_runtime/killed_writer.py",
+    "scripts/platform_runtime/ld_library_path.py",
     "scripts/platform_runtime/nvidia_driver.py",
     "scripts/platform_runtime/procmaps.py",
     "scripts/platform_runtime/result.py",

@@ -27,7 +27,7 @@ import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from platform_runtime import procmaps
+from platform_runtime import ld_library_path, procmaps
 from platform_runtime.isolation import interpreter_site_dirs, torch_search_dirs
 
 LOADER_VARIABLES = ("LD_PRELOAD", "LD_AUDIT", "DYLD_INSERT_LIBRARIES")  # honoured by the loader, always
@@ -231,11 +231,9 @@ def trusted_library_dirs() -> set[Path]:
     return {Path(d).resolve() for d in dirs}
 
 
-def library_path_dirs(environments: list[dict[str, str]]) -> set[Path]:
-    entries = [entry for env in environments for entry in env.get("LD_LIBRARY_PATH", "").split(":")]
-    # An empty entry means the working directory to the loader.
-    return {Path(entry or ".").resolve() for entry in entries} if any(env.get("LD_LIBRARY_PATH")
-                                                                          for env in environments) else set()
+def library_path(environments: list[dict[str, str]]) -> ld_library_path.LibraryPath:
+    """LD_LIBRARY_PATH of either view, parsed as the loader parses it (platform_runtime.ld_library_path)."""
+    return ld_library_path.parse([env.get("LD_LIBRARY_PATH", "") for env in environments])
 
 
 def environments() -> list[dict[str, str]]:
@@ -246,16 +244,19 @@ def environments() -> list[dict[str, str]]:
 
 def untrusted_library_path_dirs(envs: list[dict[str, str]] | None = None) -> set[Path]:
     """LD_LIBRARY_PATH directories outside the system's and the interpreter's own library folders."""
-    return library_path_dirs(environments() if envs is None else envs) - trusted_library_dirs()
+    return set(library_path(environments() if envs is None else envs).directories) - trusted_library_dirs()
 
 
 def judge_own_mappings(maps_text: str | None, environments: list[dict[str, str]], out: Findings) -> None:
     """A library mapped into the gate's own process from an LD_LIBRARY_PATH directory: the gate needs none
     (the interpreter, the C library and the standard library's extensions come from their own places)."""
+    if library_path(environments).tokens:
+        out.add("LD_LIBRARY_PATH", "an LD_LIBRARY_PATH entry holds a dynamic string token ($ORIGIN, $LIB, "
+                                   "$PLATFORM), which the loader expands to a folder of its choosing")
     directories = untrusted_library_path_dirs(environments)
     if not directories or maps_text is None:
         return
-    for name in procmaps.mapped_from(procmaps.parse_maps(maps_text), directories):
+    for name in procmaps.mapped_from(procmaps.parse_maps(maps_text), directories, trusted_library_dirs()):
         out.add("LD_LIBRARY_PATH", f"{name} is mapped into the gate's own process from an LD_LIBRARY_PATH "
                                    "directory")
 

@@ -69,6 +69,19 @@ def test_a_shim_libpython_on_ld_library_path_is_seen_mapped_into_the_gate_and_fa
     assert FORGED in nfs_verdict(run)["reason"]
 
 
+def test_a_shim_libpython_behind_a_semicolon_in_ld_library_path_is_seen_mapped_and_fails_named(tmp_path):
+    # glibc splits LD_LIBRARY_PATH on ';' too: "<cuda>;<shim>" puts the shim folder on the loader's path.
+    shim_dir = tmp_path / "shimlib"
+    shim = kit.libpython_shim(shim_dir)
+    cuda = kit.cuda_toolkit_dir(tmp_path / "cuda")
+    env = {"LD_LIBRARY_PATH": f"{cuda};{shim_dir}", "FAKE_MOUNTINFO": str(kit.nfs_mountinfo(tmp_path / "view"))}
+    run = run_gate(tmp_path, "--device", "cpu", "--require", "nfs", env=env)
+    assert_refused_naming(run, "LD_LIBRARY_PATH")
+    assert f"{shim.name} is mapped into the gate's own process from an LD_LIBRARY_PATH directory" in \
+        run.result["isolation"]["findings"]
+    assert FORGED in nfs_verdict(run)["reason"]
+
+
 def venv_with_real_torch(folder: Path) -> tuple[Path, Path]:
     """A throw-away venv whose site-packages finds the real torch through a .pth path line."""
     import torch

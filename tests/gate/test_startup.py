@@ -132,6 +132,46 @@ def test_a_library_mapped_from_an_ld_library_path_folder_is_a_vector_and_a_cuda_
     assert clean.present == []
 
 
+def test_ld_library_path_is_split_on_colon_and_semicolon_with_an_empty_element_the_working_directory(tmp_path):
+    from platform_runtime import ld_library_path
+
+    a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    parsed = ld_library_path.parse([f"{a};{b}::{c}", ""], cwd=tmp_path / "cwd")
+    assert parsed.directories == {a, b, c, tmp_path / "cwd"} and parsed.tokens is False
+    assert ld_library_path.parse([f"{a}:"], cwd=tmp_path).directories == {a, tmp_path}
+    cuda = ld_library_path.parse(["/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64"])
+    assert cuda.directories == {Path("/usr/local/cuda/lib64").resolve(),
+                                Path("/usr/local/cuda/extras/CUPTI/lib64").resolve()} and not cuda.tokens
+
+
+@pytest.mark.parametrize("element", ["$PLATFORM", "${PLATFORM}", "$LIB", "$ORIGIN/../lib", "${ORIGIN}", "${X}"])
+def test_an_ld_library_path_element_with_a_dynamic_string_token_is_a_vector_named_as_such(tmp_path, element):
+    found = startup.Findings()
+    startup.judge_own_mappings(MAPS.format(lib="/opt/py/lib"),
+                               [{"LD_LIBRARY_PATH": f"/usr/local/cuda/lib64:{tmp_path}/{element}"}], found)
+    assert found.present == ["LD_LIBRARY_PATH"]
+    assert found.findings == ["an LD_LIBRARY_PATH entry holds a dynamic string token ($ORIGIN, $LIB, $PLATFORM), "
+                              "which the loader expands to a folder of its choosing"]
+
+
+@pytest.mark.parametrize("value", ["{cuda};{shim}", "{cuda}:{shim_parent}"])
+def test_a_library_the_loader_took_from_a_semicolon_element_or_a_hwcaps_subfolder_is_a_vector(tmp_path, value):
+    shim, cuda = tmp_path / "shim" / "glibc-hwcaps" / "x86-64-v3", tmp_path / "cuda"
+    shim.mkdir(parents=True)
+    cuda.mkdir()
+    found = startup.Findings()
+    ld = value.format(cuda=cuda, shim=shim, shim_parent=tmp_path / "shim")
+    startup.judge_own_mappings(MAPS.format(lib=shim), [{"LD_LIBRARY_PATH": ld}], found)
+    assert found.present == ["LD_LIBRARY_PATH"], ld
+
+
+def test_the_working_directory_an_empty_ld_library_path_element_names_is_searched(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    found = startup.Findings()
+    startup.judge_own_mappings(MAPS.format(lib=tmp_path), [{"LD_LIBRARY_PATH": "/usr/local/cuda/lib64:"}], found)
+    assert found.present == ["LD_LIBRARY_PATH"]
+
+
 def test_the_interpreters_own_lib_folder_on_ld_library_path_is_not_a_vector():
     # What actions/setup-python does on every Linux runner: LD_LIBRARY_PATH=<its install>/lib, libpython there.
     import sys
