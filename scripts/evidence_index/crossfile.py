@@ -4,13 +4,16 @@ checkpoint's .sha256; a reprise verification recomputed from the summaries and c
 check re-run on its folder (scripts/reprise/training_run_contract.check_run_dir). A recorded judgement the
 bytes contradict makes its result not authentic (its `not_authentic` list, which verify turns into exit 3).
 
-What is not re-derived: the torch load of a training-run checkpoint (`weights_only_load`), which needs torch;
-it is taken as recorded only for a checkpoint whose bytes match the recorded SHA-256 and its .sha256.
+The torch load of a training-run checkpoint (`weights_only_load`) is repeated, with the check's own
+`torch.load(weights_only=True)`, wherever the index runs with a torch it can import (the gate's venv). Only an
+interpreter without torch takes it as recorded, and only for a checkpoint whose bytes match the recorded
+SHA-256 and its .sha256.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import posixpath
 import sys
 from collections.abc import Iterator
@@ -170,8 +173,33 @@ def verification_problems(subject: str, document: dict[str, Any], observed: Any)
     return [f"{where}: {line}" for line in conclusions + facts + flags]
 
 
+def torch_importable() -> bool:
+    """Whether this interpreter finds a torch to repeat a checkpoint's weights_only load with."""
+    return importlib.util.find_spec("torch") is not None
+
+
+def _without_torch(folder: Path, document: dict[str, Any]) -> dict[str, Any]:
+    """The check re-run without torch: every file-level fact, and the recorded load's answer for the
+    checkpoints whose bytes match the recorded SHA-256 and their .sha256."""
+    with _replaced(training_run_contract, "load_weights_only", _not_repeated):
+        recomputed = training_run_contract.check_run_dir(folder)
+    recomputed["problems"] = [p for p in recomputed["problems"] if NOT_REPEATED not in str(p.get("message"))]
+    recorded_files = {f.get("path"): f for f in ((document.get("checks") or {}).get("checkpoints") or {}).get("files")
+                      or [] if isinstance(f, dict)}
+    for entry in recomputed["checks"]["checkpoints"]["files"]:
+        if entry["sha256_matches"]:  # the load is not repeated without torch: the recorded answer for these bytes
+            entry["weights_only_load"] = (recorded_files.get(entry["path"]) or {}).get("weights_only_load")
+    loads = [p for p in document.get("problems") or [] if isinstance(p, dict) and p.get("code") == WEIGHTS_PROBLEM]
+    recomputed["problems"] += loads
+    files = recomputed["checks"]["checkpoints"]["files"]
+    recomputed["checks"]["checkpoints"]["ok"] = bool(files) and all(
+        f["sha256_matches"] and f["weights_only_load"] is True for f in files)
+    recomputed["ok"] = not recomputed["problems"]
+    return recomputed
+
+
 def training_run_problems(subject: str, document: dict[str, Any], observed: Any) -> list[str]:
-    """The training-run check re-run on the bound folder it names, without torch (see the module's docstring)."""
+    """The training-run check re-run on the bound folder it names, its torch load too where torch is importable."""
     if document.get("ok") is not True:
         return []  # a failing check fails; the re-run only guards a pass
     where = subject.removeprefix("artifacts/")
@@ -186,20 +214,10 @@ def training_run_problems(subject: str, document: dict[str, Any], observed: Any)
                if p.is_file() and f"{relative}/{p.relative_to(folder).as_posix()}" not in observed.digests]
     if unbound:
         return [f"{where}: the run folder holds files that are not bound: {', '.join(unbound[:3])}"]
-    with _replaced(training_run_contract, "load_weights_only", _not_repeated):
+    if torch_importable():  # the check re-run whole, its weights_only load included
         recomputed = training_run_contract.check_run_dir(Path(folder))
-    recomputed["problems"] = [p for p in recomputed["problems"] if NOT_REPEATED not in str(p.get("message"))]
-    recorded_files = {f.get("path"): f for f in ((document.get("checks") or {}).get("checkpoints") or {}).get("files")
-                      or [] if isinstance(f, dict)}
-    for entry in recomputed["checks"]["checkpoints"]["files"]:
-        if entry["sha256_matches"]:  # the load is not repeated without torch: the recorded answer for these bytes
-            entry["weights_only_load"] = (recorded_files.get(entry["path"]) or {}).get("weights_only_load")
-    loads = [p for p in document.get("problems") or [] if isinstance(p, dict) and p.get("code") == WEIGHTS_PROBLEM]
-    recomputed["problems"] += loads
-    files = recomputed["checks"]["checkpoints"]["files"]
-    recomputed["checks"]["checkpoints"]["ok"] = bool(files) and all(
-        f["sha256_matches"] and f["weights_only_load"] is True for f in files)
-    recomputed["ok"] = not recomputed["problems"]
+    else:
+        recomputed = _without_torch(Path(folder), document)
     from .judge import differences
 
     return [f"{where} re-run on {run_dir}: {line}" for line in differences(document, recomputed, "check")]

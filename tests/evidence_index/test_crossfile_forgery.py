@@ -122,6 +122,32 @@ def test_a_replaced_training_run_checkpoint_is_not_authentic(tmp_path):
     assert_refused(code, report, "training-run-check.json re-run on training-run: check.checks.checkpoints.files")
 
 
+def test_a_checkpoint_that_does_not_load_weights_only_is_not_authentic(tmp_path):
+    """A pickle naming os.system in place of the checkpoint, its .sha256 and the check's SHA-256 redone, the
+    check's `weights_only_load: true` left: the index repeats the load (torch.load(weights_only=True)) and
+    refuses it, as check_training_run.py does on the same folder."""
+    import hashlib
+    import os
+    import pickle
+
+    folder = copy(tmp_path, "local/training-run")
+    run = folder / "training-run"
+    forged = pickle.dumps(os.system)  # not weights: the weights_only unpickler refuses its global
+    replace_checkpoint(run, forged)
+
+    def redo(document: dict) -> None:
+        entry = document["checks"]["checkpoints"]["files"][0]
+        entry.update(bytes=len(forged), sha256=hashlib.sha256(forged).hexdigest())
+        assert entry["weights_only_load"] is True and document["ok"] is True
+    edit_json(folder / "training-run-check.json", redo)
+    code, report = rebuild_and_verify(folder)
+    assert_refused(code, report, "training-run-check.json re-run on training-run: check.checks.checkpoints.files",
+                   "weights_only_load")
+    rerun = subprocess.run([sys.executable, "-B", str(SCRIPTS / "check_training_run.py"), str(run)],
+                           capture_output=True, text=True, timeout=120)
+    assert rerun.returncode != 0 and "weights_only" in rerun.stdout + rerun.stderr
+
+
 def test_a_training_run_check_naming_a_folder_that_is_not_there_fails(tmp_path):
     folder = copy(tmp_path, "local/training-run")
     edit_json(folder / "training-run-check.json", lambda d: d.update(run_dir="elsewhere"))
