@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from core.driver_views import driver_access_problems
+
 # Requirements a vector does not fail: a CPU is every machine's, so no injection can make a machine claim
 # one it lacks; refusing them would only fail every developer's run that sets PYTHONPATH.
 INJECTION_EXEMPT = ("device=cpu",)
@@ -77,4 +79,4 @@ def device_view_problems(device: Any) -> list[str]:
         driver = views.get("driver") if isinstance(views.get("driver"), dict) else {}
         if driver.get("listed") is not True:
             problems.append(str(driver.get("problem") or "the device UUID is not on the kernel driver's list"))
-    return problems
+    return problems + driver_access_problems(kind, views)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from core.contract import parse_strict
 
-from platform_runtime import children, nvidia_driver, procmaps, startup, torch_record
+from platform_runtime import children, driver_access, nvidia_driver, procmaps, startup, torch_record
 
 
 class DeviceViews:
@@ -20,6 +20,7 @@ class DeviceViews:
         self.site_dir = site_dir
         self.dist_info = (build or {}).get("dist_info")
         self.mappings: list[procmaps.Mapping] | None = None
+        self.open_files: list[str] | None = None
         self._record: dict | None = None
         self._thread: threading.Thread | None = None
         self._process = None
@@ -61,6 +62,7 @@ class DeviceViews:
         """Called while the device worker waits after its report: what it has mapped, from outside."""
         text = procmaps.read_maps(pid)
         self.mappings = procmaps.parse_maps(text) if text else None
+        self.open_files = driver_access.open_targets(pid)
 
     def _lib_dir(self) -> Path | None:
         return self.site_dir / "torch" / "lib" if self.site_dir is not None else None
@@ -91,7 +93,10 @@ class DeviceViews:
     def record(self, report: dict, isolation: dict, timeout: float) -> dict:
         """device.views: what each view saw (measurements; core.trust.device_view_problems judges them)."""
         views: dict = {"record": self.record_check(timeout), "mapped": self._mapped(isolation)}
-        if report.get("type") == "cuda":
+        kind = report.get("type")
+        if kind in ("cuda", "rocm") and views["mapped"].get("observed") == "linux-proc-maps":
+            views["driver_access"] = driver_access.summarize(self.open_files, self.mappings, kind)
+        if kind == "cuda":
             check = nvidia_driver.uuid_check((report.get("cuda") or {}).get("uuid"))
             views["driver"] = {**check, "problem": nvidia_driver.uuid_problem(check)}
         return views

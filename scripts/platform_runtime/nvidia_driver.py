@@ -8,13 +8,20 @@ No GPU here: the parsers are tested against recorded outputs in the documented f
 
 from __future__ import annotations
 
+import os
 import re
-import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 PROC_GPUS = Path("/proc/driver/nvidia/gpus")
 SMI_TIMEOUT_S = 15.0
+# Where the NVIDIA driver installs nvidia-smi (Linux packages and .run installer, WSL, the Windows driver), never a
+# lookup on the caller's PATH: a script named nvidia-smi earlier on PATH printed a UUID a fake torch reported.
+SMI_LOCATIONS = {
+    "linux": ("/usr/bin/nvidia-smi", "/usr/lib/wsl/lib/nvidia-smi", "/bin/nvidia-smi"),
+    "win32": (r"C:\Windows\System32\nvidia-smi.exe", r"C:\Program Files\NVIDIA Corporation\NVSMI\nvidia-smi.exe"),
+}
 
 
 def normal_uuid(text: str | None) -> str | None:
@@ -54,12 +61,26 @@ def proc_uuids(root: Path = PROC_GPUS) -> list[str]:
     return found
 
 
+def trusted_smi(platform: str = sys.platform) -> str | None:
+    """The driver's own nvidia-smi, from where the driver installs it; None where there is none."""
+    for candidate in SMI_LOCATIONS.get("linux" if platform.startswith("linux") else platform, ()):
+        if os.path.isfile(candidate):
+            return candidate
+    return None
+
+
+def smi_environment() -> dict[str, str]:
+    """nvidia-smi runs with no loader or library-path variables of the caller's (a shim could answer for it)."""
+    return {key: value for key, value in os.environ.items() if not key.startswith(("LD_", "DYLD_"))}
+
+
 def smi_uuids() -> list[str]:
-    executable = shutil.which("nvidia-smi")
+    executable = trusted_smi()
     if executable is None:
         return []
     try:
-        done = subprocess.run([executable, "-L"], capture_output=True, text=True, timeout=SMI_TIMEOUT_S)
+        done = subprocess.run([executable, "-L"], capture_output=True, text=True, timeout=SMI_TIMEOUT_S,
+                              env=smi_environment())
     except (OSError, subprocess.TimeoutExpired):
         return []
     return parse_smi_list(done.stdout) if done.returncode == 0 else []

@@ -164,7 +164,10 @@ def test_a_torch_without_a_record_or_with_one_that_lists_no_torch_file_does_not_
 
 GOOD_VIEWS = {"record": {"verified": True, "files": 3, "bytes": 10, "duration_s": 0.1, "problems": []},
               "mapped": {"observed": "linux-proc-maps", "torch_lib": ["libtorch_cpu.so", "libtorch_cuda.so"]},
-              "driver": {"listed": True, "source": "proc-driver-nvidia", "driver_gpus": 1, "problem": None}}
+              "driver": {"listed": True, "source": "proc-driver-nvidia", "driver_gpus": 1, "problem": None},
+              # what a native CUDA process holds (tests/gate/test_driver_access.py judges this view on its own)
+              "driver_access": {"devices_open": ["nvidia-uvm", "nvidia0", "nvidiactl"],
+                                "cuda_library": {"name": "libcuda.so.1", "from": "system", "deleted": False}}}
 
 
 def test_views_that_agree_back_a_cuda_claim():

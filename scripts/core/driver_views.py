@@ -1,0 +1,53 @@
+"""Whether a GPU claim is backed by the worker's access to the GPU's kernel driver, as the gate's parent saw it
+from outside (platform_runtime/driver_access.py records `device.views.driver_access` on Linux). Stdlib only;
+the gate sets `ok` from it and the judge recomputes it (through core.trust.device_view_problems).
+
+Why these facts: a torch that is not the build it claims can print any report, regenerate its own RECORD and
+load an empty `libtorch_cuda.so` of its own. It cannot, on a machine without the GPU, hold the driver's device
+open (/dev/nvidiactl or /dev/nvidia<N>; /dev/dxg under WSL; /dev/kfd for ROCm), make the kernel's topology
+list a GPU node, or have the NVIDIA driver's own `libcuda.so` come from the system's folders: one dropped into
+the Python installation or an LD_LIBRARY_PATH folder is named by where it came from.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+CUDA_DEVICES = re.compile(r"nvidiactl|nvidia\d+|dxg")
+ROCM_DEVICE = "kfd"
+GPU_KINDS = ("cuda", "rocm")
+
+
+def driver_access_problems(kind: Any, views: dict[str, Any]) -> list[str]:
+    """Why the device worker's access to the kernel driver does not back its `kind` claim; empty when it does,
+    and for a CPU or MPS claim, or where the parent could not observe the worker (not Linux: judged elsewhere)."""
+    mapped = views.get("mapped") if isinstance(views.get("mapped"), dict) else {}
+    if kind not in GPU_KINDS or mapped.get("observed") != "linux-proc-maps":
+        return []
+    access = views.get("driver_access")
+    if not isinstance(access, dict):
+        return [f"device.views.driver_access is missing: the {kind} claim has no view of the kernel driver"]
+    devices = access.get("devices_open")
+    if not isinstance(devices, list) or not all(isinstance(d, str) for d in devices):
+        return [f"device.views.driver_access.devices_open is {devices!r}: the device worker's open files were not "
+                f"read, so its {kind} claim has no view of the kernel driver"]
+    problems = []
+    if kind == "cuda":
+        if not any(CUDA_DEVICES.fullmatch(d) for d in devices):
+            problems.append(f"device.views.driver_access.devices_open is {devices}: the device worker held no NVIDIA "
+                            "driver device open (/dev/nvidiactl, /dev/nvidia<N>, or /dev/dxg under WSL)")
+        library = access.get("cuda_library")
+        origin = library.get("from") if isinstance(library, dict) else None
+        if origin != "system" or library.get("deleted") is not False:
+            problems.append(f"device.views.driver_access.cuda_library is {library!r}: the NVIDIA driver's libcuda.so "
+                            "was not mapped from the system's library folders")
+    if kind == "rocm":
+        if ROCM_DEVICE not in devices:
+            problems.append(f"device.views.driver_access.devices_open is {devices}: the device worker did not hold "
+                            "/dev/kfd (the AMD kernel driver's compute device) open")
+        nodes = access.get("kfd_gpu_nodes")
+        if type(nodes) is not int or nodes < 1:
+            problems.append(f"device.views.driver_access.kfd_gpu_nodes is {nodes!r}: the kernel driver's topology "
+                            "(/sys/class/kfd/kfd/topology/nodes) lists no GPU")
+    return problems
