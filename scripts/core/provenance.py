@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import platform
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -24,9 +25,47 @@ def platform_facts() -> dict:
     }
 
 
+# Git runs code its configuration names (core.fsmonitor on every `status`, diff.external, textconv drivers,
+# a pager), and the caller's environment can set configuration without a file: GIT_CONFIG_COUNT/KEY_n/VALUE_n,
+# GIT_CONFIG_PARAMETERS, GIT_CONFIG_GLOBAL/SYSTEM, GIT_EXTERNAL_DIFF, or a HOME holding a .gitconfig. So git runs
+# with every GIT_* variable removed, no system or global file, and the code-running keys pinned off on the
+# command line, which outranks the repository's own config. safe.directory (the owner check) is honoured from
+# the command line, a protected scope (git-config(1) SCOPES, git 2.39+), so a checkout owned by another user
+# (a container's) still answers as it did with the global file the runner set up.
+GIT_SAFE_CONFIG = ("core.fsmonitor=false", "core.untrackedCache=false", "core.pager=cat", "diff.external=",
+                   "core.hooksPath=/dev/null")
+# Where git is looked for on POSIX, never the caller's PATH (a `git` first on it would run as the gate's child).
+TRUSTED_BIN_DIRS = ("/usr/bin", "/bin", "/usr/local/bin", "/opt/homebrew/bin")
+
+
+def git_environment(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The caller's environment without anything that configures git, and with no system or global config."""
+    env = {name: value for name, value in (os.environ if environ is None else environ).items()
+           if not name.startswith("GIT_") and name not in ("HOME", "XDG_CONFIG_HOME", "PAGER", "EDITOR", "VISUAL")}
+    env.update({"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_SYSTEM": os.devnull,
+                "GIT_ATTR_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0", "HOME": os.devnull})
+    return env
+
+
+def git_executable() -> str | None:
+    if os.name == "nt":  # no fixed place on Windows (Git for Windows' cmd folder is where its installer put it)
+        return shutil.which("git")
+    return shutil.which("git", path=os.pathsep.join(TRUSTED_BIN_DIRS))
+
+
+def git_command(root: Path, *args: str) -> list[str]:
+    """`git <args>` in `root` with the code-running configuration pinned off (GIT_SAFE_CONFIG)."""
+    executable = git_executable()
+    if executable is None:
+        raise FileNotFoundError("git")
+    pinned = [item for key in GIT_SAFE_CONFIG for item in ("-c", key)]
+    return [executable, "--no-pager", "--no-optional-locks", *pinned, "-c",
+            f"safe.directory={Path(root).resolve().as_posix()}", "-C", str(root), *args]
+
+
 def _git(root: Path, *args: str) -> bytes:
-    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, check=True,
-                          timeout=GIT_TIMEOUT_S).stdout
+    return subprocess.run(git_command(root, *args), capture_output=True, check=True, stdin=subprocess.DEVNULL,
+                          env=git_environment(), timeout=GIT_TIMEOUT_S).stdout
 
 
 def git_state(root: Path) -> dict:
@@ -34,7 +73,7 @@ def git_state(root: Path) -> dict:
     try:
         head = _git(root, "rev-parse", "--verify", "HEAD").decode().strip()
         status = _git(root, "status", "--porcelain")
-        diff = _git(root, "diff", "HEAD", "--binary")
+        diff = _git(root, "diff", "--no-ext-diff", "--no-textconv", "HEAD", "--binary")
     except FileNotFoundError:
         return {"head": None, "dirty": None, "diff_sha256": None, "error": "git is not installed"}
     except subprocess.TimeoutExpired:

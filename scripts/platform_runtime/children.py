@@ -92,6 +92,11 @@ class ChildOutcome:
         return None
 
 
+def ended_by_signal(code: int | None) -> bool:
+    """Whether a child's exit status says a signal ended it (Popen's negative returncode on POSIX)."""
+    return code is not None and code < 0
+
+
 def describe_returncode(code: int | None) -> str:
     if code is None:
         return "abnormally"
@@ -185,7 +190,9 @@ def collect(name: str, process: subprocess.Popen, started: float, timeout: float
     else:
         abandoned, left, blocked = False, [], []
     duration = time.monotonic() - started
-    payload = None if timed_out else parse_last_json(stdout)
+    # A report counts only from a child that exited by itself: one ended by a signal (SIGKILLed after another
+    # process wrote a line into its stdout, /proc/<pid>/fd/1) did not finish what it reports.
+    payload = None if timed_out or ended_by_signal(process.returncode) else parse_last_json(stdout)
     return ChildOutcome(
         name=name, returncode=process.returncode, payload=payload, duration_s=round(duration, 3),
         timed_out=timed_out, timeout_s=timeout, global_deadline=global_deadline and timed_out, abandoned=abandoned,
@@ -250,7 +257,7 @@ def collect_after_report(name: str, process: subprocess.Popen, started: float, t
     left = stuck.stuck_in(process.pid) if os.name == "posix" and (timed_out or abandoned) else []
     stdout = b"" if abandoned else b"".join(out)
     stderr = b"" if abandoned else b"".join(err)
-    payload = None if timed_out or abandoned else parse_last_json(stdout)
+    payload = None if timed_out or abandoned or ended_by_signal(process.returncode) else parse_last_json(stdout)
     return ChildOutcome(
         name=name, returncode=process.returncode, payload=payload, duration_s=round(time.monotonic() - started, 3),
         timed_out=timed_out or abandoned, timeout_s=timeout, global_deadline=global_deadline and timed_out,

@@ -30,7 +30,7 @@ class DeviceViews:
         took a full share of the CPU beside the device worker, the gate's critical path), collected by a daemon
         thread (a hung file system must not keep the gate from exiting)."""
         command = children.worker_command("torch_record", str(self.site_dir or ""), self.dist_info or "")
-        self._process = children.start(command, env={**os.environ, **startup.WORKER_ENVIRONMENT})
+        self._process = children.start(command, env=startup.worker_environment())
 
         def check() -> None:
             out, _ = self._process.communicate()

@@ -115,7 +115,7 @@ class Gate:
         return self._start(name, command, capped, by_global, hold)
 
     def _start(self, name: str, command: list[str], capped: float, by_global: bool, hold: bool = False) -> tuple:
-        process = children.start(command, env={**os.environ, **startup.WORKER_ENVIRONMENT}, hold=hold)
+        process = children.start(command, env=startup.worker_environment(), hold=hold)
         self.running.append(process)
         return name, process, time.monotonic(), capped, by_global
 
@@ -211,12 +211,14 @@ class Gate:
             "file-system probe", children.worker_command("fs_worker", "probe", str(self.options.work_dir),
                                                          workspace_name), self.options.probe_timeout_s))
         payload = probe.payload or {}
-        if payload.get("ok"):
+        if payload.get("ok") and probe.returncode == 0:  # its report counts only if it also exited 0 by itself
             result["filesystem"] = payload["filesystem"]
             return None
         self.kill_all()
         self._collect(device)
         reason = payload.get("reason") or "probe failed"
+        if payload.get("ok"):
+            reason = f"the file-system probe reported but exited {children.describe_returncode(probe.returncode)}"
         failures.append(self._reason(probe) if probe.failure() else redact_local_paths(reason, self.private))
         if probe.timed_out:  # it may have made the workspace before it hung: try to remove it, or name it
             result["workspace_cleanup"]["workspace"] = workspace_name

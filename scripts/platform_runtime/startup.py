@@ -56,7 +56,25 @@ KNOWN_DISTUTILS_HACK = {
     "df81e6bcba34ee3e3952f776551fb669143b9490fdd6c4caeb32609f97e985b4": "79.0.1-80.9.0",
     "ced72e54431ecf2d8d7dbd8a1e27724f1b171af3ca1503c304bf11c59a7fe861": "84.0.0-84.2.1",
 }
-WORKER_ENVIRONMENT = {"SETUPTOOLS_USE_DISTUTILS": "stdlib"}  # see SETUPTOOLS_PTH
+# SETUPTOOLS_USE_DISTUTILS: see SETUPTOOLS_PTH. TORCH_DEVICE_BACKEND_AUTOLOAD=0: torch 2.5+ imports every
+# installed package's `torch.backends` entry point at `import torch`, code from a site directory in the device
+# worker that no .pth or sitecustomize shows (the gate proves cuda, rocm and mps, none of them such a backend).
+WORKER_ENVIRONMENT = {"SETUPTOOLS_USE_DISTUTILS": "stdlib", "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
+# Variables that make a library load or a program run in a child and that no worker needs; they are removed
+# from every worker's environment (the loader's own are judged instead: a CUDA box needs LD_LIBRARY_PATH).
+# OpenSSL loads the config OPENSSL_CONF names (and the provider or engine modules it lists) when hashlib
+# starts it; glibc's iconv loads modules from GCONV_PATH; git reads GIT_CONFIG_* (core.fsmonitor runs a command).
+WORKER_REMOVED = ("OPENSSL_CONF", "OPENSSL_MODULES", "OPENSSL_ENGINES", "GCONV_PATH")
+WORKER_REMOVED_PREFIXES = ("GIT_", "PYTHON")
+
+
+def worker_environment(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment every worker starts with: the caller's, less what could run code there, plus
+    WORKER_ENVIRONMENT."""
+    source = os.environ if environ is None else environ
+    kept = {name: value for name, value in source.items()
+            if name not in WORKER_REMOVED and not name.startswith(WORKER_REMOVED_PREFIXES)}
+    return {**kept, **WORKER_ENVIRONMENT}
 
 
 def parse_environ(data: bytes) -> dict[str, str]:

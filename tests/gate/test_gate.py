@@ -182,6 +182,14 @@ def test_a_hung_check_is_killed_at_the_global_timeout_and_the_workspace_still_cl
     assert not list(tmp_path.glob("platform-runtime-*"))
 
 
+@POSIX_ONLY
+def test_a_probe_report_from_a_probe_ended_by_a_signal_does_not_count_and_the_run_fails_naming_it(gate):
+    run = gate("--device", "cpu", "--require-filesystem", "ext4", fault="probe-killed-after-report")
+    assert run.returncode == 1 and run.result["ok"] is False
+    assert any("file-system probe exited by signal SIGKILL without a result" in f for f in run.result["failures"])
+    assert run.result["filesystem"].get("type") is None  # its (real) report was not taken
+
+
 def test_a_probe_that_hangs_after_making_the_workspace_still_gets_it_removed(gate, tmp_path):
     run = gate("--device", "cpu", "--timeout", "6", fault="probe-hangs-after-mkdir")
     assert run.returncode == 3 and run.result["ok"] is False

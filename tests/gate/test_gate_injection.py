@@ -6,6 +6,7 @@ runs stay passing. The evidence index holds a run allowed with --allow-injection
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -80,6 +81,27 @@ def test_a_shim_libpython_behind_a_semicolon_in_ld_library_path_is_seen_mapped_a
     assert f"{shim.name} is mapped into the gate's own process from an LD_LIBRARY_PATH directory" in \
         run.result["isolation"]["findings"]
     assert FORGED in nfs_verdict(run)["reason"]
+
+
+def test_git_configuration_from_the_environment_runs_nothing_in_the_gate(tmp_path):
+    # core.fsmonitor names a command `git status` runs; the caller's environment sets it without a file
+    # (GIT_CONFIG_COUNT/KEY/VALUE) or through a .gitconfig in HOME, and a `git` first on PATH would run itself.
+    marker, home, bin_dir = tmp_path / "ran", tmp_path / "home", tmp_path / "bin"
+    home.mkdir()
+    bin_dir.mkdir()
+    command = f"touch {marker}; false"
+    (home / ".gitconfig").write_text(f"[core]\n\tfsmonitor = {command}\n", encoding="utf-8")
+    (bin_dir / "git").write_text(f"#!/bin/sh\ntouch {marker}\nexec /usr/bin/git \"$@\"\n", encoding="utf-8")
+    (bin_dir / "git").chmod(0o755)
+    env = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "core.fsmonitor", "GIT_CONFIG_VALUE_0": command}
+    subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain"], env={**os.environ, **env},
+                   capture_output=True, timeout=60)
+    assert marker.exists()  # the setup is real: plain git runs it
+    marker.unlink()
+    run = run_gate(tmp_path, "--device", "cpu", "--require-filesystem", fstype(tmp_path),
+                   env={**env, "HOME": str(home), "PATH": f"{bin_dir}:{os.environ['PATH']}"})
+    assert not marker.exists()
+    assert run.result["source"]["git"]["head"] and run.result["source"]["git"]["error"] is None  # git still answers
 
 
 def venv_with_real_torch(folder: Path) -> tuple[Path, Path]:

@@ -234,3 +234,10 @@ def test_the_index_carries_the_vectors_from_the_result_bytes_into_its_proof():
     legacy = gate_result([".pth"], False)
     del legacy["isolation"]["allowed"]
     assert "isolation" not in _gate_claims(legacy)
+
+
+def test_no_worker_inherits_what_would_run_code_in_it_from_the_callers_environment():
+    env = startup.worker_environment({"GIT_CONFIG_COUNT": "1", "OPENSSL_CONF": "/x", "OPENSSL_MODULES": "/x",
+                                      "GCONV_PATH": "/x", "PYTHONPATH": "/x", "LD_LIBRARY_PATH": "/cuda", "A": "b"})
+    assert env == {"LD_LIBRARY_PATH": "/cuda", "A": "b", "SETUPTOOLS_USE_DISTUTILS": "stdlib",
+                   "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}

@@ -179,6 +179,17 @@ elif ROLE == "device" and FAULT == "device-crashes":
     os.kill(os.getpid(), signal.SIGKILL)
 elif ROLE == "device" and FAULT:
     _torch_faults()
+elif ROLE == "probe" and FAULT == "probe-killed-after-report":
+    # The probe's own report is written, then a signal ends it (as a racer that wrote a line into its stdout
+    # and SIGKILLed it would): a report from a child that did not exit by itself must not count.
+    import atexit
+    import signal
+
+    def _die() -> None:
+        sys.stdout.flush()
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    atexit.register(_die)
 elif ROLE == "probe" and FAULT == "probe-hangs-after-mkdir":
     # The probe makes the workspace, then hangs (a stuck mount): the global timeout must not leave it behind.
     import pathlib
