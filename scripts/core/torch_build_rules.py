@@ -10,6 +10,7 @@ Stdlib only.
 from __future__ import annotations
 
 import platform
+import re
 from typing import Any
 
 from core import trust  # the views' rule: the gate appends its problems to the same list
@@ -35,6 +36,24 @@ def build_supports(build: dict, kind: str, system: str | None = None) -> str | N
     return None
 
 
+def version_tag_problem(build: dict) -> str | None:
+    """Where the build's version tag (the wheel's local version: +cpu, +cu128, +rocm6.2) and the versions its
+    version.py names disagree: a CPU wheel names no CUDA or HIP, a +cuNNN wheel names CUDA NN.N, a +rocmX.Y
+    wheel a HIP X.Y. An untagged version (PyPI's default wheels) says nothing either way."""
+    version, cuda, hip = str(build.get("version") or ""), build.get("cuda"), build.get("hip")
+    tag = version.partition("+")[2]
+    if tag == "cpu" and (cuda or hip):
+        return (f"the installed build's version {version} names a CPU build, but its version.py names "
+                f"{'CUDA ' + str(cuda) if cuda else 'HIP ' + str(hip)}")
+    cu = re.fullmatch(r"cu(9|1\d)(\d)", tag)  # cu92 is CUDA 9.2, cu118 11.8, cu128 12.8, cu130 13.0
+    if cu and str(cuda) != f"{cu.group(1)}.{cu.group(2)}":
+        return f"the installed build's version {version} names CUDA {cu.group(1)}.{cu.group(2)}, its version.py {cuda}"
+    rocm = re.fullmatch(r"rocm(\d+\.\d+)(?:\.\d+)*", tag)
+    if rocm and not (isinstance(hip, str) and (hip == rocm.group(1) or hip.startswith(rocm.group(1) + "."))):
+        return f"the installed build's version {version} names ROCm {rocm.group(1)}, its version.py HIP {hip}"
+    return None
+
+
 def cross_check(build: dict | None, reported_torch: dict | None, device_type: str | None,
                 system: str | None = None) -> list[str]:
     """Where the worker's report and the installed build disagree; empty when they agree."""
@@ -49,6 +68,9 @@ def cross_check(build: dict | None, reported_torch: dict | None, device_type: st
         if reported_torch.get(key) != build.get(key):
             problems.append(f"the worker's torch {label} ({reported_torch.get(key)}) is not the installed "
                             f"build's ({build.get(key)})")
+    tag = version_tag_problem(build)
+    if tag:
+        problems.append(tag)
     if device_type in BACKEND_LIBRARIES:
         why = build_supports(build, device_type, system)
         if why:

@@ -109,6 +109,9 @@ FORGERIES = {
                                        "the worker's torch CUDA version (None) is not the installed build's (12.8)"),
     "cross-check-emptied-not-named": (lambda d: d["device"]["torch"].update(from_named_directory=False),
                                       "device.build_cross_check: the worker's torch is not the one the gate's"),
+    "cross-check-cpu-build-naming-cuda": (
+        lambda d: (d["device"]["torch_build"].update(cuda="12.8"), d["device"]["torch"].update(cuda="12.8")),
+        "version 2.13.0+cpu names a CPU build, but its version.py names CUDA 12.8"),
     # 6. what was asked ran
     "collectives-asked-not-recorded": (lambda d: d["arguments"].update(collectives="2"),
                                        "checks.collectives is missing, but arguments.collectives asked for '2'"),

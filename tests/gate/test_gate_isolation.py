@@ -124,6 +124,9 @@ def run_gate_with(tmp_path: Path, python: Path, script: Path, *args: str, env: d
     ("__version__ = '2.8.0+cpu'\ncuda = None\nhip = None\n", (), "built without CUDA"),
     # A version.py that lies too: the CUDA library it would need is not there.
     ("__version__ = '2.8.0+cu128'\ncuda = '12.8'\nhip = None\n", ("libtorch_cpu.so",), "no libtorch_cuda.so"),
+    # A CPU wheel's version with a CUDA version.py and the library beside it: the version tag refutes it.
+    ("__version__ = '2.13.0+cpu'\ncuda = '12.8'\nhip = None\n", ("libtorch_cpu.so", "libtorch_cuda.so"),
+     "names a CPU build, but its version.py names CUDA 12.8"),
 ])
 def test_a_torch_without_a_cuda_build_cannot_claim_cuda_whatever_the_worker_says(tmp_path, version_py, libraries,
                                                                                 words):
