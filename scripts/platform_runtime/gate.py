@@ -17,6 +17,7 @@ from core import collectives as collective_rules
 from core import trust, verdicts
 from core.contract import GATE_SCHEMA_ID
 from core.provenance import git_state, github_facts, platform_facts
+from core.result_format import SCHEMA_VERSION
 
 from platform_runtime import budget, children, collectives, device_views, isolation, startup, torch_build
 from platform_runtime.claims import MPS_FALLBACK, NFS_TYPES, Requirements, conflicts, evaluate
@@ -81,7 +82,8 @@ def arguments_of(options: Options) -> dict:
 def skeleton(options: Options, requested_device: str) -> dict:
     """The result before anything ran: every required field, ok false."""
     return {
-        "schema": GATE_SCHEMA_ID, "ok": False, "exit_code": EXIT_FAILED, "failures": [],
+        "schema": GATE_SCHEMA_ID, "schema_version": SCHEMA_VERSION, "ok": False, "exit_code": EXIT_FAILED,
+        "failures": [],
         "started_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "duration_s": 0.0,
         "arguments": arguments_of(options), "requirements": [], "platform": platform_facts(),
         "device": {"requested": requested_device, "resolved": None, "type": None},

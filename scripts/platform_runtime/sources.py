@@ -28,6 +28,7 @@ GATE_SOURCES: tuple[str, ...] = (
     "scripts/core/platforms.py",
     "scripts/core/provenance.py",
     "scripts/core/requirements.py",
+    "scripts/core/result_format.py",
     "scripts/core/result_verdicts.py",
     "scripts/core/sharing_verdicts.py",
     "scripts/core/strict_json.py",

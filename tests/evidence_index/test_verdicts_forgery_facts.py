@@ -54,6 +54,17 @@ def _drop_role(check: str):
     return lambda d: d["checks"][check]["roles"].pop()
 
 
+def _pop(path: str, *more: str):
+    def edit(d: dict) -> None:
+        for dotted in (path, *more):
+            *parents, key = dotted.split(".")
+            holder = d
+            for part in parents:
+                holder = holder[part]
+            holder.pop(key)
+    return edit
+
+
 FORGERIES = {
     # 1. device_compute
     "device-error": (_device(error={"type": "RuntimeError", "errno": None, "message": "CUDA error: an illegal "
@@ -115,6 +126,20 @@ FORGERIES = {
     # 6. what was asked ran
     "collectives-asked-not-recorded": (lambda d: d["arguments"].update(collectives="2"),
                                        "checks.collectives is missing, but arguments.collectives asked for '2'"),
+    # 5. a current result lacks no field its gate always writes: deleting one never makes it "legacy"
+    "killed-writer-deleted": (_pop("checks.failing_writer.killed_writer"),
+                              "checks.failing_writer.killed_writer is missing"),
+    "replace-roles-deleted": (_pop("checks.concurrent_replace.roles"), "checks.concurrent_replace.roles is missing"),
+    "final-version-deleted": (_pop("checks.concurrent_replace.final_version", "checks.concurrent_replace."
+                                   "final_version_complete"), "checks.concurrent_replace.final_version is missing"),
+    "lock-attempt-deleted": (_pop("checks.jsonl_append.lock_probe.while_held"),
+                             "checks.jsonl_append.lock_probe.while_held is missing"),
+    "views-deleted": (_pop("device.views"), "device.views is missing"),
+    "deleted-with-its-version": (_pop("schema_version", "checks.failing_writer.killed_writer"),
+                                 "checks.failing_writer.killed_writer is missing"),
+    "version-downgraded": (lambda d: (d.update(schema_version=1), _pop("checks.jsonl_append.roles")(d)),
+                           "checks.jsonl_append.roles is missing"),
+    "version-not-a-number": (lambda d: d.update(schema_version="2"), "schema_version is '2'"),
 }
 
 
@@ -139,3 +164,15 @@ def test_each_rule_fails_its_edit_in_the_judge_too(real, name):  # noqa: F811
     judgement = judge(document)
     assert judgement.ok is False and judgement.forged
     assert any(field in reason for reason in judgement.reasons), judgement.reasons
+
+
+def test_a_version_1_result_without_the_later_fields_is_judged_by_its_own(real):  # noqa: F811
+    """The control for item 5: the committed CUDA run, made by a gate before these fields, still passes."""
+    import json
+
+    from tests.conftest import ROOT
+
+    old = json.loads((ROOT / "evidence" / "cuda" / "run" / "platform-runtime-cuda.json").read_text())
+    assert "schema_version" not in old and "killed_writer" not in old["checks"]["failing_writer"]
+    assert judge(old).ok is True
+    assert real["schema_version"] == 2 and judge(real).ok is True

@@ -1,0 +1,82 @@
+"""Which fields a gate result must hold, from what it says it is: its `schema_version` (written by the gate
+since version 2) or, for a result that records none, the gate sources it names. A field the current gate always
+writes is never excused as "legacy" because it is absent: only a result that is older by those recorded facts
+(version 1: no `schema_version`, and none of the sources that write those fields among its `source.files`) may
+lack them. Deleting a field never makes a current result old; deleting `schema_version` too does not either,
+while the result still names the sources of the current gate.
+
+Stdlib only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.facts import obj
+
+SCHEMA_VERSION = 2  # the gate records it as `schema_version`
+# The sources a version-1 gate hashed (evidence/cuda/run): a result naming any other gate module of
+# scripts/core or scripts/platform_runtime was made by a gate that writes every field below.
+V1_SOURCES = frozenset({
+    "schemas/platform-runtime-result.schema.json", "scripts/core/__init__.py", "scripts/core/contract.py",
+    "scripts/core/files.py", "scripts/core/provenance.py", "scripts/platform_runtime/__init__.py",
+    "scripts/platform_runtime/children.py", "scripts/platform_runtime/claims.py",
+    "scripts/platform_runtime/device_worker.py", "scripts/platform_runtime/filesystem.py",
+    "scripts/platform_runtime/fs_worker.py", "scripts/platform_runtime/gate.py",
+    "scripts/platform_runtime/isolation.py", "scripts/platform_runtime/jsonl.py",
+    "scripts/platform_runtime/result.py", "scripts/platform_runtime/sources.py",
+    "scripts/platform_runtime/torch_build.py", "scripts/platform_runtime_check.py",
+    "scripts/platform_runtime_worker.py"})
+GATE_MODULES = ("scripts/core/", "scripts/platform_runtime/")
+
+# What the current gate always writes, per check, once the check recorded its measurements (`marker`): a check
+# whose process gave no payload has only its outcome, and fails by its own rule.
+REQUIRED: dict[str, tuple[str, tuple[str, ...]]] = {
+    "failing_writer": ("stages", ("killed_writer",)),
+    "concurrent_replace": ("writes", ("roles", "final_version", "final_version_complete", "temp_files_left",
+                                      "failed_processes", "writer_busy_rename_retries", "tolerate_missing")),
+    "jsonl_append": ("processes", ("roles", "failed_processes", "lock_probe.while_held", "lock_probe.after_release")),
+    "device_compute": ("stage", ("error", "checkpoint.load")),
+}
+# ... and of the result, once the device worker reported (checks.device_compute.stage is "done").
+REQUIRED_DEVICE = ("views", "load_safety", "torch_build.found_in", "build_cross_check")
+
+
+def _has(record: Any, path: str) -> bool:
+    *parents, key = path.split(".")
+    for part in parents:
+        record = record.get(part) if isinstance(record, dict) else None
+    return isinstance(record, dict) and key in record
+
+
+def version_of(result: dict[str, Any]) -> tuple[int | None, list[str]]:
+    """The format the result is judged at, and the problems of its `schema_version` (None: unusable)."""
+    declared = result.get("schema_version")
+    files = obj(result, "source").get("files")
+    names = [str(n) for n in files] if isinstance(files, dict) else []
+    current_sources = sorted(n for n in names if n.startswith(GATE_MODULES) and n not in V1_SOURCES)
+    if "schema_version" in result and (type(declared) is not int or not 1 <= declared <= SCHEMA_VERSION):
+        return None, [f"schema_version is {declared!r}: this judge knows versions 1 to {SCHEMA_VERSION}"]
+    if declared is None:
+        return (SCHEMA_VERSION if current_sources else 1), []
+    if declared < SCHEMA_VERSION and current_sources:
+        return SCHEMA_VERSION, [f"schema_version is {declared}, but source.files names the current gate's "
+                                f"{current_sources[0]}: the result is judged as version {SCHEMA_VERSION}"]
+    return declared, []
+
+
+def missing_fields(result: dict[str, Any]) -> list[str]:
+    """Each field the result's format requires and it lacks, named "missing"."""
+    version, problems = version_of(result)
+    if version is None or version < SCHEMA_VERSION:
+        return problems
+    why = f"a schema_version {SCHEMA_VERSION} gate always records it"
+    checks = obj(result, "checks")
+    for name, (marker, fields) in REQUIRED.items():
+        check = checks.get(name)
+        if isinstance(check, dict) and marker in check:
+            problems += [f"checks.{name}.{field} is missing: {why}" for field in fields if not _has(check, field)]
+    if isinstance(checks.get("device_compute"), dict) and checks["device_compute"].get("stage") == "done":
+        device = obj(result, "device")
+        problems += [f"device.{field} is missing: {why}" for field in REQUIRED_DEVICE if not _has(device, field)]
+    return problems
