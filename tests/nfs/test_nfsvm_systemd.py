@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 
 import pytest
 
@@ -79,6 +80,32 @@ def test_an_install_that_did_not_reproduce_the_runner_fails_naming_why(change, n
     assert problems and any(named in p for p in problems)
 
 
+def test_a_slow_dpkg_that_keeps_writing_runs_to_its_end_with_each_line_stamped(tmp_path):
+    log = tmp_path / "dpkg.log"
+    done = postinst.watched(["sh", "-c", "for i in 1 2 3 4; do echo step $i; sleep 0.6; done"], log, {},
+                            stall_s=2.0, limit_s=30.0, stamp=lambda: 12.5)
+    assert done == {"exit_code": 0, "killed": None, "longest_silence_seconds": done["longest_silence_seconds"]}
+    assert 0.4 < done["longest_silence_seconds"] < 2.0
+    assert log.read_text().splitlines() == [f"[    12.5] step {i}" for i in range(1, 5)]
+
+
+def test_a_silent_dpkg_is_killed_after_its_stall_time_and_the_install_names_it(tmp_path):
+    log = tmp_path / "dpkg.log"
+    started = time.monotonic()
+    done = postinst.watched(["sh", "-c", "echo unpacking; sleep 60"], log, {}, stall_s=1.5, limit_s=30.0)
+    assert time.monotonic() - started < 20 and done["exit_code"] is None
+    assert done["killed"] == "no output for 2 s" and done["longest_silence_seconds"] >= 1.5
+    assert "(sh killed: no output for 2 s" in log.read_text()
+    problems = postinst.judge_install({**GOOD_INSTALL, "dpkg_exit_code": None, "dpkg_killed": done["killed"]})
+    assert "dpkg -i exited None (killed: no output for 2 s)" in problems
+
+
+def test_a_dpkg_that_never_ends_is_killed_at_its_limit_even_while_it_writes(tmp_path):
+    done = postinst.watched(["sh", "-c", "while true; do echo x; sleep 0.2; done"], tmp_path / "dpkg.log", {},
+                            stall_s=10.0, limit_s=1.5)
+    assert done["exit_code"] is None and done["killed"] == "still running after 2 s"
+
+
 def test_the_install_check_recomputes_from_the_facts_not_the_recorded_ok(tmp_path):
     folder = tmp_path / "install"
     folder.mkdir()
@@ -122,3 +149,31 @@ def test_the_committed_systemd_evidence_matches_its_index_and_shows_the_runners_
     assert setup["packaged_units_after_stop"] == {"nfs-server.service": "inactive", "nfs-mountd.service": "inactive"}
     text = "".join(p.read_text() for p in folder.iterdir())
     assert "/tmp/" not in text and "/root" not in text and str(ROOT) not in text
+
+
+STOPPED = {"nfs-server.service": "inactive", "nfs-mountd.service": "inactive"}
+
+
+def takeover(tmp_path, after_stop, after_gate) -> dict:
+    (tmp_path / "action").mkdir(exist_ok=True)
+    (tmp_path / "action" / "nfs-harness-setup.json").write_text(json.dumps(
+        {"packaged_units_after_stop": after_stop, "mountd_pid": 7, "nfsd_versions": "-3 +4 +4.1 +4.2"}))
+    (tmp_path / "action" / "steps.json").write_text(json.dumps({"packaged_units_after_gate": after_gate}))
+    return {c["name"]: c for c in run_checks.judge(tmp_path, {}, ["install", "action"])}["takeover"]
+
+
+def test_the_takeover_passes_only_when_the_postinsts_units_stayed_stopped_through_the_gate(tmp_path):
+    assert takeover(tmp_path, STOPPED, STOPPED)["ok"] is True
+    restarted = takeover(tmp_path, STOPPED, {**STOPPED, "nfs-mountd.service": "active"})
+    assert restarted["ok"] is False and "nfs-mountd.service 'active' after the gate" in restarted["detail"]
+    assert takeover(tmp_path, STOPPED, None)["ok"] is False  # not read: nothing shown
+    assert "no unit states after the harness's stop" in takeover(tmp_path, None, STOPPED)["detail"]
+    assert "takeover" not in {c["name"] for c in run_checks.judge(tmp_path, {}, ["action"])}  # busybox: no units
+
+
+def test_the_gate_step_is_killed_only_after_the_gates_own_deadline_its_cleanups_and_its_start_up():
+    from nfsvm import phases
+    from platform_runtime.gate import Options
+
+    limit = phases.gate_step_limit({"repo": str(ROOT)}, 420.0)
+    assert limit >= 420.0 + Options.cleanup_timeout_s + 60

@@ -134,11 +134,12 @@ def test_the_cli_refuses_unknown_phases(tmp_path):
 
 
 def test_a_run_without_results_fails_every_phase_check(tmp_path):
-    checks = run_checks.judge(tmp_path, {"qemu_exit_code": 0, "timed_out": False}, list(job.PHASES))
+    powered_off = {"qemu_exit_code": 0, "timed_out": False, "guest_powered_off": True, "host_signal": None}
+    checks = run_checks.judge(tmp_path, powered_off, list(job.PHASES))
     assert [c["name"] for c in checks if not c["ok"]] == ["gate", "harness", "two_clients", "server_restart",
                                                           "busy_unmount"]
     (tmp_path / "guest-error.txt").write_text("Traceback")
-    assert run_checks.judge(tmp_path, {"qemu_exit_code": 0, "timed_out": False}, [])[0]["ok"] is False
+    assert run_checks.judge(tmp_path, powered_off, [])[0]["ok"] is False
     assert json.dumps(checks)
 
 

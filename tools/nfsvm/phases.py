@@ -91,6 +91,21 @@ def gate_command(job: dict, mount: Path, output: Path, timeout: float) -> list[s
             "--timeout", str(timeout)]
 
 
+# The gate's --timeout bounds its checks; its cleanup has a deadline of its own (--cleanup-timeout) that the
+# global one does not cut, and its start-up (interpreter, source hashes, git over 9p) comes before either.
+# The step's kill limit must leave room for all three, or a gate that honours its own deadlines is killed
+# before it writes its result: seen here under host load 14-16, killed at --timeout + 60 s.
+GATE_START_UP_S = 120.0
+
+
+def gate_step_limit(job: dict, timeout: float) -> float:
+    """Seconds after which the guest kills the gate step: never before the gate's own bounds can end it."""
+    gate_code(job)
+    from platform_runtime.gate import Options
+
+    return timeout + Options.cleanup_timeout_s + GATE_START_UP_S
+
+
 def harness(job: dict, *args: str, timeout: float = 300) -> dict:
     return as_runner([job["python"], "-B", f"{job['repo']}/scripts/steps/nfs_harness.py", *args], timeout=timeout)
 
@@ -111,21 +126,42 @@ def action_phase(job: dict, out: Path, boot_seconds: float, before_gate=lambda: 
     steps["setup"] = harness(job, "setup", "--export", f"{nfs}/export", "--mount", f"{nfs}/mount",
                              "--grace-seconds", "10")
     warm_up = before_gate()
+    limit = gate_step_limit(job, job["gate_timeout"])
     if steps["setup"]["exit_code"] == 0:
-        steps["gate"] = as_runner(gate_command(job, nfs / "mount", gate_result, job["gate_timeout"]),
-                                  timeout=job["gate_timeout"] + 60)
+        steps["gate"] = as_runner(gate_command(job, nfs / "mount", gate_result, job["gate_timeout"]), timeout=limit)
+        steps["gate"]["limit_seconds"] = limit
     verdict_seconds = uptime()
+    after_gate = packaged_units(job)  # before the teardown, which stops the harness's own server
     steps["teardown"] = harness(job, "teardown", "--export", f"{nfs}/export", "--mount", f"{nfs}/mount",
                                 "--gate-result", str(gate_result), "--record", str(record))
     copy_out(results, out / "action")
     state = nfs / "nfs-harness-setup.json"
     if state.exists():
         shutil.copy2(state, out / "action" / state.name)
-    summary = {"steps": steps, "warm_up": warm_up,
+    summary = {"steps": steps, "warm_up": warm_up, "packaged_units_after_gate": after_gate,
                "kernel_uptime_at_gate_verdict_seconds": round(verdict_seconds, 1),
                "phase_seconds": round(time.monotonic() - started, 1)}
+    if "gate" in steps and steps["gate"]["exit_code"] is None:
+        summary["reason"] = (f"the gate was killed at its step limit of {limit} s (its --timeout "
+                             f"{job['gate_timeout']} s, its cleanup's own deadline and start-up) before it exited")
     (out / "action" / "steps.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
     return summary
+
+
+def packaged_units(job: dict) -> dict | None:
+    """With systemd (the package's postinst started its units): their states as the harness reads them, with
+    its own unit list (scripts/steps/nfs_harness.py). After the harness stopped them, nothing may restart them
+    while the gate runs on the harness's own server. None under busybox init."""
+    if job.get("init") != "systemd":
+        return None
+    import sys
+
+    steps = f"{job['repo']}/scripts/steps"
+    if steps not in sys.path:
+        sys.path.insert(0, steps)
+    import nfs_harness
+
+    return nfs_harness.unit_states(nfs_harness.PACKAGED_UNITS)
 
 
 def root(*command: str, check: bool = True) -> subprocess.CompletedProcess:

@@ -11,13 +11,20 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import subprocess
+import threading
 import time
 from pathlib import Path
 
 from nfsvm import recipe
 
-DPKG_TIMEOUT_S = 300
+# A hung postinst shows as silence: dpkg -i is killed after DPKG_STALL_S without a line of output. A slow one
+# keeps writing: measured at host load 15-17 (2 cores, TCG, the torch warm-up beside it), dpkg -i of the 17
+# .debs took 266 s, against 78-133 s on a quieter host, so a fixed 300 s limit failed runs that were only slow.
+# DPKG_LIMIT_S bounds even a dpkg that never falls silent.
+DPKG_STALL_S = 240
+DPKG_LIMIT_S = 900
 UNITS = ("nfs-server.service", "nfs-mountd.service", "nfsdcld.service", "nfs-idmapd.service",
          "rpc-statd.service", "rpcbind.service", "rpcbind.socket", "proc-fs-nfsd.mount")
 
@@ -26,7 +33,8 @@ def judge_install(result: dict) -> list[str]:
     """Why the runner's state after `apt-get install nfs-kernel-server` was NOT reproduced (empty: it was)."""
     problems = []
     if result.get("dpkg_exit_code") != 0:
-        problems.append(f"dpkg -i exited {result.get('dpkg_exit_code')}")
+        problems.append(f"dpkg -i exited {result.get('dpkg_exit_code')}"
+                        + (f" (killed: {result['dpkg_killed']})" if result.get("dpkg_killed") else ""))
     if not result.get("nfs_kernel_server"):
         problems.append("nfs-kernel-server is not installed after dpkg -i")
     if (result.get("units") or {}).get("nfs-server.service") != "active":
@@ -52,6 +60,59 @@ def installed_version(name: str) -> str | None:
     return version if done.returncode == 0 and status.endswith(" installed") else None
 
 
+def uptime() -> float:
+    with open("/proc/uptime") as handle:
+        return float(handle.read().split()[0])
+
+
+def pump(stream, lines: queue.Queue) -> None:
+    """Each line of the stream into the queue, then None at its end."""
+    for line in stream:
+        lines.put(line)
+    lines.put(None)
+
+
+def watched(command: list[str], log: Path, env: dict, stall_s: float = DPKG_STALL_S, limit_s: float = DPKG_LIMIT_S,
+            stamp=uptime) -> dict:
+    """Run command with each output line written at once to log, prefixed by the guest's uptime (where a slow
+    or hung postinst spent its time). Killed, with systemd's jobs and the process list in the log, after stall_s
+    without output or limit_s in all. Returns its exit code (None: killed), why it was killed, and its longest
+    silence in seconds."""
+    started = last = time.monotonic()
+    longest, killed = 0.0, None
+    lines: queue.Queue = queue.Queue()
+    with log.open("w", buffering=1) as output:
+        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT, env=env, start_new_session=True, text=True,
+                                   errors="replace")
+        threading.Thread(target=pump, args=(process.stdout, lines), daemon=True).start()
+        while True:
+            try:
+                line = lines.get(timeout=1.0)
+            except queue.Empty:
+                line = ""
+            now = time.monotonic()
+            if line is None:
+                break
+            if line:
+                longest, last = max(longest, now - last), now
+                output.write(f"[{stamp():8.1f}] {line}")
+            if now - last > stall_s or now - started > limit_s:
+                longest = max(longest, now - last)
+                killed = (f"no output for {stall_s:.0f} s" if now - last > stall_s
+                          else f"still running after {limit_s:.0f} s")
+                output.write(f"\n({command[0]} killed: {killed}; systemd's jobs and the processes)\n")
+                for extra in (["systemctl", "list-jobs", "--no-pager"], ["ps", "-eo", "pid,ppid,stat,etime,args"]):
+                    try:
+                        subprocess.run(extra, stdout=output, stderr=subprocess.STDOUT, timeout=60)
+                    except (OSError, subprocess.TimeoutExpired) as error:
+                        output.write(f"({extra[0]}: {error})\n")
+                os.killpg(process.pid, 9)
+                break
+        code = process.wait()
+    return {"exit_code": None if killed else code, "killed": killed, "longest_silence_seconds": round(longest, 1)}
+
+
 def install_phase(job: dict, out: Path, _boot: float) -> dict:
     folder = out / "install"
     folder.mkdir(parents=True, exist_ok=True)
@@ -59,23 +120,12 @@ def install_phase(job: dict, out: Path, _boot: float) -> dict:
     started = time.monotonic()
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     # Written as it runs (the job share): a postinst that hangs shows where in the host's copy.
-    with (folder / "dpkg.log").open("w") as output:
-        process = subprocess.Popen(["dpkg", "-i", *debs], stdin=subprocess.DEVNULL, stdout=output,
-                                   stderr=subprocess.STDOUT, env=env, start_new_session=True)
-        try:
-            code = process.wait(timeout=DPKG_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            code = None
-            output.write(f"\n(dpkg -i still running after {DPKG_TIMEOUT_S} s: systemd's jobs and the processes)\n")
-            output.flush()
-            for command in (["systemctl", "list-jobs", "--no-pager"], ["ps", "-eo", "pid,ppid,stat,etime,args"]):
-                subprocess.run(command, stdout=output, stderr=subprocess.STDOUT, timeout=60)
-            os.killpg(process.pid, 9)
-            process.wait()
+    dpkg = watched(["dpkg", "-i", *debs], folder / "dpkg.log", env)
     units = {unit: subprocess.run(["systemctl", "is-active", unit], capture_output=True, text=True).stdout.strip()
              for unit in UNITS}
     mountd = subprocess.run(["pgrep", "-x", "rpc.mountd"], capture_output=True, text=True).stdout.split()
-    result = {"phase": "install", "debs": [Path(d).name for d in debs], "dpkg_exit_code": code,
+    result = {"phase": "install", "debs": [Path(d).name for d in debs], "dpkg_exit_code": dpkg["exit_code"],
+              "dpkg_killed": dpkg["killed"], "dpkg_longest_silence_seconds": dpkg["longest_silence_seconds"],
               "seconds": round(time.monotonic() - started, 1),
               "nfs_kernel_server": installed_version(recipe.OFFLINE_PACKAGE), "units": units,
               "nfsd_threads": read("/proc/fs/nfsd/threads"), "nfsv4gracetime": read("/proc/fs/nfsd/nfsv4gracetime"),

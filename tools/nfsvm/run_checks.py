@@ -11,6 +11,8 @@ from core.contract import parse_strict  # noqa: E402
 from core.harness_judge import harness_gate_problems  # noqa: E402
 from core.vm_judge import judge_busy_unmount, judge_server_restart, judge_two_clients  # noqa: E402
 
+from nfsvm.vm import POWER_DOWN, signal_name  # noqa: E402
+
 
 def load(folder: Path, name: str) -> dict | None:
     try:
@@ -92,12 +94,37 @@ def error_files(out: Path) -> list[str]:
     return found
 
 
+def vm_problems(boot: dict) -> list[str]:
+    """Why the VM did not run to its own power-off (empty: it did), from how qemu ended (vm.run_until_exit).
+    qemu exits 0 on a host's SIGTERM/SIGINT/SIGHUP and after a panic too: exit 0 alone proves nothing."""
+    problems = []
+    code = boot.get("qemu_exit_code")
+    if boot.get("timed_out") is not False:
+        problems.append(f"killed at the wall-clock limit of {boot.get('limit_seconds')} s (timed out "
+                        f"{boot.get('timed_out')})")
+    if isinstance(code, int) and not isinstance(code, bool) and code < 0:
+        problems.append(f"qemu was killed by {signal_name(-code)} (exit status {code})")
+    elif code != 0:
+        problems.append(f"qemu exited {code}")
+    host = boot.get("host_signal")
+    if host is not None:
+        number = host.get("number") if isinstance(host, dict) else None
+        named = signal_name(number) if isinstance(number, int) else repr(number)
+        problems.append(f"qemu ended on the host's {named} (signal {number}, sent by {host.get('sender')}) with "
+                        f"exit status {code}: the guest did not power off by itself"
+                        if isinstance(host, dict) else f"qemu ended on a host signal: {host!r}")
+    if boot.get("guest_powered_off") is not True:
+        problems.append(f"the guest never powered itself off (no {POWER_DOWN!r} on its console)")
+    return problems
+
+
 def vm_check(out: Path, boot: dict) -> dict:
     """The VM ran to its own power-off, within its limit, and neither the guest nor a phase raised."""
     errors = error_files(out)
-    ok = boot.get("qemu_exit_code") == 0 and not boot.get("timed_out") and not errors
+    problems = vm_problems(boot)
     detail = f"qemu exit {boot.get('qemu_exit_code')}, timed out {boot.get('timed_out')}, {boot.get('wall_seconds')} s"
-    return {"name": "vm", "ok": ok, "detail": detail + "".join(f"; {e}"[:300] for e in errors)}
+    return {"name": "vm", "ok": not problems and not errors,
+            "detail": detail + "".join(f"; {p}" for p in problems) + "".join(f"; {e}"[:300] for e in errors)}
 
 
 def describe_two_clients(doc: dict) -> str:
@@ -166,6 +193,23 @@ def install_check(doc: dict | None) -> tuple[bool, str]:
     return not problems, detail + "".join(f"; {p}" for p in problems)
 
 
+def takeover_check(setup: dict | None, steps: dict | None) -> tuple[bool, str]:
+    """systemd VM: the harness stopped the units the postinst started, and they stayed stopped through the
+    gate (the harness's own rpc.mountd and nfsd served it), from the setup record and the guest's reading."""
+    stopped = (setup or {}).get("packaged_units_after_stop")
+    after_gate = (steps or {}).get("packaged_units_after_gate")
+    problems = []
+    for when, states in (("after the harness's stop", stopped), ("after the gate", after_gate)):
+        if not isinstance(states, dict) or not states:
+            problems.append(f"no unit states {when}")
+        else:
+            problems += [f"{unit} {state!r} {when}" for unit, state in sorted(states.items())
+                         if state not in ("inactive", "failed")]
+    detail = (f"packaged units after the harness's stop {stopped}, after the gate {after_gate}; harness rpc.mountd "
+              f"pid {(setup or {}).get('mountd_pid')}, nfsd {(setup or {}).get('nfsd_versions')}")
+    return not problems, detail + "".join(f"; {p}" for p in problems)
+
+
 def judge(out: Path, boot: dict, phases: list[str]) -> list[dict]:
     checks = [vm_check(out, boot)]
     table = {
@@ -188,4 +232,7 @@ def judge(out: Path, boot: dict, phases: list[str]) -> list[dict]:
             if phase == "action" and not ok and (load(out / "action", "steps.json") or {}).get("reason"):
                 detail += f"; {load(out / 'action', 'steps.json')['reason']}"
             checks.append({"name": name, "ok": ok, "detail": detail})
+    if "install" in phases and "action" in phases:  # the systemd VM: what the harness did to the postinst's units
+        ok, detail = takeover_check(load(out / "action", "nfs-harness-setup.json"), load(out / "action", "steps.json"))
+        checks.append({"name": "takeover", "ok": ok, "detail": detail})
     return checks

@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+# The guest kernel's last line when it powers itself off (sysrq 'o' or poweroff: kernel/reboot.c,
+# kernel_power_off's pr_emerg("Power down") under pr_fmt "reboot: "). A panic (panic=1 with -no-reboot)
+# or a host signal also ends qemu with exit 0, but never with this line.
+POWER_DOWN = "reboot: Power down"
+# qemu catches SIGTERM, SIGINT and SIGHUP, prints this on its stderr (the console file here) and exits 0
+# (qemu's system/runstate.c, qemu_kill_report; qemu 7.2 here: "terminating on signal 15 from pid N (pkill)").
+HOST_SIGNAL = re.compile(r"qemu-system-\S+: terminating on signal (\d+)(?: from pid \d+(?: \(([^)]*)\))?)?")
 
 
 def share_args(tag: str, path: Path, readonly: bool) -> list[str]:
@@ -42,12 +51,28 @@ def prepare_job(job_dir: Path, job: dict) -> None:
     (job_dir / "job.json").write_text(json.dumps(job, indent=2, sort_keys=True) + "\n")
 
 
-def boot(image: Path, job_dir: Path, shares: list[dict], limit_s: float, init: str = "busybox") -> dict:
-    """Run qemu until the guest powers off; kill it at limit_s. The serial console goes to console.log."""
+def signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def console_facts(text: str) -> dict:
+    """How the VM ended, as its console file says: the guest's own power-off, or qemu's host-signal line
+    (the signal's number and the sender's name; never its pid, a host detail)."""
+    match = HOST_SIGNAL.search(text)
+    return {"guest_powered_off": POWER_DOWN in text,
+            "host_signal": None if match is None else {"number": int(match.group(1)), "sender": match.group(2)}}
+
+
+def run_until_exit(command: list[str], console_path: Path, limit_s: float) -> dict:
+    """Run the VM's process (qemu; the seam the tests use) with its stdout and stderr in console_path until
+    it exits; kill it at limit_s. Returns how it ended: exit status (negative: the signal that killed it),
+    the limit, and console_facts."""
     started = time.monotonic()
-    with (job_dir / "console.log").open("wb") as console:
-        process = subprocess.Popen(qemu_command(image, job_dir, shares, init=init), stdin=subprocess.DEVNULL,
-                                   stdout=console, stderr=subprocess.STDOUT)
+    with console_path.open("wb") as console:
+        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=console, stderr=subprocess.STDOUT)
         try:
             code = process.wait(timeout=limit_s)
             timed_out = False
@@ -55,5 +80,11 @@ def boot(image: Path, job_dir: Path, shares: list[dict], limit_s: float, init: s
             process.kill()
             code = process.wait()
             timed_out = True
-    return {"qemu_exit_code": code, "timed_out": timed_out, "limit_seconds": limit_s,
-            "wall_seconds": round(time.monotonic() - started, 1)}
+    facts = {"qemu_exit_code": code, "timed_out": timed_out, "limit_seconds": limit_s,
+             "wall_seconds": round(time.monotonic() - started, 1)}
+    return {**facts, **console_facts(console_path.read_text(encoding="utf-8", errors="replace"))}
+
+
+def boot(image: Path, job_dir: Path, shares: list[dict], limit_s: float, init: str = "busybox") -> dict:
+    """Run qemu until the guest powers off; kill it at limit_s. The serial console goes to console.log."""
+    return run_until_exit(qemu_command(image, job_dir, shares, init=init), job_dir / "console.log", limit_s)
