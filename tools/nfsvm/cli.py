@@ -122,6 +122,10 @@ def main(argv: list[str] | None = None) -> int:
         recorded = evidence.record(out, args.evidence_dir.resolve(), ROOT, run)
         print(f"nfs: recorded {len(recorded['copied'])} files in {args.evidence_dir}; index exit "
               f"{recorded['index_exit_code']} {recorded['index_message']}")
+        if recorded["absolute_paths"]:
+            print(f"nfs: the record still holds absolute paths, not fit to commit: {recorded['absolute_paths']}",
+                  file=sys.stderr)
+            return 1
     return 0 if run["ok"] else 1
 
 

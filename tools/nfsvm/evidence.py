@@ -9,11 +9,17 @@ over the copies with scripts/build_evidence_index.py local.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from nfsvm import interpreter, job  # noqa: E402
 
 # source (relative to the run's output folder) -> name in the evidence folder
 FILES = {
@@ -37,12 +43,39 @@ FILES = {
 # of nfs-vm-run.json judge them (the restart's own gate result may honestly say ok=false).
 INDEXED = ("platform-runtime-nfs.json", "nfs-harness.json")
 GUEST_TEMP = re.compile(r"/tmp/(runner-temp|two-clients|restart|busy)[^\s\"']*")
+# An absolute path in recorded text: a "/" that starts a word (not "127.0.0.1:/", "<repo>/x" or "a/b").
+ABSOLUTE_PATH = re.compile(r"(?<![\w<>.:/-])/[\w.+-]+(?:/[\w.+@-]*)*")
 
 
-def scrub(text: str, repo: Path) -> str:
-    text = text.replace(str(repo), "<repo>")
+def host_prefixes(repo: Path, python: Path) -> dict[str, list[str]]:
+    """placeholder -> the host paths it stands for: the repository; the venv (its own prefix and the real path
+    it links to) and the interpreter the venv was made from, where they lie outside the repository (inside,
+    they read <repo>/...); and the guest's own venv (tools/nfsvm/interpreter.py)."""
+    repo_real = Path(os.path.realpath(repo))
+
+    def outside(paths: list[str]) -> list[str]:
+        return sorted({p for p in paths if p and not any(Path(p).is_relative_to(r) for r in (repo, repo_real))})
+
+    prefixes = job.python_prefixes(python)
+    return {"<repo>": sorted({str(repo), str(repo_real)}),
+            "<venv>": outside([prefixes["venv"], os.path.realpath(prefixes["venv"]), os.path.realpath(repo / ".venv")]),
+            "<python>": outside([prefixes["python"], os.path.realpath(prefixes["python"])]),
+            "<guest-venv>": [str(interpreter.VENV)]}
+
+
+def scrub(text: str, repo: Path, prefixes: dict[str, list[str]] | None = None) -> str:
+    """Host and guest paths as placeholders: `prefixes` (host_prefixes; by default the repository only),
+    the most specific first, each only as a whole path component; then the guest's temporary folders."""
+    pairs = [(path, name) for name, paths in (prefixes or {"<repo>": [str(repo)]}).items() for path in paths]
+    for path, name in sorted(pairs, key=lambda pair: -len(pair[0])):
+        text = re.sub(re.escape(path.rstrip("/")) + r"(?=[/\s\"']|$)", name, text)
     text = GUEST_TEMP.sub(lambda m: f"<guest-tmp:{m.group(1)}>", text)
     return re.sub(r"/root/[^\s\"']*", "<host-path>", text)
+
+
+def absolute_paths(text: str) -> list[str]:
+    """Every absolute path left in recorded text (evidence holds none)."""
+    return sorted(set(ABSOLUTE_PATH.findall(text)))
 
 
 README = """# Native NFS evidence: kernel NFSv4.2 in a Linux {kernel} VM on this machine
@@ -91,19 +124,24 @@ def index_command(repo: Path, results: Path, names: list[str], output: Path) -> 
             str(results), *[part for name in names for part in ("--result", name)], "--output", str(output)]
 
 
-def record(out: Path, destination: Path, repo: Path, run: dict) -> dict:
+def record(out: Path, destination: Path, repo: Path, run: dict, prefixes: dict[str, list[str]] | None = None) -> dict:
+    """Copy the run's results into destination, scrubbed (`prefixes`: host_prefixes), and index them.
+    `absolute_paths` lists what the scrub left (file: path): evidence with any is not fit to commit."""
+    prefixes = prefixes if prefixes is not None else host_prefixes(repo, repo / ".venv" / "bin" / "python")
     if destination.exists():
         shutil.rmtree(destination)
     destination.mkdir(parents=True)
-    copied = []
+    copied, left = [], []
     for source, name in FILES.items():
         if (out / source).is_file():
-            (destination / name).write_text(scrub((out / source).read_text(encoding="utf-8"), repo), encoding="utf-8")
+            text = scrub((out / source).read_text(encoding="utf-8"), repo, prefixes)
+            (destination / name).write_text(text, encoding="utf-8")
             copied.append(name)
+            left += [f"{name}: {path}" for path in absolute_paths(text)]
     (destination / "README.md").write_text(readme(run), encoding="utf-8")
     names = [name for name in INDEXED if name in copied]
     done = subprocess.run(index_command(repo, destination, names, destination / "evidence-index.json"),
                           capture_output=True, text=True, cwd=repo)
-    return {"copied": copied, "index_exit_code": done.returncode,
-            "index_message": scrub(" ".join((done.stdout + done.stderr).split())[-300:], repo)
+    return {"copied": copied, "index_exit_code": done.returncode, "absolute_paths": left,
+            "index_message": scrub(" ".join((done.stdout + done.stderr).split())[-300:], repo, prefixes)
             .replace(str(destination), "<evidence-dir>")}

@@ -28,10 +28,16 @@ SYSTEMD_PHASES = ("action",)
 INSTALL_PHASE = "install"
 
 
+def python_prefixes(python: Path) -> dict[str, str]:
+    """The venv's prefix and its base interpreter's, as that interpreter reports them (not resolved)."""
+    prefix, base = subprocess.run([str(python), "-I", "-c", "import sys; print(sys.prefix); print(sys.base_prefix)"],
+                                  capture_output=True, text=True, check=True).stdout.splitlines()
+    return {"venv": prefix, "python": base}
+
+
 def shared_paths(repo: Path, python: Path) -> list[Path]:
     """The repository, the venv it points at and that venv's base Python, each shared at its own path."""
-    base = subprocess.run([str(python), "-I", "-c", "import sys; print(sys.base_prefix); print(sys.prefix)"],
-                          capture_output=True, text=True, check=True).stdout.split()
+    base = python_prefixes(python).values()
     candidates = [repo, Path(os.path.realpath(repo / ".venv")), *(Path(os.path.realpath(p)) for p in base)]
     chosen: list[Path] = []
     for path in sorted(set(candidates), key=lambda p: len(p.parts)):
