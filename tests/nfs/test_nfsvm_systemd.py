@@ -170,10 +170,3 @@ def test_the_takeover_passes_only_when_the_postinsts_units_stayed_stopped_throug
     assert "no unit states after the harness's stop" in takeover(tmp_path, None, STOPPED)["detail"]
     assert "takeover" not in {c["name"] for c in run_checks.judge(tmp_path, {}, ["action"])}  # busybox: no units
 
-
-def test_the_gate_step_is_killed_only_after_the_gates_own_deadline_its_cleanups_and_its_start_up():
-    from nfsvm import phases
-    from platform_runtime.gate import Options
-
-    limit = phases.gate_step_limit({"repo": str(ROOT)}, 420.0)
-    assert limit >= 420.0 + Options.cleanup_timeout_s + 60
