@@ -3,73 +3,26 @@
 One VM run (`tools/nfsvm/cli.py`, what `python3 dev.py nfs` runs) per module; each test then reads one
 promise from what the guest wrote. Skips, saying why, only where the VM cannot run here: not Linux, not
 root (debootstrap and chroot build the image), or qemu/debootstrap/busybox-static missing (.ci/run
-installs them). The image is cached (KERNODECK_NFSVM_CACHE) so only the first run builds it.
+installs them). The image is cached (KERNODECK_NFSVM_CACHE) so only the first run builds it; the boot, the
+skip and the kept failure are tests/nfs/vm_suite.py's, shared with the systemd VM's module.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
 
 import pytest
 
 from tests.conftest import ROOT, validate
+from tests.nfs.vm_suite import MARKS, boot_once, check
 
-sys.path.insert(0, str(ROOT / "tools"))
-from nfsvm import image  # noqa: E402
-
-
-def why_not_here() -> str | None:
-    if not sys.platform.startswith("linux"):
-        return "the NFS VM needs a Linux host"
-    if os.geteuid() != 0:
-        return "building the VM image needs root (debootstrap, chroot)"
-    missing = image.missing_tools()
-    if missing:
-        return f"missing {', '.join(missing)} (.ci/run installs them with apt-get)"
-    probe = subprocess.run(["qemu-system-x86_64", "-accel", "help"], capture_output=True, text=True)
-    if probe.returncode != 0 or "tcg" not in probe.stdout:
-        return "qemu-system-x86_64 cannot run TCG here"
-    return None
-
-
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(why_not_here() is not None, reason=str(why_not_here()))]
-
-
+pytestmark = MARKS
 KEPT = ROOT / "outputs" / "nfs-test"  # git-ignored; a failed run's outputs stay here until the next failure
-
-
-def keep_failure(out, done: subprocess.CompletedProcess) -> None:
-    """Copy a failed run (results, guest.log, vm-console.log, the CLI's own output) where it survives."""
-    shutil.rmtree(KEPT, ignore_errors=True)
-    if out.exists():
-        shutil.copytree(out, KEPT)
-    KEPT.mkdir(parents=True, exist_ok=True)
-    (KEPT / "cli-output.txt").write_text(f"exit {done.returncode}\n{done.stdout}\n{done.stderr}")
 
 
 @pytest.fixture(scope="module")
 def vm_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("nfs") / "out"
-    done = subprocess.run([sys.executable, "-B", str(ROOT / "tools" / "nfsvm" / "cli.py"), "--output-dir", str(out)],
-                          capture_output=True, text=True, timeout=3000)
-    print(done.stdout[-3000:], done.stderr[-3000:])
-    try:
-        run = json.loads((out / "nfs-vm-run.json").read_text())
-    except (OSError, ValueError):
-        keep_failure(out, done)
-        raise
-    if done.returncode != 0 or run.get("ok") is not True:
-        keep_failure(out, done)
-        print(f"nfs: the failed run's outputs are kept in {KEPT.relative_to(ROOT)}")
-    return done.returncode, run, out
-
-
-def check(run: dict, name: str) -> dict:
-    return next(c for c in run["checks"] if c["name"] == name)
+    return boot_once(tmp_path_factory.mktemp("nfs") / "out", KEPT)
 
 
 def test_the_vm_boots_runs_every_phase_and_powers_off(vm_run):

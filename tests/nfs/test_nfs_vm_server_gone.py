@@ -12,12 +12,12 @@ import sys
 import pytest
 
 from tests.conftest import ROOT, validate
-from tests.nfs.test_nfs_vm import why_not_here
+from tests.nfs.vm_suite import WHY_NOT
 
 ASKED = os.environ.get("KERNODECK_NFS_SERVER_GONE") == "1"
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not ASKED, reason="set KERNODECK_NFS_SERVER_GONE=1 to run it (about 3 minutes)"),
-              pytest.mark.skipif(why_not_here() is not None, reason=str(why_not_here()))]
+              pytest.mark.skipif(WHY_NOT is not None, reason=str(WHY_NOT))]
 
 
 def test_a_server_that_never_comes_back_ends_the_gate_in_time_and_the_teardown_in_bounded_time(tmp_path):
