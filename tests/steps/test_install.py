@@ -361,6 +361,24 @@ def test_the_cache_key_names_os_arch_python_uv_and_the_pins_digest(offline):
         "uv-cache", installer.MANIFEST)]
 
 
+def test_the_cache_pruned_for_ci_holds_no_pre_built_wheel_only_uvs_interpreter_probes(offline):
+    """What a hosted job saves (docs/install.md, "What the pruned cache holds"): `uv cache prune --ci` drops
+    every pre-built wheel uv unpacked (all the runtime pins are pre-built), so the saved cache spares no
+    download; the next install reads every wheel from the index again."""
+    assert offline.run(venv="first") == 0
+    cache = offline.cache_root / "uv-cache"
+    files = lambda: sorted(path.relative_to(cache).as_posix() for path in cache.rglob("*") if path.is_file())
+    assert any(name.endswith("kpr_beta.py") for name in files())  # unpacked, as a kept cache holds it
+    assert install_venv.prune_for_ci(offline.cache_root) == "pruned (uv cache prune --ci)"
+    left = files()
+    assert not any("kpr" in name for name in left), left
+    buckets = {name.split("/", 1)[0].rsplit("-v", 1)[0] for name in left if "/" in name}
+    assert buckets <= {"interpreter", "sdists"}, left  # sdists: only its .git/.gitignore markers here
+    assert all(name.startswith("interpreter-v") for name in left if name.endswith(".msgpack")), left
+    assert offline.run(venv="second") == 0 and imported_value(offline.tmp / "second", "kpr_beta")
+    assert any(name.endswith("kpr_beta.py") for name in files())  # read from the wheels again
+
+
 def test_the_default_cache_is_the_runners_tool_cache_else_the_user_cache(tmp_path):
     assert installer.default_root({"RUNNER_TOOL_CACHE": "/t", "RUNNER_TEMP": "/r"}) == Path(
         "/t/platform-runtime-install")
