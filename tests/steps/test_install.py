@@ -367,7 +367,10 @@ def test_the_cache_pruned_for_ci_holds_no_pre_built_wheel_only_uvs_interpreter_p
     download; the next install reads every wheel from the index again."""
     assert offline.run(venv="first") == 0
     cache = offline.cache_root / "uv-cache"
-    files = lambda: sorted(path.relative_to(cache).as_posix() for path in cache.rglob("*") if path.is_file())
+
+    def files() -> list[str]:
+        return sorted(path.relative_to(cache).as_posix() for path in cache.rglob("*") if path.is_file())
+
     assert any(name.endswith("kpr_beta.py") for name in files())  # unpacked, as a kept cache holds it
     assert install_venv.prune_for_ci(offline.cache_root) == "pruned (uv cache prune --ci)"
     left = files()
