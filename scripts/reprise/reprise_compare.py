@@ -11,13 +11,13 @@ rates; exact equality on row order, data progress, scheduler state and RNG draws
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import reprise_common as common
+import strict_json  # core/strict_json.py's copy: the folder runs copied alone
 from reprise_common import contract
 
 # Checks whose failure means the training itself went elsewhere (what a negative control must show).
@@ -46,7 +46,7 @@ class Run:
 def load_run(folder: Path, name: str) -> Run:
     """summary.json, and checkpoint.pt whose size and .sha256 are checked (its bytes are not unpickled here)."""
     try:
-        summary = json.loads((folder / common.SUMMARY_NAME).read_text(encoding="utf-8"))
+        summary = strict_json.parse_strict((folder / common.SUMMARY_NAME).read_bytes())  # no duplicate key, NaN
     except (OSError, ValueError) as error:
         raise common.RepriseError(f"{name}/{common.SUMMARY_NAME} is missing or not JSON ({error})") from None
     missing = [key for key in SUMMARY_KEYS if key not in summary] if isinstance(summary, dict) else ["(object)"]

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 import math
 import re
 from pathlib import Path
 from typing import Any
+
+import strict_json  # core/strict_json.py's copy: the folder runs copied alone
 
 SCHEMA = "kernodeck.training-run-check"
 VERSION = 1
@@ -84,6 +85,15 @@ def _non_finite(value: Any, where: str = "") -> str | None:
     return None
 
 
+def _refusal_code(error: ValueError) -> str:
+    """The problem code of a strict reader's refusal: a NaN, an Infinity or a number that overflows to one is
+    non_finite; a duplicate key (the last value would win), duplicate_key; a number out of range, out_of_range."""
+    text = str(error)
+    if "is not a JSON number" in text or "overflows to infinity" in text:
+        return "non_finite"
+    return "duplicate_key" if text.startswith("duplicate key") else "out_of_range"
+
+
 def _problem(problems: list[dict], code: str, path: str, message: str) -> None:
     problems.append({"code": code, "path": path, "message": message})
 
@@ -108,7 +118,10 @@ def check_config(root: Path, problems: list[dict]) -> dict:
         return {"present": (root / CONFIG_FILE).is_file(), "ok": False}
     before = len(problems)
     try:
-        value = json.loads(text)
+        value = strict_json.loads(text)
+    except strict_json.NotStrict as error:
+        _problem(problems, _refusal_code(error), CONFIG_FILE, f"{CONFIG_FILE} is not strict JSON: {error}")
+        return {"present": True, "ok": False}
     except ValueError as error:
         _problem(problems, "unparsable", CONFIG_FILE, f"{CONFIG_FILE} is not valid JSON: {error}")
         return {"present": True, "ok": False}
@@ -134,7 +147,10 @@ def check_metrics(root: Path, problems: list[dict]) -> dict:
     for number, line in enumerate(lines, start=1):
         where = f"{METRICS_FILE}:{number}"
         try:
-            record = json.loads(line)
+            record = strict_json.loads(line)
+        except strict_json.NotStrict as error:
+            _problem(problems, _refusal_code(error), where, f"{where} is not strict JSON ({error})")
+            continue
         except ValueError as error:
             _problem(problems, "unparsable", where, f"{where} is not valid JSON ({error.msg})")
             continue

@@ -35,6 +35,7 @@ def _load(name: str):
     return module
 
 
+_load("strict_json")  # imported by name by the modules below, as from their own folder
 contract = _load("training_run_contract")
 
 
