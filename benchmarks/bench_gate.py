@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -89,12 +90,13 @@ def main() -> int:
     parser.add_argument("--collectives", type=int, metavar="N", help="also time the gate with --collectives N")
     args = parser.parse_args()
     gate_times, baseline_times, with_times, with_results = [], [], [], []
-    record_times, record_reports, in_gate = [], [], []
+    record_times, record_reports, in_gate, loads = [], [], [], []
     with tempfile.TemporaryDirectory() as work:
         gate = [sys.executable, "-B", str(ROOT / "scripts" / "platform_runtime_check.py"), "--device", "cpu",
                 "--output", str(Path(work) / "result.json")]
         baseline = [sys.executable, "-B", "-c", BASELINE]
         for _ in range(args.rounds):
+            loads.append(os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan"))
             baseline_times.append(timed(baseline, Path(work)))
             gate_times.append(timed(gate, Path(work)))
             views = json.loads((Path(work) / "result.json").read_text(encoding="utf-8"))["device"].get("views") or {}
@@ -111,6 +113,8 @@ def main() -> int:
           f"[{', '.join(f'{t:.2f}' for t in baseline_times)}]")
     print(f"gate (every check, CPU, this file system): median {gate_median:.2f} s  "
           f"[{', '.join(f'{t:.2f}' for t in gate_times)}]")
+    print("per round, gate/baseline (1-min load average before it): "
+          + ", ".join(f"{g / b:.2f}x ({load:.1f})" for g, b, load in zip(gate_times, baseline_times, loads)))
     print(f"ratio gate/baseline: {ratio:.2f}x (goal <= {GOAL:.2f}x) -> {'OK' if ratio <= GOAL else 'OVER'}")
     record_median = statistics.median(record_times)
     print(f"torch RECORD check alone ({record_reports[0]['files']} files, {record_reports[0]['bytes'] / 1e6:.0f} MB, "

@@ -47,6 +47,11 @@ class DeviceViews:
         self._thread = threading.Thread(target=check, name="torch-record", daemon=True)
         self._thread.start()
 
+    def stop(self) -> None:
+        """Kill the RECORD check's process (an interrupted gate leaves nothing running)."""
+        if self._process is not None and self._process.poll() is None:
+            children.kill_tree(self._process)
+
     def record_check(self, timeout: float) -> dict:
         """The RECORD check's report, waiting at most `timeout` seconds (the gate's deadline) for it."""
         if self._thread is None:

@@ -5,7 +5,7 @@ through the entry script (`python -I -B scripts/platform_runtime_worker.py fs_wo
     failing-writer WORKSPACE   (the writer failing before data, mid-write, at fsync, at the replace)
     replace WORKSPACE [--writers 4] [--replaces 50] [--readers 2] [--min-versions 10] [--tolerate-missing]
     append WORKSPACE [--writers 8] [--records 200]   (a lock-exclusion probe first)
-    cleanup WORKSPACE
+    cleanup WORKSPACE [--wait-for-go]
 (and the roles the coordinators start: replace-writer, replace-reader, append-writer, lock-attempt)
 
 Each prints one JSON object on its last stdout line; one that ends with an exception prints the error that
@@ -289,7 +289,11 @@ def concurrent_append(workspace: Path, writers: int, records: int, deadline: rol
 
 # --- cleanup --------------------------------------------------------------------------------------------
 
-def cleanup(workspace: Path) -> dict:
+def cleanup(workspace: Path, wait_for_go: bool = False) -> dict:
+    """Remove the workspace. wait_for_go: the gate starts this worker early and says "go" on its stdin when the
+    checks are over, so the removal does not wait for an interpreter to start; anything else removes nothing."""
+    if wait_for_go and sys.stdin.readline().strip() != "go":
+        return {"ok": False, "reason": "released without a go: nothing removed", "sharing_retries": 0}
     counter = RetryCounter()
 
     def retry_onerror(function, path, _exc_info):  # Windows: a reader may still hold a file for an instant
@@ -355,7 +359,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("target", type=Path)
     p.add_argument("--retry-for", type=float, default=0.0, metavar="SECONDS",
                    help="repeat the non-blocking attempt until granted, for at most this long (default: once)")
-    sub.add_parser("cleanup").add_argument("workspace", type=Path)
+    p = sub.add_parser("cleanup")
+    p.add_argument("workspace", type=Path)
+    p.add_argument("--wait-for-go", action="store_true", help="read a line from stdin first; remove only on \"go\"")
     return parser
 
 
@@ -369,7 +375,7 @@ MODES = {
     "append": lambda a: concurrent_append(a.workspace, a.writers, a.records, check_deadline(a)),
     "append-writer": lambda a: append_writer(a.target, a.writer, a.records),
     "lock-attempt": lambda a: lock_attempt(a.target, a.retry_for),
-    "cleanup": lambda a: cleanup(a.workspace),
+    "cleanup": lambda a: cleanup(a.workspace, a.wait_for_go),
 }
 
 

@@ -107,6 +107,7 @@ class Gate:
         self.torch = isolation.locate_torch()  # only the interpreter's own site-packages, never PYTHONPATH
         self.build = torch_build.read_build(self.torch.site_dir)
         self.workspace: Path | None = None
+        self.cleaner = None  # the cleanup worker, started early, waiting for its go (_start_early)
         self.views = device_views.DeviceViews(self.torch.site_dir, self.build)
 
     # --- children ---------------------------------------------------------------------------------------
@@ -139,9 +140,14 @@ class Gate:
             return "cuda" if kind == "rocm" else kind  # torch runs ROCm under its "cuda" device type
         return self.options.device
 
-    def kill_all(self) -> None:
+    def kill_all(self, cleaner: bool = True) -> None:
+        """Kill every running child; cleaner=False spares the waiting cleanup worker (a probe that timed out
+        still has its workspace removed)."""
         for process in list(self.running):
             children.kill_tree(process)
+        if cleaner and self.cleaner is not None:
+            children.kill_tree(self.cleaner)
+        self.views.stop()
 
     def _reason(self, outcome: children.ChildOutcome) -> str:
         failure = outcome.failure()
@@ -158,41 +164,56 @@ class Gate:
         options = self.options
         started = time.monotonic()
         result = skeleton(options, self.device_to_resolve())
-        sources, missing_sources = hash_sources()
-        result["source"] = {"files": sources, "git": git_state(REPO_ROOT)}
-        result["isolation"] = startup.record(options.allow_injection_vectors)
-        result["device"]["torch_build"] = {**(self.build or torch_build.NO_BUILD), "found_in": self.torch.found_in,
-                                           "ignored_copies": list(self.torch.ignored),
-                                           "install": torch_build.read_install(self.torch.site_dir, REPO_ROOT)}
-        failures: list[str] = [f"source file missing: {path}" for path in missing_sources]
+        refused = conflicts(options.requirements, options.device)
+        workspace_name = f"platform-runtime-{secrets.token_hex(6)}"
+        failures: list[str] = []
         exit_code = EXIT_OK
         try:
-            refused = conflicts(options.requirements, options.device)
+            # The device worker is the critical path: it starts before the gate's own bookkeeping (the source
+            # hashes, git, the isolation record), which then runs beside its torch import.
+            early = None if refused else self._start_early(workspace_name)
+            sources, missing_sources = hash_sources()
+            failures += [f"source file missing: {path}" for path in missing_sources]
+            result["source"] = {"files": sources, "git": git_state(REPO_ROOT)}
+            result["isolation"] = startup.record(options.allow_injection_vectors)
+            result["device"]["torch_build"] = {
+                **(self.build or torch_build.NO_BUILD), "found_in": self.torch.found_in,
+                "ignored_copies": list(self.torch.ignored),
+                "install": torch_build.read_install(self.torch.site_dir, REPO_ROOT)}
             if refused:
                 failures += [f"conflicting requirements: {text}" for text in refused]
                 exit_code = EXIT_USAGE
             else:
-                exit_code = self._run_checks(result, failures)
+                exit_code = self._run_checks(result, failures, workspace_name, early)
         except KeyboardInterrupt:
             self.kill_all()
             failures.append("interrupted before the checks finished")
             exit_code = EXIT_INTERRUPTED
+        if self.cleaner is not None:  # never told to go (a probe that failed at once): it removes nothing
+            children.kill_tree(self.cleaner)
         if failures and exit_code == EXIT_OK:
             exit_code = EXIT_FAILED
         result.update(ok=not failures and exit_code == EXIT_OK, exit_code=exit_code, failures=failures,
                       duration_s=round(time.monotonic() - started, 3))
         return result
 
-    def _run_checks(self, result: dict, failures: list[str]) -> int:
-        workspace_name = f"platform-runtime-{secrets.token_hex(6)}"
+    def _start_early(self, workspace_name: str) -> tuple:
+        """The device worker first, then torch's RECORD check and the cleanup worker (which waits for its go,
+        so that removing the workspace at the end does not wait for a fresh interpreter)."""
         workspace = self.options.work_dir / workspace_name
-        # The device worker starts now, beside the probe, so importing torch overlaps everything else.
         device_args = ["--hold", self.device_to_resolve(), str(workspace / "device")]
         if self.torch.site_dir is not None:
             device_args.append(str(self.torch.site_dir))
         device = self._launch("device_compute", children.device_worker_command(*device_args),
                               self.options.device_timeout_s, hold=True)
         self.views.start_record_check()  # torch's files hashed while the worker imports torch
+        if not self.options.keep_workspace:
+            command = children.worker_command("fs_worker", "cleanup", str(workspace), "--wait-for-go")
+            self.cleaner = children.start(command, env={**os.environ, **startup.WORKER_ENVIRONMENT}, hold=True)
+        return device
+
+    def _run_checks(self, result: dict, failures: list[str], workspace_name: str, device: tuple) -> int:
+        workspace = self.options.work_dir / workspace_name
         refused = self._probe(result, failures, device, workspace_name)
         if refused is not None:
             return refused
@@ -216,7 +237,7 @@ class Gate:
         if payload.get("ok") and probe.returncode == 0:  # its report counts only if it also exited 0 by itself
             result["filesystem"] = payload["filesystem"]
             return None
-        self.kill_all()
+        self.kill_all(cleaner=False)
         self._collect(device)
         reason = payload.get("reason") or "probe failed"
         if payload.get("ok"):
@@ -354,10 +375,12 @@ class Gate:
                 "ok": True, "duration_s": 0.0, "reason": None, "status": "retained",
                 "note": "kept by --keep-workspace: not cleaned; whoever keeps it must verify its removal"}
             return
-        name, process, started, timeout, _ = self._start(
-            "workspace_cleanup", children.worker_command("fs_worker", "cleanup", str(workspace)), deadline, by_budget)
-        outcome = children.collect(name, process, started, timeout, by_budget, grace=lambda: budget.CLEANUP_GRACE_S)
-        self.running.remove(process)
+        process, self.cleaner, go = self.cleaner, None, b"go\n"
+        if process is None or process.poll() is not None:  # none waiting (or it died): a fresh one, no go needed
+            process, go = children.start(children.worker_command("fs_worker", "cleanup", str(workspace)),
+                                         env={**os.environ, **startup.WORKER_ENVIRONMENT}), None
+        outcome = children.collect("workspace_cleanup", process, time.monotonic(), deadline, by_budget,
+                                   grace=lambda: budget.CLEANUP_GRACE_S, input=go)
         removed = bool(outcome.payload and outcome.payload.get("ok"))
         status = "cleaned" if removed else ("timeout" if outcome.timed_out else "failed")
         cleanup["status"] = status

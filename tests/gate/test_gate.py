@@ -243,3 +243,16 @@ def test_interrupted_gate_kills_its_children_and_still_writes_a_failed_result(tm
     assert "interrupted" in result["failures"][-1]
     hung = subprocess.run(["pgrep", "-f", worker], capture_output=True)
     assert hung.returncode == 1, "the hung device worker survived the interrupt"
+
+
+@pytest.mark.parametrize("told", [b"go\n", b""])
+def test_the_early_cleanup_worker_removes_the_workspace_only_when_told_to_go(tmp_path, told):
+    """The gate starts its cleanup worker with the device worker (so the removal at the end does not wait for an
+    interpreter to start) and says "go" once the checks are over; released without it, it removes nothing."""
+    workspace = tmp_path / "platform-runtime-0123456789ab"
+    (workspace / "device").mkdir(parents=True)
+    (workspace / "device" / "checkpoint.pt").write_bytes(b"x" * 100)
+    done = subprocess.run([sys.executable, "-I", "-B", str(SCRIPTS / "platform_runtime_worker.py"), "fs_worker",
+                           "cleanup", str(workspace), "--wait-for-go"], input=told, capture_output=True, timeout=60)
+    report = json.loads(done.stdout.decode().splitlines()[-1])
+    assert done.returncode == 0 and report["ok"] is bool(told) and workspace.exists() is not bool(told)
