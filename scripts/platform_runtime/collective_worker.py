@@ -35,7 +35,7 @@ from core.collectives import (
     nccl_version_text,
 )
 
-from platform_runtime.collectives import LAUNCHER_FILE, progress_file
+from platform_runtime.collective_record import LAUNCHER_FILE, progress_file
 from platform_runtime.device_worker import first_line_without_paths, import_torch
 
 JOIN_GRACE_S = 2.0  # after one rank fails, how long the others get before SIGTERM (then SIGKILL)

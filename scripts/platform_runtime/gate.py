@@ -13,13 +13,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core import collectives as collective_rules
-from core import trust, verdicts
+from core import collectives, trust, verdicts
 from core.contract import GATE_SCHEMA_ID
 from core.provenance import git_state, github_facts, platform_facts
 from core.result_format import SCHEMA_VERSION
 
-from platform_runtime import budget, children, collectives, device_views, isolation, startup, torch_build
+from platform_runtime import budget, children, collective_record, device_views, isolation, startup, torch_build
 from platform_runtime.claims import MPS_FALLBACK, NFS_TYPES, Requirements, conflicts, evaluate
 from platform_runtime.result import (
     EXIT_FAILED,
@@ -288,7 +287,7 @@ class Gate:
     def _record_collectives(self, result: dict, failures: list[str], outcome: children.ChildOutcome) -> None:
         """The launcher's facts and every rank's progress; `ok` is the rule's, recomputed by the judge."""
         requested = self.options.collectives
-        measured = collectives.record(self.workspace / "collectives",
+        measured = collective_record.record(self.workspace / "collectives",
                                       requested if requested == "auto" else int(requested), outcome.payload,
                                       outcome.timed_out, self.options.collectives_deadline_s)
         check: dict = {"ok": False, "duration_s": outcome.duration_s, "reason": None, **measured}
@@ -296,12 +295,12 @@ class Gate:
             check["abandoned"] = True
         if outcome.global_deadline:  # the gate's --timeout cut the group before its own deadline
             check["killed_by"] = "the gate's --timeout"
-        problems = collective_rules.problems(check)
+        problems = collectives.problems(check)
         if outcome.payload is None and not outcome.timed_out:
             problems.insert(0, self._reason(outcome))
         check["ok"] = not problems
         if problems:
-            check["reason"] = redact_local_paths(collectives.summary_reason(check, problems), self.private)
+            check["reason"] = redact_local_paths(collective_record.summary_reason(check, problems), self.private)
             failures.append(f"collectives: {check['reason']}")
         result["checks"]["collectives"] = check
 

@@ -140,7 +140,7 @@ def test_cpu_or_no_gpu_runs_gloo():
 
 
 def test_the_reason_leads_with_the_unfinished_ranks_and_what_killed_them():
-    from platform_runtime.collectives import summary_reason
+    from platform_runtime.collective_record import summary_reason
 
     check = {"status": "killed-at-deadline", "unfinished": [{"rank": 0, "op": "broadcast"}, {"rank": 1, "op": "init"}]}
     assert summary_reason(check, []).startswith("killed at the check's deadline: rank 0 in broadcast, rank 1 in init")
