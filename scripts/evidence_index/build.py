@@ -24,7 +24,7 @@ from . import PREDICATE_VERSION
 from .checkout_hashes import digest_of_files, hash_sources, indexer_files
 from .common import FetchError, InputError, hash_stream, is_safe_relative, newest_first
 from .github import GitHubClient
-from .judge import Observed, judge_run
+from .index_judge import Observed, judge_run
 from .logparse import LogScanner
 from .results import MAX_RESULT_BYTES, MAX_SIDECAR_BYTES, REPO_ROOT, SIDECAR_SUFFIX, keep_max, parse_json
 from .runfacts import api_subject, artifact_record, jobs_of_attempt, plan_job, run_record, split_jobs
@@ -294,7 +294,7 @@ def _artifact(state: _Build, entry: dict[str, Any]) -> tuple[dict[str, Any], lis
 
 
 def _download_zip(state: _Build, record: dict[str, Any]) -> Path | None:
-    """The zip by id (302 to the blob host, no token there), hashed as stored (judge.py compares it with the
+    """The zip by id (302 to the blob host, no token there), hashed as stored (index_judge.py compares it with the
     digests GitHub listed and the platform job exported)."""
     options, client = state.options, state.client
     assert state.download_dir is not None

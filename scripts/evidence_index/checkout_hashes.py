@@ -8,7 +8,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .common import is_safe_relative, sha256_file
+from core.files import sha256_file
+
+from .common import is_safe_relative
 
 # The CLI and the gate modules it reuses (the package's own modules are added by indexer_files).
 INDEXER_FILES = ("scripts/build_evidence_index.py", "scripts/core/files.py",

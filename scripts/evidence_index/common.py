@@ -1,4 +1,7 @@
-"""Small shared pieces: hashing files in constant memory, atomic writes, redacting secrets, error types."""
+"""Small shared pieces: hashing a stream in constant memory, safe relative names, redacting secrets, error types.
+
+Files are hashed and written by core.files (the project's one hasher and atomic writer), imported from there.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +9,6 @@ import hashlib
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import IO, Any
-
-# The one atomic writer and file hasher of the project (stdlib only, so the indexer stays light).
-from core.files import sha256_file  # noqa: F401 - re-exported to the indexer's modules
 
 CHUNK = 1024 * 1024
 

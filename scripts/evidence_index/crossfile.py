@@ -159,7 +159,7 @@ def verification_problems(subject: str, document: dict[str, Any], observed: Any)
     passed = recomputed["positive"] and negative
     recomputed.update(negative_divergence_detected=negative, all_checks_passed=passed, ok=passed,
                       exit_code=0 if passed else 1)
-    from .judge import differences  # the judge's own field-by-field comparison
+    from .index_judge import differences  # the judge's own field-by-field comparison
 
     # The conclusions first (what a pass rests on), then the measured facts, then the sections' own flags.
     order = ["ok", "exit_code", "all_checks_passed", "positive", "negative_divergence_detected"]
@@ -218,7 +218,7 @@ def training_run_problems(subject: str, document: dict[str, Any], observed: Any)
         recomputed = training_run_contract.check_run_dir(Path(folder))
     else:
         recomputed = _without_torch(Path(folder), document)
-    from .judge import differences
+    from .index_judge import differences
 
     return [f"{where} re-run on {run_dir}: {line}" for line in differences(document, recomputed, "check")]
 

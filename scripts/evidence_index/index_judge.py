@@ -1,4 +1,4 @@
-"""The one judge, shared by `build` and `verify`: every judgement of an index is derived from the bound bytes.
+"""The index's judge, shared by `build` and `verify`: every judgement of an index is derived from the bound bytes.
 
 Inputs: the predicate's context (what the API said about the run and its jobs, the source hashes of the
 checkout) and `Observed`, what was read from the bound files themselves (each JSON's bytes, each log's

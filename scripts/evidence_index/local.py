@@ -4,7 +4,7 @@ and to the SHA-256 of the sources it names, as they are in this checkout.
 Whole runs are bound: without --result, every file under the folder (a training run's config, metrics,
 log, checkpoint and its .sha256, summary); with --result, each named file and, for one inside a
 sub-folder (a reprise verification), every file of that sub-folder. Which of them are results, and
-whether each passes, is decided by the one judge (judge.py) from the bytes, as `verify` decides it.
+whether each passes, is decided by the index's judge (index_judge.py) from the bytes, as `verify` decides it.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from core.provenance import git_state
 from . import PREDICATE_VERSION
 from .checkout_hashes import digest_of_files, hash_sources, indexer_files
 from .common import InputError, hash_stream, is_safe_relative
-from .judge import Observed, judge_local
+from .index_judge import Observed, judge_local
 from .results import MAX_RESULT_BYTES, REPO_ROOT, SIDECAR_SUFFIX, keep_max, parse_json, unreadable
 from .statement import make_statement, now_utc
 

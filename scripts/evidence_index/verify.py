@@ -1,4 +1,4 @@
-"""Re-check an index from the bytes: every subject's SHA-256, then the one judge run again on those bytes.
+"""Re-check an index from the bytes: every subject's SHA-256, then the index's judge run again on those bytes.
 
 Subject names are relative paths under one of two roots: `artifacts/...` (the artifacts folder: one
 sub-folder per artifact and the downloaded zips; for a local index, the results folder) and
@@ -27,7 +27,7 @@ from core.contract import parse_strict
 from . import PREDICATE_TYPE, PREDICATE_VERSION, STATEMENT_TYPE
 from .checkout_hashes import hash_sources
 from .common import InputError, hash_stream, is_safe_relative
-from .judge import Observed, differences, judge_index
+from .index_judge import Observed, differences, judge_index
 from .logparse import LogScanner
 from .results import MAX_RESULT_BYTES, SIDECAR_SUFFIX, keep_max, parse_json
 from .runfacts import API_DOCUMENTS, api_subject
@@ -182,7 +182,7 @@ def source_differences(predicate: dict[str, Any], root: Path) -> list[str]:
 
 def verify(statement: dict[str, Any], roots: dict[str, Path | None], allow_offline: bool = False,
            source_root: Path | None = None) -> Report:
-    """Hash every subject, run the one judge on those bytes, and compare what the index records with it.
+    """Hash every subject, run the index's judge on those bytes, and compare what the index records with it.
     An index built --offline (act: no job log was read) passes only with allow_offline: otherwise editing a
     real run's index into an "offline" one would be a way to drop its logs from the judgement."""
     report = Report(problems=check_envelope(statement))

@@ -346,7 +346,7 @@ def test_a_log_subject_pointed_at_another_jobs_clean_log_is_not_authentic(failin
 def _rejudge(run: Run, index: dict) -> None:
     """Re-derive every judgement from the files as they now are (what a forger with this code would do)."""
     sys.path.insert(0, str(SCRIPTS))
-    from evidence_index.judge import Observed, judge_index
+    from evidence_index.index_judge import Observed, judge_index
     from evidence_index.verify import _check_subject
 
     observed = Observed()
