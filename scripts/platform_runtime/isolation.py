@@ -28,7 +28,7 @@ def interpreter_site_dirs() -> list[Path]:
 
 
 def _pth_path_dirs(site_dir: Path) -> list[Path]:
-    """The directories a site dir's .pth files add to sys.path (their path lines), as site.addpackage does."""
+    """The entries a site dir's .pth files add to sys.path (their path lines), as site.addpackage does."""
     found = []
     try:
         pth_files = sorted(site_dir.glob("*.pth"))
@@ -41,7 +41,8 @@ def _pth_path_dirs(site_dir: Path) -> list[Path]:
             continue
         for line in lines:
             line = line.rstrip()
-            if line and not line.startswith(("#", "import ", "import\t")) and (site_dir / line).is_dir():
+            # site.addpackage adds any path line that exists: a folder, or a zip (zipimport reads it).
+            if line and not line.startswith(("#", "import ", "import\t")) and (site_dir / line).exists():
                 found.append((site_dir / line).resolve())
     return found
 

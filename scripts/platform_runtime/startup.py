@@ -27,7 +27,7 @@ import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from platform_runtime import ld_library_path, procmaps
+from platform_runtime import bytecode, ld_library_path, path_config, procmaps
 from platform_runtime.isolation import interpreter_site_dirs, torch_search_dirs
 
 LOADER_VARIABLES = ("LD_PRELOAD", "LD_AUDIT", "DYLD_INSERT_LIBRARIES")  # honoured by the loader, always
@@ -157,7 +157,8 @@ def _distutils_hack_ran(default: str, environment: dict[str, str]) -> bool:
     return not sys.flags.no_site and environment.get("SETUPTOOLS_USE_DISTUTILS", default) == "local"
 
 
-def judge_pth_files(site_dirs: list[Path], search: list[Path], environment: dict[str, str], out: Findings) -> None:
+def judge_pth_files(site_dirs: list[Path], search: list[Path], environment: dict[str, str], out: Findings,
+                    modules: dict | None = None) -> None:
     """Every code-running .pth in the directories site processes is a vector, except setuptools' own
     (known bytes) whose one import is off in the workers and, where it ran here, imported a known file."""
     for directory in site_dirs:
@@ -180,14 +181,36 @@ def judge_pth_files(site_dirs: list[Path], search: list[Path], environment: dict
                 continue
             spec = _find("_distutils_hack", search)
             release = KNOWN_DISTUTILS_HACK.get(_sha256(Path(spec.origin)) or "") if spec and spec.origin else None
+            release, why_not = _check_distutils_hack(spec, release, sys.modules if modules is None else modules)
             if release is None:
                 out.executing_pth_files.append(pth.name)
-                out.add(".pth", f"{pth.name} imported _distutils_hack into the gate's own process, and that file "
-                                "is not one of a known setuptools release")
+                out.add(".pth", f"{pth.name} imported _distutils_hack into the gate's own process, and {why_not}")
             else:
                 out.accepted_pth_files.append({"name": pth.name, "why": f"setuptools' own, byte for byte; the "
                                                f"_distutils_hack it imported here is setuptools {release}'s; "
                                                "off in every worker"})
+
+
+def _check_distutils_hack(spec, release: str | None, modules: dict) -> tuple[str | None, str]:
+    """The release whose _distutils_hack ran here, or None and why not: the source must be a known release's,
+    the bytecode the interpreter would run instead must be that source compiled, and the module this process
+    imported must be that file, loaded from source."""
+    if release is None:
+        return None, "that file is not one of a known setuptools release"
+    bad = bytecode.mismatched(Path(spec.origin))
+    if bad:
+        return None, f"its cached bytecode ({', '.join(bad)}) is not its source compiled: that is what ran"
+    module = modules.get("_distutils_hack")
+    if module is not None:
+        loaded = getattr(getattr(module, "__spec__", None), "origin", None) or getattr(module, "__file__", None)
+        loader = type(getattr(module, "__loader__", None)).__name__
+        try:
+            same = loaded is not None and Path(loaded).resolve() == Path(spec.origin).resolve()
+        except (OSError, RuntimeError):
+            same = False
+        if not same or loader != "SourceFileLoader":
+            return None, f"the module it imported is not that source file (loaded by {loader})"
+    return release, ""
 
 
 def _find(name: str, directories: list[Path]):
@@ -206,7 +229,8 @@ def judge_start_up_modules(search: list[tuple[str, Path]], out: Findings) -> Non
     from, found as a file; and one still in sys.modules, for a file since deleted."""
     for name in START_UP_MODULES:
         for kind, directory in search:
-            if _find(name, [directory]) is not None:
+            in_zip = directory.is_file() and name in path_config.zip_holds(directory, START_UP_MODULES)
+            if in_zip or _find(name, [directory]) is not None:
                 out.add(name, f"a {name} in {kind} runs at every start-up")
         if getattr(sys.modules.get(name), "__file__", None):
             out.add(name, f"a {name} was imported into the gate's own process at start-up")
@@ -297,7 +321,13 @@ def scan(maps_text: str | None = None, environment: dict[str, str] | None = None
     search += [("a site directory", d) for d in torch_search_dirs()]
     if user_site is not None:
         search.append(("the user site", user_site))
+    # And every entry of the real sys.path (what site imported sitecustomize from), zips and .pth lines included.
+    searched = {d for _, d in search}
+    search += [("a sys.path entry", d) for d in path_config.sys_path_entries() if d not in searched]
     judge_start_up_modules(search, out)
+    for name in path_config.override_files(maps_text):
+        out.add("._pth", f"a {name} file beside the interpreter replaces its start-up path (sys.path) in the gate "
+                         "and in every worker")
     at_start = original if original is not None else dict(os.environ)  # what the .pth lines saw
     judge_pth_files(site_dirs + ([user_site] if user_site else []), [d for _, d in search], at_start, out)
     return out

@@ -124,6 +124,41 @@ def test_a_sitecustomize_in_site_packages_that_hides_itself_is_found_on_disk_and
     assert run.result["isolation"]["device_worker_loaded"] == []  # gone from sys.modules: only the file shows it
 
 
+def test_a_pth_override_beside_the_interpreter_with_a_hidden_sitecustomize_fails_named(tmp_path):
+    # CPython's getpath takes sys.path wholesale from <executable>._pth, on Linux too: here the standard library,
+    # a folder holding a self-hiding sitecustomize that forges the mount view, and `import site` (for the venv).
+    import sysconfig
+
+    python, purelib = venv_with_real_torch(tmp_path / "venv")
+    extra = tmp_path / "venv" / "site-extra"
+    extra.mkdir()
+    (extra / "sitecustomize.py").write_text(kit.SITECUSTOMIZE_FAKING_MOUNTS, encoding="utf-8")
+    paths = sysconfig.get_paths()
+    lines = [str(Path(sysconfig.get_config_var("LIBDIR")) / "python311.zip"), paths["stdlib"],
+             str(Path(paths["stdlib"]) / "lib-dynload"), str(extra), "import site"]
+    Path(f"{python}._pth").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    env = {"FAKE_MOUNTINFO": str(kit.nfs_mountinfo(tmp_path / "view"))}
+    run = run_gate_with(tmp_path, python, ROOT / "scripts" / "platform_runtime_check.py", "--device", "cpu",
+                        "--require", "nfs", env=env)
+    assert_refused_naming(run, "._pth")
+    assert "sitecustomize" in run.result["isolation"]["present"]  # found on the real sys.path, as a file
+    assert FORGED in nfs_verdict(run)["reason"]
+
+
+def test_a_sitecustomize_in_a_zip_named_by_a_pth_path_line_fails_named(tmp_path):
+    import zipfile
+
+    python, purelib = venv_with_real_torch(tmp_path / "venv")
+    with zipfile.ZipFile(purelib / "zz_extra.zip", "w") as handle:
+        handle.writestr("sitecustomize.py", kit.SITECUSTOMIZE_FAKING_MOUNTS)
+    (purelib / "zz_extra.pth").write_text("zz_extra.zip\n", encoding="utf-8")
+    env = {"FAKE_MOUNTINFO": str(kit.nfs_mountinfo(tmp_path / "view"))}
+    run = run_gate_with(tmp_path, python, ROOT / "scripts" / "platform_runtime_check.py", "--device", "cpu",
+                        "--require", "nfs", env=env)
+    assert_refused_naming(run, "sitecustomize")
+    assert FORGED in nfs_verdict(run)["reason"]
+
+
 @pytest.mark.parametrize("name", ["usercustomize", "zz_evil.pth"])
 def test_other_start_up_code_in_site_packages_fails_named(tmp_path, name):
     python, purelib = venv_with_real_torch(tmp_path / "venv")

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -54,7 +55,7 @@ def real_distutils_hack() -> bytes:
 def test_setuptools_own_pth_is_accepted_when_what_it_imported_is_a_known_release(tmp_path):
     site = site_with(tmp_path, SETUPTOOLS_PTH, real_distutils_hack())
     found = startup.Findings()
-    startup.judge_pth_files([site], [site], {}, found)
+    startup.judge_pth_files([site], [site], {}, found, modules={})  # (this process's own came from elsewhere)
     assert found.present == [] and found.accepted_pth_files[0]["name"] == "distutils-precedence.pth"
     assert "the _distutils_hack it imported here is setuptools " in found.accepted_pth_files[0]["why"]
 
@@ -241,3 +242,93 @@ def test_no_worker_inherits_what_would_run_code_in_it_from_the_callers_environme
                                       "GCONV_PATH": "/x", "PYTHONPATH": "/x", "LD_LIBRARY_PATH": "/cuda", "A": "b"})
     assert env == {"LD_LIBRARY_PATH": "/cuda", "A": "b", "SETUPTOOLS_USE_DISTUTILS": "stdlib",
                    "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
+
+
+def plant_bytecode(source: Path, body: str, optimization="") -> Path:
+    """A .pyc for `source` whose header carries the source's mtime and size (so Python runs it, -B or not) and
+    whose code is something else: written with the standard library only, as an attacker would."""
+    import importlib.util
+    import marshal
+
+    cached = Path(importlib.util.cache_from_source(str(source), optimization=optimization))
+    cached.parent.mkdir(exist_ok=True)
+    stat = source.stat()
+    header = importlib.util.MAGIC_NUMBER + (0).to_bytes(4, "little") + int(stat.st_mtime).to_bytes(4, "little") + \
+        (stat.st_size & 0xFFFFFFFF).to_bytes(4, "little")
+    cached.write_bytes(header + marshal.dumps(compile(body, str(source), "exec")))
+    return cached
+
+
+@pytest.mark.parametrize("optimization", ["", 1, 2])
+def test_setuptools_pth_is_a_vector_when_the_bytecode_python_runs_for_distutils_hack_is_not_its_source(
+        tmp_path, optimization):
+    site = site_with(tmp_path, SETUPTOOLS_PTH, real_distutils_hack())
+    source = site / "_distutils_hack" / "__init__.py"
+    cached = plant_bytecode(source, real_distutils_hack().decode() + "\nimport os\n", optimization)
+    found = startup.Findings()
+    startup.judge_pth_files([site], [site], {}, found, modules={})
+    assert found.present == [".pth"] and found.executing_pth_files == ["distutils-precedence.pth"]
+    assert f"its cached bytecode (__pycache__/{cached.name}) is not its source compiled" in found.findings[0]
+
+
+def test_setuptools_pth_is_accepted_when_the_cached_bytecode_is_its_source_compiled(tmp_path):
+    import py_compile
+
+    site = site_with(tmp_path, SETUPTOOLS_PTH, real_distutils_hack())
+    py_compile.compile(str(site / "_distutils_hack" / "__init__.py"))  # what Python itself writes
+    found = startup.Findings()
+    startup.judge_pth_files([site], [site], {}, found, modules={})
+    assert found.present == [], found.findings
+
+
+def test_setuptools_pth_is_a_vector_when_this_process_imported_another_distutils_hack(tmp_path):
+    import types
+
+    site = site_with(tmp_path, SETUPTOOLS_PTH, real_distutils_hack())
+    elsewhere = tmp_path / "elsewhere.py"
+    elsewhere.write_text("x = 1\n")
+    module = types.ModuleType("_distutils_hack")
+    module.__file__ = str(elsewhere)
+    found = startup.Findings()
+    startup.judge_pth_files([site], [site], {}, found, modules={"_distutils_hack": module})
+    assert found.present == [".pth"] and "is not that source file" in found.findings[0]
+
+
+def test_a_sitecustomize_inside_a_zip_on_the_path_is_found(tmp_path):
+    import zipfile
+
+    archive = tmp_path / "extra.zip"
+    with zipfile.ZipFile(archive, "w") as handle:
+        handle.writestr("sitecustomize.py", "raise ImportError(name='sitecustomize')\n")
+    found = startup.Findings()
+    startup.judge_start_up_modules([("a sys.path entry", archive)], found)
+    assert found.present == ["sitecustomize"]
+
+
+def test_a_pth_path_line_naming_a_zip_puts_it_among_the_searched_entries(tmp_path):
+    from platform_runtime import isolation
+
+    (tmp_path / "extra.zip").write_bytes(b"PK\x05\x06" + b"\0" * 18)  # an empty zip
+    (tmp_path / "zz_extra.pth").write_text("extra.zip\n")
+    assert isolation._pth_path_dirs(tmp_path) == [(tmp_path / "extra.zip").resolve()]
+
+
+def test_every_place_getpath_reads_a_pth_override_from_is_looked_at(tmp_path, monkeypatch):
+    from platform_runtime import path_config
+
+    real = tmp_path / "real" / "python3.11"
+    real.parent.mkdir()
+    real.write_text("")
+    link = tmp_path / "venv" / "bin" / "python"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(real)
+    libpython = tmp_path / "lib" / "libpython3.11.so.1.0"
+    maps = f"7f0000000000-7f0000001000 r-xp 00000000 08:01 11 {libpython}\n"
+    monkeypatch.setattr(sys, "executable", str(link))
+    monkeypatch.setattr(sys, "_base_executable", str(link), raising=False)
+    candidates = path_config.override_candidates(maps)
+    for expected in (Path(f"{libpython}._pth"), Path(f"{link}._pth"), Path(f"{real}._pth")):
+        assert expected in candidates
+    assert path_config.override_files(maps) == []
+    Path(f"{real}._pth").write_text("/usr/lib/python311.zip\nimport site\n")
+    assert path_config.override_files(maps) == ["python3.11._pth"]
