@@ -21,17 +21,16 @@ ends in bounded time, never hangs the job.
 The record (JSON, schemas/nfs-harness.schema.json) says what was verified; `retained` in the gate
 result is never counted as cleaned by itself.
 Exit 0 done and verified; 1 a step or the verification failed; 2 bad arguments.
+
+This file holds the CLI and the setup; the teardown and its record are nfs_teardown.py, the privileged
+commands and mount reading both use nfs_host.py.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
-import re
-import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -40,56 +39,26 @@ from pathlib import Path
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
 
 from action_io import annotate, append_summary, fail  # noqa: E402
-from core.contract import parse_strict  # noqa: E402
-from platform_runtime.filesystem import parse_mountinfo  # noqa: E402
+from nfs_host import (  # noqa: E402, F401 - HarnessError and mounted_source are the harness's names too
+    NFSD,
+    SCHEMA,
+    STATE_NAME,
+    UMOUNT_TIMEOUT_S,
+    HarnessError,
+    mounted_source,
+    privileged,
+    read_root_file,
+    write_root_file,
+)
+from nfs_teardown import remove_from_export, retained_workspace, teardown  # noqa: E402, F401 - the harness's names
 
-SCHEMA = "kernodeck.nfs-harness/v1"
 PACKAGE = "nfs-kernel-server"
 CONF = Path("/etc/nfs.conf.d/kernodeck-platform-runtime.conf")
 EXPORTS = Path("/etc/exports.d/kernodeck-platform-runtime.exports")
-NFSD = Path("/proc/fs/nfsd")
 SYSTEMD_RUN = Path("/run/systemd/system")  # present only when systemd is PID 1 (sd_booted)
 PACKAGED_UNITS = ("nfs-server.service", "nfs-mountd.service")
-STATE_NAME = "nfs-harness-setup.json"
 MOUNT_TIMEOUT_S = 60
-UMOUNT_TIMEOUT_S = 30
-DETACH_TIMEOUT_S = 15
 NFSD_THREADS = "4"
-# The gate names its workspace platform-runtime-<hex>; anything else is not ours to delete.
-WORKSPACE_NAME = re.compile(r"^platform-runtime-[A-Za-z0-9_-]{4,64}$")
-
-
-class HarnessError(RuntimeError):
-    pass
-
-
-def privileged(command: list[str], check: bool = True, input_text: str | None = None,
-               capture: bool = False) -> subprocess.CompletedProcess:
-    full = command if os.geteuid() == 0 else ["sudo", "-n", *command]
-    print("+", " ".join(full), flush=True)
-    result = subprocess.run(full, input=input_text, text=True, capture_output=capture)
-    if check and result.returncode != 0:
-        detail = f": {result.stderr.strip()[-300:]}" if capture and result.stderr else ""
-        raise HarnessError(f"{' '.join(command)} exited {result.returncode}{detail}")
-    return result
-
-
-def write_root_file(path: Path, text: str) -> None:
-    privileged(["mkdir", "-p", str(path.parent)])
-    privileged(["tee", str(path)], input_text=text, capture=True)
-
-
-def read_root_file(path: Path) -> str | None:
-    """The /proc/fs/nfsd files are root-only: read them through sudo, never as the runner user."""
-    result = privileged(["cat", str(path)], check=False, capture=True)
-    return result.stdout.strip() if result.returncode == 0 else None
-
-
-def mounted_source(path: Path, mountinfo: Path = Path("/proc/self/mountinfo")) -> tuple[str, str] | None:
-    """(fstype, source) of the mount AT path, from mountinfo (the gate's own parser) -- no stat on a
-    possibly hung NFS mount. The last (topmost) mount at that point wins."""
-    found = [(e.fstype, e.source) for e in parse_mountinfo(mountinfo.read_text()) if e.point == str(path)]
-    return found[-1] if found else None
 
 
 def package_version(name: str) -> str | None:
@@ -206,153 +175,6 @@ def setup(export: Path, mount: Path, grace: int) -> dict:
     finally:
         state_path.write_text(json.dumps(state, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return state
-
-
-def retained_workspace(gate_result: Path) -> tuple[str | None, str | None]:
-    """(status, workspace name) from the gate result; the name is validated before anything is deleted."""
-    data = parse_strict(gate_result.read_bytes())
-    cleanup = data.get("workspace_cleanup") if isinstance(data, dict) else None
-    if not isinstance(cleanup, dict):
-        raise HarnessError("the gate result has no workspace_cleanup")
-    name = cleanup.get("workspace")
-    if name is not None and (not isinstance(name, str) or not WORKSPACE_NAME.match(name)):
-        raise HarnessError(f"refusing to delete an unexpected workspace name: {name!r}")
-    return cleanup.get("status"), name
-
-
-def remove_from_export(export: Path, name: str) -> dict:
-    """Delete <export>/<name> on the server side and verify it, plus any NFS silly-rename leftovers."""
-    target = export / name
-    existed = target.exists()
-    error = None
-    if existed:
-        try:
-            shutil.rmtree(target)
-        except OSError as exc:
-            error = f"{type(exc).__name__}: {exc.strerror or exc}"
-    leftovers = sorted(path.name for path in export.glob(".nfs*"))
-    gone = not target.exists()
-    return {"workspace": name, "existed_on_export": existed, "deleted": existed and gone, "error": error,
-            "absent_after": gone, "nfs_leftovers": leftovers, "verified": gone and not leftovers}
-
-
-def bounded(command: list[str], limit_s: float) -> dict:
-    """Run a privileged command for at most limit_s; one stuck in the kernel (umount of a hard NFS mount
-    whose server is gone) is killed and, if even that does not end it, abandoned: never awaited."""
-    full = command if os.geteuid() == 0 else ["sudo", "-n", *command]
-    print("+", " ".join(full), flush=True)
-    process = subprocess.Popen(full, stdin=subprocess.DEVNULL, start_new_session=True)
-    try:
-        return {"exit_code": process.wait(timeout=limit_s), "timed_out": False}
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(OSError):
-            os.killpg(process.pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            process.wait(timeout=2)
-        return {"exit_code": process.returncode, "timed_out": True}
-
-
-def unmount(mount: Path, attempts: int = 4, umount_timeout: float = UMOUNT_TIMEOUT_S) -> dict:
-    """Bounded unmount attempts; success is read from mountinfo, never from umount's exit code alone.
-    A umount that does not return within UMOUNT_TIMEOUT_S means the server does not answer: the mount is
-    then detached (umount -f aborts its pending requests, umount -l detaches it) so that nothing later in
-    the job hangs on it, but that is not an unmount: `unmounted` stays false and the export is left alone."""
-    codes: list = []
-    hung = False
-    for attempt in range(attempts):
-        if mounted_source(mount) is None:
-            break
-        done = bounded(["umount", str(mount)], umount_timeout)
-        codes.append(done["exit_code"])
-        if done["timed_out"]:
-            hung = True
-            break
-        if mounted_source(mount) is not None:
-            time.sleep(min(0.5 * 2 ** attempt, 4))
-    unmounted = mounted_source(mount) is None and not hung
-    detached = None
-    if hung:
-        for how, flag in (("forced", "-f"), ("lazy", "-l")):
-            if mounted_source(mount) is None:
-                break
-            bounded(["umount", flag, str(mount)], DETACH_TIMEOUT_S)
-            detached = how if mounted_source(mount) is None else None
-    still = mounted_source(mount)
-    return {"unmounted": unmounted, "umount_exit_codes": codes, "hung": hung, "detached": detached,
-            "still_mounted_as": list(still) if still else None}
-
-
-def process_alive(pid: int) -> bool:
-    """A zombie has exited (its parent, the setup step, is gone and init reaps it later): not alive."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
-def stop_server(setup_state: dict) -> dict:
-    """rpc.nfsd 0, unexport everything, end the rpc.mountd the setup started; verified from /proc."""
-    nfsd = privileged(["rpc.nfsd", "0"], check=False).returncode
-    privileged(["exportfs", "-ua"], check=False)
-    pid = setup_state.get("mountd_pid")
-    if isinstance(pid, int):
-        privileged(["kill", str(pid)], check=False)
-        for _ in range(50):
-            if not process_alive(pid):
-                break
-            time.sleep(0.1)
-    threads = read_root_file(NFSD / "threads")
-    mountd_gone = not (isinstance(pid, int) and process_alive(pid))
-    return {"rpc_nfsd_0_exit": nfsd, "nfsd_threads_after": threads, "mountd_stopped": mountd_gone,
-            "stopped": nfsd == 0 and threads == "0" and mountd_gone}
-
-
-def read_setup_state(export: Path) -> dict:
-    try:
-        state = json.loads((export.parent / STATE_NAME).read_text(encoding="utf-8"))
-        return state if isinstance(state, dict) else {}
-    except (OSError, ValueError):
-        return {}
-
-
-def teardown(export: Path, mount: Path, gate_result: Path, umount_timeout: float = UMOUNT_TIMEOUT_S) -> dict:
-    setup_state = read_setup_state(export)
-    record: dict = {"schema": SCHEMA, "nfs_version": "4.2", "setup": setup_state, "export_side_delete": None,
-                    "server": None, "problems": []}
-    record["unmount"] = unmount(mount, umount_timeout=umount_timeout)
-    record["unmounted"] = record["unmount"]["unmounted"]
-    try:
-        status, name = retained_workspace(gate_result)
-    except (OSError, ValueError, HarnessError) as error:
-        status, name = None, None
-        record["problems"].append(f"gate result unusable: {error}")
-    record["gate_workspace_status"] = status
-    if record["unmount"].get("hung"):
-        detached = record["unmount"]["detached"]
-        how = f"detached it with umount {'-f' if detached == 'forced' else '-l'}" if detached else "could not detach it"
-        record["problems"].append(
-            f"the NFS mount did not answer (umount did not return within {umount_timeout:g} s: is the server "
-            f"gone?); {how}; the server was left as it is and the export untouched")
-    elif not record["unmounted"]:
-        # The spec deletes only after the client unmounted: a busy or hung mount leaves the export alone.
-        record["problems"].append("the NFS mount could not be unmounted; the server was left running and the "
-                                  "export untouched (run teardown again once the mount is free)")
-    else:
-        record["server"] = stop_server(setup_state)
-        if not record["server"]["stopped"]:
-            record["problems"].append(f"the NFS server did not stop: {record['server']}")
-        if status == "retained" and name:
-            record["export_side_delete"] = remove_from_export(export, name)
-        elif status is not None:
-            record["problems"].append(f"the gate reported workspace {status!r}, expected 'retained' (--keep-workspace)")
-    record["server_stopped"] = bool(record["server"] and record["server"]["stopped"])
-    delete = record["export_side_delete"]
-    if delete is not None and not delete["verified"]:
-        record["problems"].append(f"retained workspace not verified gone from the export: {delete}")
-    record["cleanup_verified"] = bool(delete and delete["verified"])
-    record["ok"] = record["cleanup_verified"] and not record["problems"]
-    return record
 
 
 def main(argv: list[str] | None = None) -> int:
