@@ -208,7 +208,7 @@ class Gate:
         self.views.start_record_check()  # torch's files hashed while the worker imports torch
         if not self.options.keep_workspace:
             command = children.worker_command("fs_worker", "cleanup", str(workspace), "--wait-for-go")
-            self.cleaner = children.start(command, env={**os.environ, **startup.WORKER_ENVIRONMENT}, hold=True)
+            self.cleaner = children.start(command, env=startup.worker_environment(), hold=True)
         return device
 
     def _run_checks(self, result: dict, failures: list[str], workspace_name: str, device: tuple) -> int:
@@ -377,7 +377,7 @@ class Gate:
         process, self.cleaner, go = self.cleaner, None, b"go\n"
         if process is None or process.poll() is not None:  # none waiting (or it died): a fresh one, no go needed
             process, go = children.start(children.worker_command("fs_worker", "cleanup", str(workspace)),
-                                         env={**os.environ, **startup.WORKER_ENVIRONMENT}), None
+                                         env=startup.worker_environment()), None
         outcome = children.collect("workspace_cleanup", process, time.monotonic(), deadline, by_budget,
                                    grace=lambda: budget.CLEANUP_GRACE_S, input=go)
         removed = bool(outcome.payload and outcome.payload.get("ok"))
