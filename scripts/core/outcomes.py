@@ -23,16 +23,21 @@ def error_text(error: dict) -> str:
     return f"{kind}{message} in {error.get('operation') or 'an unknown operation'}"
 
 
+def _seconds(value: object) -> str:
+    return f"{value:.1f}" if isinstance(value, (int, float)) and not isinstance(value, bool) else repr(value)
+
+
 def no_answer_text(role: dict) -> str:
-    text = f"no result within its {role.get('deadline_s', 0):.1f} s deadline (ran {role.get('ran_s', 0):.1f} s)"
+    text = (f"no result within its {_seconds(role.get('deadline_s', 0))} s deadline "
+            f"(ran {_seconds(role.get('ran_s', 0))} s)")
     return text + ("; it did not exit when killed and was abandoned" if role.get("abandoned") else "")
 
 
 def role_problems(roles: list[dict]) -> list[str]:
     """One problem per kind of role and kind of outcome, counted, naming the first one's facts."""
     problems = []
-    for kind in dict.fromkeys(role.get("role") for role in roles):
-        mine = [role for role in roles if role.get("role") == kind]
+    for kind in dict.fromkeys(str(role.get("role")) for role in roles):  # a forged kind never raises
+        mine = [role for role in roles if str(role.get("role")) == kind]
         silent = [role for role in mine if role.get("answer") == "no-answer"]
         failed = [role for role in mine if role.get("answer") == "failed"]
         mute = [role for role in mine if role.get("answer") not in (ANSWERED, "no-answer", "failed")]
@@ -53,7 +58,8 @@ def lock_probe_problems(probe: dict) -> list[str]:
     """While this process holds the lock another's non-blocking attempt must be refused; after the release
     another must acquire it within the retry window."""
     problems = []
-    held, released = probe.get("while_held") or {}, probe.get("after_release") or {}
+    held, released = (probe.get(key) if isinstance(probe.get(key), dict) else {} for key in ("while_held",
+                                                                                            "after_release"))
     if held.get("answer") != ANSWERED:
         problems.append("lock probe: " + (role_problems([held]) or ["its attempt while held was not made"])[0])
     elif held.get("acquired") is not False:
@@ -62,7 +68,7 @@ def lock_probe_problems(probe: dict) -> list[str]:
         problems.append("lock probe: " + (role_problems([released]) or ["its attempt after release was not made"])[0])
     elif released.get("acquired") is not True:
         problems.append(f"a released lock could not be acquired by another process ({released.get('attempts')} "
-                        f"attempt(s) within {released.get('retry_window_s', 0):.1f} s)")
+                        f"attempt(s) within {_seconds(released.get('retry_window_s', 0))} s)")
     return problems
 
 

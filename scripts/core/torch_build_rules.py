@@ -31,7 +31,8 @@ def build_supports(build: dict, kind: str, system: str | None = None) -> str | N
         return "a ROCm claim from a torch built without HIP (its version.py names no HIP version)"
     if kind == "mps" and (system or platform.system()) != "Darwin":
         return "an MPS claim from a torch that is not a macOS build on macOS"
-    if kind in BACKEND_LIBRARIES and not set(BACKEND_LIBRARIES[kind]) & set(build.get("backend_libraries") or []):
+    libraries = build.get("backend_libraries") if isinstance(build.get("backend_libraries"), list) else []
+    if kind in BACKEND_LIBRARIES and not set(BACKEND_LIBRARIES[kind]) & {str(name) for name in libraries}:
         return f"a {kind} claim from a torch whose lib folder has no {' or '.join(BACKEND_LIBRARIES[kind])}"
     return None
 
@@ -71,7 +72,7 @@ def cross_check(build: dict | None, reported_torch: dict | None, device_type: st
     tag = version_tag_problem(build)
     if tag:
         problems.append(tag)
-    if device_type in BACKEND_LIBRARIES:
+    if isinstance(device_type, str) and device_type in BACKEND_LIBRARIES:
         why = build_supports(build, device_type, system)
         if why:
             problems.append(why)

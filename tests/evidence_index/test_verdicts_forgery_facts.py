@@ -140,6 +140,12 @@ FORGERIES = {
     "version-downgraded": (lambda d: (d.update(schema_version=1), _pop("checks.jsonl_append.roles")(d)),
                            "checks.jsonl_append.roles is missing"),
     "version-not-a-number": (lambda d: d.update(schema_version="2"), "schema_version is '2'"),
+    # Forged types are refused by name, never a traceback in the judge.
+    "role-kind-not-a-string": (_role("concurrent_replace", 0, role=[]),
+                               "checks.concurrent_replace.roles holds 3 replace-writer process(es)"),
+    "lock-attempt-not-an-object": (lambda d: d["checks"]["jsonl_append"]["lock_probe"].update(while_held="x"),
+                                   "checks.jsonl_append.lock_probe: lock probe:"),
+    "device-type-not-a-string": (lambda d: d["device"].update(type=[]), "device.type is [], checks.device_compute"),
 }
 
 
