@@ -181,3 +181,58 @@ def judge_busy_unmount(report: dict[str, Any]) -> tuple[list[str], list[str]]:
     forged: list[str] = []
     _ok_agrees(report, reasons, forged, "facts")
     return reasons, forged
+
+
+# --- busy_rename: the gate's own replace check, ROUNDS times on one NFS client --------------------------------
+
+def busy_rename_round_problems(round_record: dict[str, Any]) -> list[str]:
+    """One round: the fs worker exited 0 with a result that passes the gate's own concurrent_replace rule
+    (core.verdicts), judged from its measurements, never from the result's `ok`."""
+    from core import verdicts
+
+    result = round_record.get("result")
+    if round_record.get("exit_code") != 0:
+        return [f"exit_code is {round_record.get('exit_code')!r}"]
+    if not isinstance(result, dict):
+        return ["no result"]
+    return verdicts.check_problems("concurrent_replace", result)
+
+
+def busy_rename_verdict(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """The phase's verdict (tools/nfsvm/busy_rename.py records this): every round delivered a result that
+    passes by its measurements; the busy renames its writers retried, counted."""
+    results = [r.get("result") if isinstance(r.get("result"), dict) else {} for r in rounds]
+    problems = [busy_rename_round_problems(r) for r in rounds]
+    verdict: dict[str, Any] = {
+        "rounds": len(rounds), "passed": sum(not p for p in problems),
+        "busy_rename_retries": [r.get("writer_busy_rename_retries") for r in results],
+        "reasons": [(p[0] if p else None) for p in problems if p]}
+    verdict["met_etxtbsy"] = any(isinstance(n, int) and not isinstance(n, bool) and n > 0
+                                 for n in verdict["busy_rename_retries"])
+    verdict["pass"] = bool(rounds) and verdict["passed"] == len(rounds)
+    return verdict
+
+
+def judge_busy_rename(report: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """busy-rename.json: each round re-judged by the gate's rule (a round result whose `ok` its measurements
+    contradict is not authentic), the verdict made again from the rounds."""
+    rounds = report.get("rounds")
+    if not isinstance(rounds, list) or not rounds or not all(isinstance(r, dict) for r in rounds):
+        reasons, forged = [f"rounds is {str(rounds)[:80]}: no round ran"], []
+        _ok_agrees(report, reasons, forged, "rounds")
+        return reasons, forged
+    reasons = []
+    forged = []
+    for index, round_record in enumerate(rounds):
+        problems = busy_rename_round_problems(round_record)
+        result = round_record.get("result")
+        if isinstance(result, dict) and "ok" in result and result["ok"] is not (not problems):
+            forged.append(f"rounds[{index}].result.ok is recorded {result['ok']!r}, the gate's concurrent_replace "
+                          f"rule says {not problems}" + (f" ({problems[0]})" if problems else ""))
+        reasons += [f"rounds[{index}]: {problem}" for problem in problems[:1]]
+    recorded = _section(report, "verdict")
+    for key, value in busy_rename_verdict(rounds).items():
+        if key != "reasons" and recorded.get(key) != value:
+            forged.append(f"verdict.{key} is recorded {recorded.get(key)!r}, its rounds say {value!r}")
+    _ok_agrees(report, reasons, forged, "rounds")
+    return reasons, forged

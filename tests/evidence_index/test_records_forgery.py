@@ -203,3 +203,49 @@ def test_a_fault_phase_whose_ok_outlives_its_facts_is_refused(tmp_path, name):
         reasons, forged = judge_busy_unmount(report)
     assert any(words in line for line in reasons + forged), (reasons, forged)
     assert forged, reasons  # an ok (or a verdict) the facts contradict is not authentic
+
+
+# --- the VM's busy_rename phase: the gate's replace check, ten rounds on one NFS client -------------------------
+
+# A real record of the phase (a VM run of tools/nfsvm's busy_rename, 10 rounds on NFS 4.2), kept as a fixture:
+# no committed evidence folder holds one yet.
+BUSY_RENAME = ROOT / "tests" / "nfs" / "recorded" / "busy-rename.json"
+
+
+def _busy_rename_ok(document: dict) -> tuple[bool, str]:
+    sys.path.insert(0, str(ROOT / "tools"))
+    from nfsvm import run_checks
+
+    return run_checks.busy_rename_check(document)
+
+
+def test_the_recorded_busy_rename_rounds_pass_by_the_gate_s_rule():
+    from core.vm_judge import judge_busy_rename
+
+    document = json.loads(BUSY_RENAME.read_text())
+    assert judge_busy_rename(document) == ([], [])
+    assert _busy_rename_ok(document)[0] is True
+
+
+def _round(index: int, **facts):
+    return lambda d: d["rounds"][index]["result"].update(facts)
+
+
+@pytest.mark.parametrize("change, words", [
+    (_round(3, partial_reads=2), "rounds[3].result.ok is recorded True, the gate's concurrent_replace rule says False"),
+    (_round(0, distinct_versions_seen=0), "checks.concurrent_replace.distinct_versions_seen is 0"),
+    (_round(7, temp_files_left=1), "checks.concurrent_replace.temp_files_left is 1"),
+    (lambda d: d["rounds"][5].update(exit_code=1), "verdict.passed is recorded 10, its rounds say 9"),
+    (lambda d: d["rounds"][5].update(result=None), "verdict.passed is recorded 10, its rounds say 9"),
+    (lambda d: d["verdict"].update(met_etxtbsy=True), "verdict.met_etxtbsy is recorded True, its rounds say False"),
+    (lambda d: d.update(rounds=[]), "rounds is []: no round ran"),
+])
+def test_a_busy_rename_record_whose_ok_outlives_its_rounds_is_refused(change, words):
+    from core.vm_judge import judge_busy_rename
+
+    document = json.loads(BUSY_RENAME.read_text())
+    change(document)
+    assert document["ok"] is True and document["verdict"]["pass"] is True  # the flags left as recorded
+    reasons, forged = judge_busy_rename(document)
+    assert any(words in line for line in reasons + forged), (reasons, forged)
+    assert _busy_rename_ok(document)[0] is False

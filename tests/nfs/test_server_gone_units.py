@@ -3,6 +3,7 @@ each broken promise, the stuck processes are read from /proc, the phase is asked
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -83,15 +84,19 @@ def test_the_stuck_processes_of_a_user_are_read_from_proc():
 
 
 def test_the_busy_rename_experiment_passes_only_when_every_round_passed_and_says_whether_etxtbsy_was_met():
-    good = {"exit_code": 0, "result": {"ok": True, "writer_busy_rename_retries": 3}}
-    clean = {"exit_code": 0, "result": {"ok": True, "writer_busy_rename_retries": 0}}
-    failed = {"exit_code": 1,
-              "result": {"ok": False, "reason": "1 writer process(es) failed (OSError: Text file busy)"}}
+    """Each round judged by the gate's own concurrent_replace rule on its measurements (a recorded real round),
+    never by the result's `ok`."""
+    real = json.loads((ROOT / "tests" / "nfs" / "recorded" / "busy-rename.json").read_text())["rounds"][0]
+    good = {"exit_code": 0, "result": {**real["result"], "writer_busy_rename_retries": 3}}
+    clean = {"exit_code": 0, "result": real["result"]}
+    failed = {"exit_code": 1, "result": {**real["result"], "ok": False, "partial_reads": 1}}
     assert busy_rename.judge([good, clean]) == {"rounds": 2, "passed": 2, "busy_rename_retries": [3, 0], "reasons": [],
                                                 "met_etxtbsy": True, "pass": True}
     assert busy_rename.judge([clean])["met_etxtbsy"] is False
     judged = busy_rename.judge([good, failed, {"exit_code": None, "result": None}])
-    assert judged["pass"] is False and judged["passed"] == 1 and "Text file busy" in judged["reasons"][0]
+    assert judged["pass"] is False and judged["passed"] == 1 and judged["reasons"][0] == "exit_code is 1"
+    flagged = busy_rename.judge([{"exit_code": 0, "result": {**real["result"], "partial_reads": 1}}])  # ok left true
+    assert flagged["passed"] == 0 and "checks.concurrent_replace.partial_reads is 1" in flagged["reasons"][0]
     assert busy_rename.judge([])["pass"] is False
     made, _ = job.make_job(ROOT, ["server_gone", "busy_rename", "action"], 420.0)
     assert made["phases"] == ["action", "busy_rename", "server_gone"]

@@ -223,13 +223,18 @@ def wait_for_workspace(export: Path, limit_s: float) -> str | None:
     return None
 
 
-def judge_fault(result: dict | None, exit_code: int | None, elapsed: float, timeout: float) -> dict:
-    """core.vm_judge.fault_verdict: the one rule, which the host's judge applies again to the recorded files."""
+def core_on_path() -> None:
+    """The shared repository's scripts/ importable, as gate_code makes it: the phases' verdicts are core's rules."""
     import sys
 
-    scripts = str(Path(__file__).resolve().parents[2] / "scripts")  # the shared repository's, as gate_code's
+    scripts = str(Path(__file__).resolve().parents[2] / "scripts")
     if scripts not in sys.path:
         sys.path.insert(0, scripts)
+
+
+def judge_fault(result: dict | None, exit_code: int | None, elapsed: float, timeout: float) -> dict:
+    """core.vm_judge.fault_verdict: the one rule, which the host's judge applies again to the recorded files."""
+    core_on_path()
     from core.vm_judge import fault_verdict
 
     return fault_verdict(result, exit_code, elapsed, timeout)

@@ -9,7 +9,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))  # the 
 from core.contract import judge as judge_document  # noqa: E402
 from core.contract import parse_strict  # noqa: E402
 from core.harness_judge import harness_gate_problems  # noqa: E402
-from core.vm_judge import judge_busy_unmount, judge_server_restart, judge_two_clients  # noqa: E402
+from core.vm_judge import judge_busy_rename, judge_busy_unmount, judge_server_restart, judge_two_clients  # noqa: E402
 
 from nfsvm.vm import POWER_DOWN, signal_name  # noqa: E402
 
@@ -78,6 +78,10 @@ def server_restart_check(folder: Path) -> tuple[bool, str]:
 
 def busy_unmount_check(report: dict | None) -> tuple[bool, str]:
     return judged_check(report, None if report is None else judge_busy_unmount(report), describe_busy)
+
+
+def busy_rename_check(report: dict | None) -> tuple[bool, str]:
+    return judged_check(report, None if report is None else judge_busy_rename(report), describe_busy_rename)
 
 
 def two_clients_check(document: dict | None) -> tuple[bool, str]:
@@ -222,8 +226,7 @@ def judge(out: Path, boot: dict, phases: list[str]) -> list[dict]:
         "busy_unmount": [("busy_unmount", lambda: busy_unmount_check(load(out / "busy_unmount", "busy-unmount.json")))],
         "server_gone": [("server_gone", lambda: phase_check(load(out / "server_gone", "server-gone.json"),
                                                             describe_gone))],
-        "busy_rename": [("busy_rename", lambda: phase_check(load(out / "busy_rename", "busy-rename.json"),
-                                                            describe_busy_rename))],
+        "busy_rename": [("busy_rename", lambda: busy_rename_check(load(out / "busy_rename", "busy-rename.json")))],
         "install": [("install", lambda: install_check(load(out / "install", "install.json")))],
     }
     for phase in phases:
