@@ -77,10 +77,9 @@ def help_text(script: str, subcommand: str | None) -> str:
     return completed.stdout
 
 
-def python_calls(body: str) -> list[tuple[str, list[str]]]:
-    """(script path relative to the repository, its arguments) of every `python ... X.py ...` line, following
-    the block's own `cd`."""
-    calls, cwd = [], ROOT
+def commands(body: str) -> list[tuple[Path, list[str]]]:
+    """(folder it runs in, its words) of every command of a shell block, following the block's own `cd`."""
+    found, cwd = [], ROOT
     for raw in body.replace("\\\n", " ").splitlines():
         line = raw.split(" #", 1)[0].strip()
         if not line or line.startswith("#"):
@@ -89,13 +88,36 @@ def python_calls(body: str) -> list[tuple[str, list[str]]]:
             words = shlex.split(part.replace("[", " ").replace("]", " ").replace("|", " "), posix=True)
             if words[:1] == ["cd"] and len(words) == 2:
                 cwd = (cwd / words[1]).resolve()
-            for index, word in enumerate(words):
-                if re.fullmatch(r"(\.venv/bin/)?python3?", word):
-                    rest = [w for w in words[index + 1:] if w not in ("-B", "-u")]
-                    if rest and rest[0].endswith(".py"):
-                        calls.append((str((cwd / rest[0]).resolve().relative_to(ROOT)), rest[1:]))
-                    break
+            found.append((cwd, words))
+    return found
+
+
+def python_calls(body: str) -> list[tuple[str, list[str]]]:
+    """(script path relative to the repository, its arguments) of every `python ... X.py ...` command."""
+    calls = []
+    for cwd, words in commands(body):
+        for index, word in enumerate(words):
+            if re.fullmatch(r"(\.venv/bin/)?python3?", word):
+                rest = [w for w in words[index + 1:] if w not in ("-B", "-u")]
+                if rest and rest[0].endswith(".py"):
+                    calls.append((str((cwd / rest[0]).resolve().relative_to(ROOT)), rest[1:]))
+                break
     return calls
+
+
+def named_files(body: str) -> list[str]:
+    """Every repository-relative script or test file a command names (`sudo x/run.sh`, `-m pytest tests/..`)."""
+    return [str((cwd / word).resolve().relative_to(ROOT)) for cwd, words in commands(body) for word in words
+            if re.fullmatch(r"[\w.][\w./-]*\.(py|sh)", word) and not word.startswith("/")]
+
+
+def dev_options(job: str) -> str:
+    """What `dev.py JOB` accepts: the script it runs (dev.py's own table); `test` takes run_tests.py's flags."""
+    sys.path.insert(0, str(ROOT))
+    import dev
+
+    script = dev.SCRIPTS[job]
+    return (ROOT / script).read_text(encoding="utf-8") if job == "test" else help_text(script, None)
 
 
 SH_BLOCKS = blocks("sh") + blocks("bash")
@@ -104,10 +126,16 @@ SH_BLOCKS = blocks("sh") + blocks("bash")
 @pytest.mark.parametrize(("page", "body"), SH_BLOCKS, ids=[f"{p}#{i}" for i, (p, _) in enumerate(SH_BLOCKS)])
 def test_a_shell_example_parses_and_every_option_it_passes_exists(page, body):
     assert subprocess.run(["bash", "-n"], input=body, text=True).returncode == 0, body
+    missing = [name for name in named_files(body) if not (ROOT / name).is_file()]
+    assert not missing, f"{page}: no such file {missing}"
     for script, args in python_calls(body):
         assert (ROOT / script).is_file(), f"{page}: {script} does not exist"
         if script == "dev.py":
             assert not args or args[0] in ("check", "test", "nfs"), args
+            if args:
+                text = dev_options(args[0])
+                unknown = [a.split("=")[0] for a in args[1:] if a.startswith("--") and f"{a.split('=')[0]}" not in text]
+                assert not unknown, f"{page}: dev.py {args[0]} does not accept {unknown}"
             continue
         if script.startswith("scripts/reprise/") and not script.endswith(("train.py", "verify_resume.py")):
             continue
