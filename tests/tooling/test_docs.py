@@ -123,8 +123,30 @@ def dev_options(job: str) -> str:
 SH_BLOCKS = blocks("sh") + blocks("bash")
 
 
+def inline_commands() -> list[tuple[str, str]]:
+    """Commands quoted in the prose (`python3 dev.py nfs --init systemd`), outside the fenced blocks."""
+    found = []
+    for page in PAGES:
+        for span in re.findall(r"`([^`\n]+)`", FENCE.sub("", page.read_text(encoding="utf-8"))):
+            if re.match(r"(sudo |flock \S+ )?(\.venv/bin/)?python3? (-B )?\S+\.py\b", span):
+                found.append((page.relative_to(ROOT).as_posix(), span))
+    return found
+
+
 @pytest.mark.parametrize(("page", "body"), SH_BLOCKS, ids=[f"{p}#{i}" for i, (p, _) in enumerate(SH_BLOCKS)])
 def test_a_shell_example_parses_and_every_option_it_passes_exists(page, body):
+    check_shell(page, body)
+
+
+INLINE = inline_commands()
+
+
+@pytest.mark.parametrize(("page", "command"), INLINE, ids=[f"{p}:{c}" for p, c in INLINE])
+def test_a_command_quoted_in_the_prose_names_a_script_and_options_that_exist(page, command):
+    check_shell(page, command)
+
+
+def check_shell(page: str, body: str) -> None:
     assert subprocess.run(["bash", "-n"], input=body, text=True).returncode == 0, body
     missing = [name for name in named_files(body) if not (ROOT / name).is_file()]
     assert not missing, f"{page}: no such file {missing}"
