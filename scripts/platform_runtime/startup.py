@@ -31,6 +31,10 @@ from platform_runtime import bytecode, ld_library_path, path_config, procmaps
 from platform_runtime.isolation import interpreter_site_dirs, torch_search_dirs
 
 LOADER_VARIABLES = ("LD_PRELOAD", "LD_AUDIT", "DYLD_INSERT_LIBRARIES")  # honoured by the loader, always
+# Name a module that a library the interpreter itself uses loads, from any folder, -I or not: OpenSSL reads the
+# config OPENSSL_CONF names (its providers and engines are shared libraries) when hashlib first starts it, and
+# looks for them in OPENSSL_MODULES / OPENSSL_ENGINES; glibc's iconv loads modules from GCONV_PATH.
+LIBRARY_MODULE_VARIABLES = ("OPENSSL_CONF", "OPENSSL_MODULES", "OPENSSL_ENGINES", "GCONV_PATH")
 # Honoured by the interpreter unless it runs with -E or -I (the workers always do). PYTHONEXECUTABLE (macOS)
 # sets sys.executable, the interpreter the gate starts its workers with.
 PYTHON_VARIABLES = ("PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONUSERBASE", "PYTHONPLATLIBDIR",
@@ -64,7 +68,7 @@ WORKER_ENVIRONMENT = {"SETUPTOOLS_USE_DISTUTILS": "stdlib", "TORCH_DEVICE_BACKEN
 # from every worker's environment (the loader's own are judged instead: a CUDA box needs LD_LIBRARY_PATH).
 # OpenSSL loads the config OPENSSL_CONF names (and the provider or engine modules it lists) when hashlib
 # starts it; glibc's iconv loads modules from GCONV_PATH; git reads GIT_CONFIG_* (core.fsmonitor runs a command).
-WORKER_REMOVED = ("OPENSSL_CONF", "OPENSSL_MODULES", "OPENSSL_ENGINES", "GCONV_PATH")
+WORKER_REMOVED = LIBRARY_MODULE_VARIABLES
 WORKER_REMOVED_PREFIXES = ("GIT_", "PYTHON")
 
 
@@ -240,6 +244,10 @@ def judge_environment(environments: list[dict[str, str]], out: Findings) -> None
     for name in LOADER_VARIABLES:
         if _set_in(name, environments):
             out.add(name, f"{name} is set: the dynamic loader runs it in the gate and in every worker")
+    for name in LIBRARY_MODULE_VARIABLES:
+        if _set_in(name, environments):
+            out.add(name, f"{name} is set: a library the gate's own interpreter uses (OpenSSL, iconv) loads the "
+                          "modules it names into the gate's process")
     if not sys.flags.ignore_environment:  # -E and -I make the interpreter ignore every PYTHON* variable
         for name in PYTHON_VARIABLES:
             if _set_in(name, environments):

@@ -62,6 +62,15 @@ AUDIT_LIBRARY = r"""
 #include <link.h>
 unsigned int la_version(unsigned int version) { return LAV_CURRENT; }
 """
+# An OpenSSL 3 provider module whose constructor leaves a marker: loaded by any process whose OpenSSL reads a
+# config naming it (OPENSSL_CONF), as hashlib does in every Python.
+OPENSSL_PROVIDER = r"""
+#include <stdio.h>
+#include <stdlib.h>
+__attribute__((constructor)) static void ran(void) {
+    const char *marker = getenv("OPENSSL_MARKER"); FILE *f = marker ? fopen(marker, "a") : NULL; if (f) fclose(f); }
+int OSSL_provider_init(void *handle, void *in, void *out, void **ctx) { return 0; }
+"""
 CUDA_RUNTIME_STUB = "int cudaRuntimeGetVersion(int *version) { *version = 12080; return 0; }\n"
 
 # A sitecustomize that forges the mount view in Python, then hides (site.py ignores this ImportError).
@@ -142,3 +151,13 @@ def cuda_toolkit_dir(folder: Path) -> Path:
     """A CUDA-toolkit-like lib64 folder (libcudart.so.12), as CUDA boxes name on LD_LIBRARY_PATH."""
     compile_library(CUDA_RUNTIME_STUB, folder / "lib64" / "libcudart.so.12")
     return folder / "lib64"
+
+
+def openssl_config(folder: Path) -> Path:
+    """An openssl.cnf (for OPENSSL_CONF) that activates the default provider and a module compiled here."""
+    module = compile_library(OPENSSL_PROVIDER, folder / "libprovider.so")
+    config = folder / "openssl.cnf"
+    config.write_text("openssl_conf = init\n[init]\nproviders = providers\n[providers]\ndefault = default_sect\n"
+                      f"planted = planted_sect\n[default_sect]\nactivate = 1\n[planted_sect]\nmodule = {module}\n"
+                      "activate = 1\n", encoding="utf-8")
+    return config

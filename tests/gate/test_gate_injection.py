@@ -104,6 +104,14 @@ def test_git_configuration_from_the_environment_runs_nothing_in_the_gate(tmp_pat
     assert run.result["source"]["git"]["head"] and run.result["source"]["git"]["error"] is None  # git still answers
 
 
+def test_an_openssl_config_naming_a_module_the_gates_hashlib_loads_fails_named(tmp_path):
+    marker = tmp_path / "loaded"
+    env = {"OPENSSL_CONF": str(kit.openssl_config(tmp_path / "ssl")), "OPENSSL_MARKER": str(marker)}
+    run = run_gate(tmp_path, "--device", "cpu", "--require", "nfs", env=env)
+    assert_refused_naming(run, "OPENSSL_CONF")
+    assert marker.exists()  # the gate's own hashlib really loaded it (its process was started with it)
+
+
 def venv_with_real_torch(folder: Path) -> tuple[Path, Path]:
     """A throw-away venv whose site-packages finds the real torch through a .pth path line."""
     import torch

@@ -332,3 +332,10 @@ def test_every_place_getpath_reads_a_pth_override_from_is_looked_at(tmp_path, mo
     assert path_config.override_files(maps) == []
     Path(f"{real}._pth").write_text("/usr/lib/python311.zip\nimport site\n")
     assert path_config.override_files(maps) == ["python3.11._pth"]
+
+
+@pytest.mark.parametrize("name", ["OPENSSL_CONF", "OPENSSL_MODULES", "OPENSSL_ENGINES", "GCONV_PATH"])
+def test_a_variable_naming_modules_a_library_of_the_interpreter_loads_is_a_vector(name):
+    found = startup.Findings()
+    startup.judge_environment([{name: "/x"}], found)
+    assert found.present == [name]
