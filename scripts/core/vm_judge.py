@@ -236,3 +236,83 @@ def judge_busy_rename(report: dict[str, Any]) -> tuple[list[str], list[str]]:
             forged.append(f"verdict.{key} is recorded {recorded.get(key)!r}, its rounds say {value!r}")
     _ok_agrees(report, reasons, forged, "rounds")
     return reasons, forged
+
+
+# --- server_gone: the NFS server stops for good under a running gate ----------------------------------------
+
+GONE_PROMISES = ("gate_returned", "gate_within_timeout", "result_written", "failed_with_reasons",
+                 "every_stuck_process_named", "teardown_returned", "teardown_failed_and_recorded", "export_left_alone")
+GONE_GRACE_S = 20.0  # beyond --timeout: its children's kill grace and its own short cleanup; more is a hang
+
+
+def server_gone_verdict(document: dict[str, Any] | None, exit_code: int | None, gate_seconds: float, timeout: float,
+                        stuck_after: list[dict[str, Any]], teardown: dict[str, Any], record: dict[str, Any] | None,
+                        export_kept: bool) -> dict[str, Any]:
+    """The phase's verdict from what was measured, every promise a named field (tools/nfsvm/server_gone.py
+    records it; the host's judge makes it again from the gate result and harness record copied beside it)."""
+    checks = _section(document, "checks")
+    named = {p.get("pid") for c in checks.values() if isinstance(c, dict)
+             for p in c.get("abandoned_processes") or [] if isinstance(p, dict)}
+    unmount = _section(record, "unmount")
+    verdict: dict[str, Any] = {
+        "gate_exit_code": exit_code, "gate_seconds": round(gate_seconds, 1), "gate_timeout": timeout,
+        "gate_returned": exit_code is not None,
+        "gate_within_timeout": exit_code is not None and gate_seconds <= timeout + GONE_GRACE_S,
+        "result_written": document is not None,
+        "failed_with_reasons": (exit_code in (1, 3) and isinstance(document, dict) and document.get("ok") is False
+                                and document.get("exit_code") == exit_code and bool(document.get("failures"))),
+        "stuck_after_gate": stuck_after, "abandoned_named": sorted(p for p in named if isinstance(p, int)),
+        "checks_blocked_at_deadline": sorted(name for name, c in checks.items()
+                                             if isinstance(c, dict) and c.get("blocked_at_deadline")),
+        "every_stuck_process_named": all(isinstance(s, dict) and s.get("pid") in named for s in stuck_after),
+        "teardown_exit_code": teardown.get("exit_code"), "teardown_seconds": teardown.get("seconds"),
+        "teardown_returned": teardown.get("exit_code") is not None,
+        "teardown_failed_and_recorded": (teardown.get("exit_code") == 1 and isinstance(record, dict)
+                                         and record.get("ok") is False and record.get("unmounted") is False
+                                         and bool(record.get("problems"))),
+        "teardown_detached": unmount.get("detached"),
+        "export_left_alone": export_kept and isinstance(record, dict) and record.get("export_side_delete") is None,
+    }
+    verdict["failures"] = (document or {}).get("failures")
+    verdict["unmet"] = [name for name in GONE_PROMISES if verdict[name] is not True]
+    verdict["pass"] = not verdict["unmet"]
+    return verdict
+
+
+def judge_server_gone(report: dict[str, Any], gate: dict[str, Any] | None,
+                      harness: dict[str, Any] | None) -> tuple[list[str], list[str]]:
+    """server-gone.json against the gate result and the harness record the phase copied beside it: its verdict
+    made again (only whether the workspace is still on the export is taken as recorded, in export_left_alone,
+    and only where the harness record deleted nothing), the gate result judged by the one judge."""
+    from core.contract import judge
+
+    recorded = _section(report, "verdict")
+    reasons: list[str] = []
+    forged: list[str] = []
+    if gate is not None:
+        forged += [f"the gate result: {why}" for why in judge(gate, "gate").forged]
+    seconds, timeout = recorded.get("gate_seconds"), recorded.get("gate_timeout")
+    stuck = recorded.get("stuck_after_gate")
+    teardown = _section(report, "teardown")
+    if not (_number(seconds) and _number(timeout) and isinstance(stuck, list)):
+        reasons.append(f"verdict.gate_seconds {seconds!r} of gate_timeout {timeout!r}, stuck_after_gate "
+                       f"{str(stuck)[:60]}: the gate run was not measured")
+    else:
+        again = server_gone_verdict(gate, recorded.get("gate_exit_code"), seconds, timeout, stuck, teardown, harness,
+                                    recorded.get("export_left_alone") is True)
+        # A promise and the pass are always compared; a measurement the phase added later (checks_blocked_at_deadline)
+        # only where the record holds it.
+        forged += [f"verdict.{key} is recorded {recorded.get(key)!r}, the files beside it say {value!r}"
+                   for key, value in again.items() if recorded.get(key) != value
+                   and (key in recorded or key in (*GONE_PROMISES, "pass"))][:3]
+        reasons += [f"verdict: {name} does not hold" for name in again["unmet"]]
+    stop = _section(report, "stop")
+    if not stop.get("workspace_seen"):
+        reasons.append("stop.workspace_seen is not set: the server stopped before the gate was on the share")
+    if stop.get("nfsd_threads_after") != "0":
+        reasons.append(f"stop.nfsd_threads_after is {stop.get('nfsd_threads_after')!r}: the server did not stop")
+    after = stop.get("seconds_after_gate_start")
+    if not (_number(after) and _number(seconds) and 0 <= after < seconds):
+        reasons.append(f"stop.seconds_after_gate_start is {after!r}, not within the gate's {seconds!r} s")
+    _ok_agrees(report, reasons, forged, "files")
+    return reasons, forged

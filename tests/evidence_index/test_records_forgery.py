@@ -249,3 +249,73 @@ def test_a_busy_rename_record_whose_ok_outlives_its_rounds_is_refused(change, wo
     reasons, forged = judge_busy_rename(document)
     assert any(words in line for line in reasons + forged), (reasons, forged)
     assert _busy_rename_ok(document)[0] is False
+
+
+# --- the VM's server_gone phase: the NFS server stops for good under a running gate ---------------------------
+
+# A real run of the phase (its record, the gate result and the teardown's harness record it copied out),
+# kept as a fixture: no committed evidence folder holds one yet.
+SERVER_GONE = ROOT / "tests" / "nfs" / "recorded" / "server-gone"
+
+
+def _gone_out(folder, edit=lambda files: None):
+    files = {name: json.loads((SERVER_GONE / name).read_text()) for name in
+             ("server-gone.json", "platform-runtime-nfs.json", "nfs-harness.json")}
+    edit(files)
+    (folder / "server_gone").mkdir()
+    for name, document in files.items():
+        (folder / "server_gone" / name).write_text(json.dumps(document))
+    return folder
+
+
+def _gone_check(folder) -> dict:
+    sys.path.insert(0, str(ROOT / "tools"))
+    from nfsvm import run_checks
+
+    return {c["name"]: c for c in run_checks.judge(folder, {"qemu_exit_code": 0}, ["server_gone"])}["server_gone"]
+
+
+def test_the_recorded_server_gone_run_passes_by_its_files(tmp_path):
+    assert _gone_check(_gone_out(tmp_path))["ok"] is True
+
+
+def _gone(name: str, *path: str, **facts):
+    def edit(files):
+        holder = files[name]
+        for key in path:
+            holder = holder[key]
+        holder.update(facts)
+    return edit
+
+
+GONE_FORGERIES = {
+    "gate-passed": (_gone("platform-runtime-nfs.json", ok=False, exit_code=0, failures=[]),
+                    "verdict.failed_with_reasons is recorded True, the files beside it say False"),
+    "gate-past-timeout": (_gone("server-gone.json", "verdict", gate_seconds=400.0),
+                          "verdict.gate_within_timeout is recorded True, the files beside it say False"),
+    "stuck-not-named": (_gone("server-gone.json", "verdict", stuck_after_gate=[{"pid": 77, "name": "python3",
+                                                                                  "state": "D"}]),
+                        "verdict.every_stuck_process_named is recorded True, the files beside it say False"),
+    "teardown-passed": (_gone("nfs-harness.json", ok=True),
+                        "verdict.teardown_failed_and_recorded is recorded True, the files beside it say False"),
+    "export-deleted": (_gone("nfs-harness.json", export_side_delete={"workspace": "platform-runtime-f683bb1d9453"}),
+                       "verdict.export_left_alone is recorded True, the files beside it say False"),
+    "server-not-stopped": (_gone("server-gone.json", "stop", nfsd_threads_after="8"),
+                           "stop.nfsd_threads_after is '8': the server did not stop"),
+    "stop-after-the-gate": (_gone("server-gone.json", "stop", seconds_after_gate_start=120.0),
+                            "stop.seconds_after_gate_start is 120.0"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GONE_FORGERIES))
+def test_a_server_gone_record_whose_ok_outlives_its_files_is_refused(tmp_path, name):
+    from core.vm_judge import judge_server_gone
+
+    edit, words = GONE_FORGERIES[name]
+    folder = _gone_out(tmp_path, edit)
+    report, gate, harness = (json.loads((folder / "server_gone" / n).read_text()) for n in
+                             ("server-gone.json", "platform-runtime-nfs.json", "nfs-harness.json"))
+    assert report["ok"] is True and report["verdict"]["pass"] is True  # the phase's flags left as recorded
+    reasons, forged = judge_server_gone(report, gate, harness)
+    assert any(words in line for line in reasons + forged), (reasons, forged)
+    assert forged and _gone_check(folder)["ok"] is False

@@ -9,7 +9,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))  # the 
 from core.contract import judge as judge_document  # noqa: E402
 from core.contract import parse_strict  # noqa: E402
 from core.harness_judge import harness_gate_problems  # noqa: E402
-from core.vm_judge import judge_busy_rename, judge_busy_unmount, judge_server_restart, judge_two_clients  # noqa: E402
+from core.vm_judge import (  # noqa: E402
+    judge_busy_rename,
+    judge_busy_unmount,
+    judge_server_gone,
+    judge_server_restart,
+    judge_two_clients,
+)
 
 from nfsvm.vm import POWER_DOWN, signal_name  # noqa: E402
 
@@ -50,14 +56,6 @@ def harness_check(record: dict | None, setup: dict | None, gate: dict | None = N
                 + "".join(f"; {why}" for why in [*judgement.reasons, *across][:3]))
 
 
-def phase_check(document: dict | None, describe) -> tuple[bool, str]:
-    if document is None:
-        return False, "the phase wrote no result"
-    ok = document.get("ok") is True
-    reason = "" if ok or not document.get("reason") else f"{document['reason']}; "
-    return ok, reason + describe(document)
-
-
 def judged_check(document: dict | None, found: tuple[list[str], list[str]] | None, describe) -> tuple[bool, str]:
     """A phase record judged by its facts (core.vm_judge), never by its own `ok`."""
     if document is None or found is None:
@@ -74,6 +72,14 @@ def server_restart_check(folder: Path) -> tuple[bool, str]:
     found = None if report is None else judge_server_restart(report, load(folder, "platform-runtime-nfs.json"),
                                                              load(folder, "nfs-harness.json"))
     return judged_check(report, found, describe_restart)
+
+
+def server_gone_check(folder: Path) -> tuple[bool, str]:
+    """The record, with the gate result and the teardown's harness record the phase copied beside it."""
+    report = load(folder, "server-gone.json")
+    found = None if report is None else judge_server_gone(report, load(folder, "platform-runtime-nfs.json"),
+                                                          load(folder, "nfs-harness.json"))
+    return judged_check(report, found, describe_gone)
 
 
 def busy_unmount_check(report: dict | None) -> tuple[bool, str]:
@@ -224,8 +230,7 @@ def judge(out: Path, boot: dict, phases: list[str]) -> list[dict]:
         "two_clients": [("two_clients", lambda: two_clients_check(load(out / "two_clients", "two-clients.json")))],
         "server_restart": [("server_restart", lambda: server_restart_check(out / "server_restart"))],
         "busy_unmount": [("busy_unmount", lambda: busy_unmount_check(load(out / "busy_unmount", "busy-unmount.json")))],
-        "server_gone": [("server_gone", lambda: phase_check(load(out / "server_gone", "server-gone.json"),
-                                                            describe_gone))],
+        "server_gone": [("server_gone", lambda: server_gone_check(out / "server_gone"))],
         "busy_rename": [("busy_rename", lambda: busy_rename_check(load(out / "busy_rename", "busy-rename.json")))],
         "install": [("install", lambda: install_check(load(out / "install", "install.json")))],
     }

@@ -22,8 +22,6 @@ from nfsvm import phases
 RESULT_FILE = "server_gone/server-gone.json"
 GATE_TIMEOUT_S = 90.0  # under TCG the whole gate takes about 50 s on a live server
 STOP_DELAY_S = 5.0  # after the gate made its workspace: its checks are then writing on the mount
-# The gate may run past --timeout by its children's kill grace and its own short cleanup; more is a hang.
-GATE_GRACE_S = 20.0
 UMOUNT_TIMEOUT_S = 10
 TEARDOWN_LIMIT_S = 120.0
 
@@ -57,33 +55,12 @@ def named_abandoned(document: dict | None) -> set[int]:
 
 def judge(document: dict | None, exit_code: int | None, gate_seconds: float, timeout: float,
           stuck_after: list[dict], teardown: dict, record: dict | None, export_kept: bool) -> dict:
-    """The phase's verdict from what was measured; every promise a named field."""
-    named = named_abandoned(document)
-    verdict = {
-        "gate_exit_code": exit_code, "gate_seconds": round(gate_seconds, 1), "gate_timeout": timeout,
-        "gate_returned": exit_code is not None,
-        "gate_within_timeout": exit_code is not None and gate_seconds <= timeout + GATE_GRACE_S,
-        "result_written": document is not None,
-        "failed_with_reasons": (exit_code in (1, 3) and isinstance(document, dict) and document.get("ok") is False
-                                and document.get("exit_code") == exit_code and bool(document.get("failures"))),
-        "stuck_after_gate": stuck_after, "abandoned_named": sorted(p for p in named if isinstance(p, int)),
-        "checks_blocked_at_deadline": sorted(name for name, c in ((document or {}).get("checks") or {}).items()
-                                             if isinstance(c, dict) and c.get("blocked_at_deadline")),
-        "every_stuck_process_named": all(s["pid"] in named for s in stuck_after),
-        "teardown_exit_code": teardown.get("exit_code"), "teardown_seconds": teardown.get("seconds"),
-        "teardown_returned": teardown.get("exit_code") is not None,
-        "teardown_failed_and_recorded": (teardown.get("exit_code") == 1 and isinstance(record, dict)
-                                         and record.get("ok") is False and record.get("unmounted") is False
-                                         and bool(record.get("problems"))),
-        "teardown_detached": (record or {}).get("unmount", {}).get("detached"),
-        "export_left_alone": export_kept and (record or {}).get("export_side_delete") is None,
-    }
-    verdict["failures"] = (document or {}).get("failures")
-    needed = ("gate_returned", "gate_within_timeout", "result_written", "failed_with_reasons",
-              "every_stuck_process_named", "teardown_returned", "teardown_failed_and_recorded", "export_left_alone")
-    verdict["unmet"] = [name for name in needed if verdict[name] is not True]
-    verdict["pass"] = not verdict["unmet"]
-    return verdict
+    """core.vm_judge.server_gone_verdict: the phase's verdict from what was measured, the rule the host's judge
+    applies again to the recorded files."""
+    phases.core_on_path()
+    from core.vm_judge import server_gone_verdict
+
+    return server_gone_verdict(document, exit_code, gate_seconds, timeout, stuck_after, teardown, record, export_kept)
 
 
 def wait_bounded(process: subprocess.Popen, limit_s: float) -> int | None:
