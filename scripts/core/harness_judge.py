@@ -17,7 +17,11 @@ def _dict(obj: Any, key: str) -> dict[str, Any]:
 def derived_flags(document: dict[str, Any]) -> dict[str, Any]:
     """{field: the value its facts give} for every flag the record derives."""
     delete, unmount, server = (_dict(document, k) for k in ("export_side_delete", "unmount", "server"))
-    flags: dict[str, Any] = {"unmount.unmounted": "still_mounted_as" in unmount and unmount["still_mounted_as"] is None}
+    # As scripts/steps/nfs_teardown.unmount decides it: gone from mountinfo, and not by detaching a mount whose
+    # umount hung (a dead server's share is detached, never unmounted).
+    flags: dict[str, Any] = {"unmount.unmounted": ("still_mounted_as" in unmount and unmount["still_mounted_as"] is None
+                                                   and unmount.get("hung") is not True
+                                                   and unmount.get("detached") is None)}
     flags["unmounted"] = flags["unmount.unmounted"]
     if server:
         flags["server.stopped"] = (server.get("rpc_nfsd_0_exit") == 0 and server.get("nfsd_threads_after") == "0"

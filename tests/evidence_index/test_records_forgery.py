@@ -319,3 +319,13 @@ def test_a_server_gone_record_whose_ok_outlives_its_files_is_refused(tmp_path, n
     reasons, forged = judge_server_gone(report, gate, harness)
     assert any(words in line for line in reasons + forged), (reasons, forged)
     assert forged and _gone_check(folder)["ok"] is False
+
+
+def test_a_teardown_that_detached_a_hung_mount_is_an_honest_failure_not_an_unmount():
+    """The server_gone run's harness record: its umount hung, the mount was detached (umount -l) and is gone from
+    mountinfo, and it records unmounted false. That is authentic (a failure); claiming an unmount is not."""
+    record = json.loads((SERVER_GONE / "nfs-harness.json").read_text())
+    judgement = judge(record, "nfs-harness")
+    assert judgement.ok is False and judgement.forged == [], judgement.reasons
+    record["unmount"]["unmounted"] = record["unmounted"] = True
+    assert "unmount.unmounted is recorded True, its facts say False" in judge(record, "nfs-harness").forged
