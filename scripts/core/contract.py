@@ -19,7 +19,7 @@ from core import fleet
 from core.diagnostic_judge import judge_diagnostic
 from core.gate_judge import judge_gate
 from core.harness_judge import judge_nfs_harness
-from core.platforms import WINDOWS_FS_METHOD, WINDOWS_FS_TYPES, nfs_problems, windows_problems  # noqa: F401
+from core.platforms import WINDOWS_FS_METHOD, WINDOWS_FS_TYPES, nfs_problems, os_facts, os_problems, windows_problems  # noqa: F401
 from core.strict_json import NotStrict, parse_strict  # THE strict reader, re-exported for every caller
 from core.trust import injection_problems
 from core.verdicts import NFS_TYPES, REQUIRED_GATE_CHECKS  # noqa: F401 - NFS_TYPES re-exported
@@ -308,19 +308,25 @@ def prove_platform(platform: str, gate: Any) -> list[str]:
     device = gate.get("device") if isinstance(gate.get("device"), dict) else {}
     fs = gate.get("filesystem") if isinstance(gate.get("filesystem"), dict) else {}
     system = facts.get("system")
+    # Every recorded fact that speaks to the OS. The index's claims keep the platform and file-system ones;
+    # the judge applies the same rules to the whole result (core.requirements), so a requirement is held in an
+    # index only when all of them agree.
+    recorded = os_facts(gate)
     wanted: list[tuple[bool, str]] = []
     if platform in ("windows", "mps", "cuda", "nfs"):
         wanted.append((_requirement_held(gate, platform), f"the {platform!r} requirement did not hold"))
     if platform == "linux":
         wanted.append((system == "Linux", f"platform.system is {system!r}, not Linux"))
+        wanted += [(False, why) for why in os_problems(recorded, "Linux")]
     elif platform == "windows":
-        wanted += [(False, why) for why in windows_problems(facts, fs)]
+        wanted += [(False, why) for why in windows_problems(facts, fs, recorded)]
     elif platform == "mps":
         wanted.append((device.get("type") == "mps", f"device.type is {device.get('type')!r}, not mps"))
+        wanted += [(False, why) for why in os_problems(recorded, "Darwin")]
     elif platform == "cuda":
         wanted.append((device.get("type") == "cuda", f"device.type is {device.get('type')!r}, not cuda"))
     elif platform == "nfs":
-        wanted += [(False, why) for why in nfs_problems(facts, fs)]
+        wanted += [(False, why) for why in nfs_problems(facts, fs, recorded, options_recorded="mount_options" in fs)]
     else:
         return [f"{platform}: not a platform this project knows"]
     wanted += [(False, why) for why in injection_problems(gate)]  # its view may have been rewritten

@@ -1,9 +1,18 @@
-"""What file-system facts prove a platform: the one rule for the gate's `--require windows` / `--require nfs`
+"""What recorded facts prove a platform: the one rule for the gate's `--require windows` / `--require nfs`
 and for the judge's re-derivation of those requirements (core.requirements) and the index's proof
-(core.contract.prove_platform). Stdlib only; re-exported by core.contract."""
+(core.contract.prove_platform). Stdlib only; re-exported by core.contract.
+
+`platform.system` is one fact among many that speak to the operating system: the kernel release string,
+how the file system was named (mountinfo, GetVolumeInformationW, statfs), the lock method (fcntl or msvcrt),
+how the device worker's libraries were seen (/proc/<pid>/maps), the torch wheel's platform tag and its
+libraries' suffix. Each is read here as the set of systems it allows; a system is proven only when every
+recorded fact allows it, so a Linux result edited to say Windows (or Darwin) is refused by the facts left as
+they were recorded.
+"""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from core.verdicts import NFS_TYPES
@@ -11,12 +20,124 @@ from core.verdicts import NFS_TYPES
 WINDOWS_FS_METHOD = "win32-GetVolumeInformationW"
 # What GetVolumeInformationW names; a Linux file system type (ext4, xfs, tmpfs, overlay...) never proves Windows.
 WINDOWS_FS_TYPES = ("ntfs", "refs", "fat", "fat32", "exfat", "csvfs", "udf", "cdfs")
+SYSTEMS = ("Linux", "Windows", "Darwin")
+LINUX, WINDOWS, DARWIN = ({"Linux"}, {"Windows"}, {"Darwin"})
+POSIX = LINUX | DARWIN
+# The facts (dotted paths into a gate result) that speak to the operating system. The index keeps their
+# values beside its claims (evidence_index.results), so an online proof reads the same facts.
+OS_FACT_PATHS = (
+    "platform.system", "platform.release", "platform.machine", "platform.windows_version", "platform.mac_version",
+    "filesystem.method", "filesystem.mount_id", "filesystem.mount_options", "filesystem.drive_type",
+    "checks.jsonl_append.method", "checks.jsonl_append.lock_probe.method", "device.type",
+    "device.views.mapped.observed", "device.torch_build.wheel_tags", "device.torch_build.backend_libraries",
+)
+# NFS's own mount options: the Linux client always shows vers=, proto= and sec= (fs/nfs/super.c).
+NFS_OPTION_KEYS = ("vers", "nfsvers", "proto", "sec")
+NFS_SHOWN_OPTIONS = ("proto", "sec")
 
 
-def windows_problems(platform: dict[str, Any], fs: dict[str, Any]) -> list[str]:
+def _get(document: Any, path: str) -> Any:
+    for key in path.split("."):
+        if not isinstance(document, dict):
+            return None
+        document = document.get(key)
+    return document
+
+
+def os_facts(document: Any) -> dict[str, Any]:
+    """The recorded values of every fact that speaks to the OS (None where not recorded)."""
+    return {path: _get(document, path) for path in OS_FACT_PATHS}
+
+
+def _release(value: str) -> set[str] | None:
+    if re.fullmatch(r"\d+\.\d+\.\d+", value):  # Darwin's kernel (23.4.0), or a bare Linux one
+        return POSIX
+    if re.match(r"\d+\.\d+(\.\d+)*[-+_~a-zA-Z]", value):  # a Linux kernel's local version: 6.1.0-57-amd64
+        return LINUX
+    if re.fullmatch(r"(\d+|post)?\d*(Server(R2)?)?|Vista|XP", value) and value:  # 10, 11, 2022Server
+        return WINDOWS
+    return None
+
+
+def _wheel_tags(tags: list[Any]) -> set[str] | None:
+    allowed: set[str] | None = None
+    for tag in tags:
+        platforms = str(tag).split("-")[-1].split(".")
+        for name in platforms:
+            systems = (LINUX if name.startswith(("manylinux", "musllinux", "linux")) else WINDOWS
+                       if name.startswith("win") else DARWIN if name.startswith("macosx") else None)
+            if systems is not None:
+                allowed = systems if allowed is None else allowed & systems
+    return allowed
+
+
+def _libraries(names: list[Any]) -> set[str] | None:
+    allowed: set[str] | None = None
+    for name in names:
+        name = str(name)
+        systems = (LINUX if ".so" in name else WINDOWS if name.endswith(".dll") else DARWIN
+                   if name.endswith(".dylib") else None)
+        if systems is not None:
+            allowed = systems if allowed is None else allowed & systems
+    return allowed
+
+
+def _lock_method(value: str) -> set[str] | None:
+    return POSIX if value.startswith("fcntl") else WINDOWS if value.startswith("msvcrt") else None
+
+
+def _allowed(path: str, value: Any) -> set[str] | None:
+    """The systems a recorded fact allows; None when it says nothing (not recorded, or no OS in it)."""
+    if value is None:
+        return None
+    if path == "platform.system":
+        return {value} if value in SYSTEMS else set()
+    if path == "platform.release":
+        return _release(str(value))
+    if path == "platform.machine":
+        return {"AMD64": WINDOWS, "ARM64": WINDOWS, "x86": WINDOWS, "x86_64": POSIX, "aarch64": LINUX,
+                "arm64": DARWIN}.get(str(value))
+    if path == "platform.windows_version" or path == "filesystem.drive_type":
+        return WINDOWS
+    if path == "platform.mac_version":
+        return DARWIN
+    if path == "filesystem.method":
+        prefixes = {"linux-": LINUX, "win32-": WINDOWS, "windows-": WINDOWS, "darwin-": DARWIN}
+        return next((systems for prefix, systems in prefixes.items() if str(value).startswith(prefix)), None)
+    if path in ("filesystem.mount_id", "filesystem.mount_options"):
+        return LINUX  # only mountinfo gives either
+    if path.endswith(".method"):
+        return _lock_method(str(value))
+    if path == "device.type":
+        return DARWIN if value == "mps" else LINUX | WINDOWS if value in ("cuda", "rocm") else None
+    if path == "device.views.mapped.observed":
+        return LINUX if value in ("linux-proc-maps", "unreadable") else WINDOWS | DARWIN if value == "not-linux" \
+            else None
+    if path == "device.torch_build.wheel_tags" and isinstance(value, list):
+        return _wheel_tags(value)
+    if path == "device.torch_build.backend_libraries" and isinstance(value, list):
+        return _libraries(value)
+    return None
+
+
+def os_problems(facts: dict[str, Any], system: str) -> list[str]:
+    """Why these recorded facts do not all show `system` (empty when every one that speaks to the OS allows
+    it): each fact that refutes it is named with its value. `platform.system` itself is each caller's first
+    check (named once, there)."""
+    problems = []
+    for path in OS_FACT_PATHS[1:]:
+        allowed = _allowed(path, facts.get(path))
+        if allowed is not None and system not in allowed:
+            named = "/".join(sorted(allowed)) or "no known system"
+            problems.append(f"{path} is {facts.get(path)!r}: a {named} fact, not {system}")
+    return problems
+
+
+def windows_problems(platform: dict[str, Any], fs: dict[str, Any], facts: dict[str, Any] | None = None) -> list[str]:
     """Why these facts do not show a Windows file system (empty when they do). The one rule, for the gate's
     `--require windows` and for the index's proof: every Windows fact agrees -- Windows, whose API named
-    the file system, a Windows one, with no Linux mount id beside it, and a recorded Windows version."""
+    the file system, a Windows one, with no Linux mount id beside it, and a recorded Windows version -- and no
+    other recorded fact (`facts`, core.platforms.os_facts of the whole result) speaks for another system."""
     system, fs_type = platform.get("system"), str(fs.get("type") or "")
     if system != "Windows":
         return [f"platform.system is {system!r}, not Windows"]
@@ -27,18 +148,77 @@ def windows_problems(platform: dict[str, Any], fs: dict[str, Any]) -> list[str]:
         (fs.get("mount_id") is None, f"filesystem.mount_id is {fs.get('mount_id')!r}: a Linux mount"),
         (bool(platform.get("windows_version")), "platform.windows_version is not recorded"),
     ]
-    return [why for held, why in wanted if not held]
+    facts = facts if facts is not None else os_facts({"platform": platform, "filesystem": fs})
+    return [why for held, why in wanted if not held] + os_problems(facts, "Windows")
 
 
-def nfs_problems(platform: dict[str, Any], fs: dict[str, Any]) -> list[str]:
+def _options(fs: dict[str, Any]) -> dict[str, str]:
+    options = fs.get("mount_options")
+    found: dict[str, str] = {}
+    for option in options if isinstance(options, list) else []:
+        key, _, value = str(option).partition("=")
+        found.setdefault(key, value)
+    return found
+
+
+def derived_nfs_version(fs: dict[str, Any]) -> str | None:
+    """The NFS version the mount options name (vers= or nfsvers=), as the gate's probe derives it."""
+    options = _options(fs)
+    return options.get("vers") or options.get("nfsvers") or None
+
+
+def nfs_problems(platform: dict[str, Any], fs: dict[str, Any], facts: dict[str, Any] | None = None,
+                 options_recorded: bool = True) -> list[str]:
     """Why these facts do not show an NFS mount (empty when they do). The one rule, for the gate's
-    `--require nfs` and for the index's proof: Linux, the work dir's own mount found in mountinfo, of type
-    nfs or nfs4, with the NFS version its options name."""
+    `--require nfs` and for the index's proof: Linux by every recorded fact, the work dir's own mount found
+    in mountinfo, of type nfs or nfs4, whose options are NFS's own and name the NFS version recorded, of the
+    major version its type says (the kernel shows v4 mounts as nfs4, v2/v3 as nfs). `options_recorded` False
+    (the index's claims, which keep no options) skips the options: the judge checks them on the result."""
     system = platform.get("system")
     if system != "Linux":
         return [f"platform.system is {system!r}; nfs is proven only through Linux mountinfo"]
+    facts = facts if facts is not None else os_facts({"platform": platform, "filesystem": fs})
+    contradicted = os_problems(facts, "Linux")
+    if contradicted:
+        return contradicted
     if not str(fs.get("method") or "").startswith(("linux-mountinfo-mnt-id", "linux-mountinfo-st-dev")):
         return [f"the work dir's mount was not found in mountinfo (method {fs.get('method')!r})"]
-    if fs.get("type") not in NFS_TYPES:
-        return [f"the work dir's own mount is {fs.get('type') or 'unknown'}, not nfs/nfs4"]
-    return [] if fs.get("nfs_version") else ["the mount's NFS version (vers=) is not recorded"]
+    fs_type = fs.get("type")
+    if fs_type not in NFS_TYPES:
+        return [f"the work dir's own mount is {fs_type or 'unknown'}, not nfs/nfs4"]
+    if not fs.get("nfs_version"):
+        return ["the mount's NFS version (vers=) is not recorded"]
+    derived, options = derived_nfs_version(fs), _options(fs)
+    problems = []
+    if not options_recorded:
+        pass
+    elif derived is None:
+        problems.append(f"filesystem.mount_options {fs.get('mount_options')!r} name no vers=: not an NFS "
+                        "client's mount as the kernel shows it")
+    elif derived != fs.get("nfs_version"):
+        problems.append(f"filesystem.nfs_version is {fs.get('nfs_version')!r}, its mount options say vers={derived}")
+    missing = [key for key in NFS_SHOWN_OPTIONS if key not in options]
+    if missing and options_recorded:
+        problems.append(f"filesystem.mount_options lack {', '.join(k + '=' for k in missing)}, which the kernel "
+                        "shows for every NFS mount")
+    major = str(fs.get("nfs_version")).split(".")[0]
+    if (fs_type == "nfs4") != (major == "4"):
+        problems.append(f"filesystem.type is {fs_type!r} with NFS version {fs.get('nfs_version')!r}: the kernel "
+                        "shows a v4 mount as nfs4, a v2/v3 one as nfs")
+    return problems
+
+
+def filesystem_problems(wanted: str, fs: dict[str, Any]) -> list[str]:
+    """Why the work dir's file system is not `wanted` (--require-filesystem), by its type and, where recorded,
+    its mount options: NFS's own options or an NFS version beside a local type contradict that type."""
+    wanted, fs_type = wanted.lower(), fs.get("type")
+    if not (fs_type == wanted or (wanted == "nfs" and fs_type in NFS_TYPES)):
+        return [f"the work dir's file system is {fs_type or 'unknown'}, not {wanted}"]
+    if fs_type in NFS_TYPES:
+        return []
+    foreign = [key for key in NFS_OPTION_KEYS if key in _options(fs)]
+    problems = [f"filesystem.mount_options name {', '.join(k + '=' for k in foreign)} (NFS's own) on a {fs_type} "
+                "mount"] if foreign else []
+    if fs.get("nfs_version") is not None:
+        problems.append(f"filesystem.nfs_version is {fs.get('nfs_version')!r} on a {fs_type} mount")
+    return problems

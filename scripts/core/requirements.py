@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from core import collectives, trust, verdicts
-from core.platforms import nfs_problems, windows_problems
+from core import collectives, isolation_judge, trust, verdicts
+from core.platforms import filesystem_problems, nfs_problems, os_facts, os_problems, windows_problems
+from core.torch_build_rules import BACKEND_LIBRARIES
 
 GPU_KINDS = ("cuda", "rocm", "mps")
 # Phases whose own work must allocate on the device (saving copies device tensors to the host, so it is
@@ -50,6 +51,29 @@ def _positive(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
+# What a build of each backend ships in torch/lib is core.torch_build_rules.BACKEND_LIBRARIES (one place,
+# the gate's torch_build reads it too). A CPU build's version and dist-info carry `+cpu`.
+CPU_BUILD_MARK = "+cpu"
+# Where a GPU backend runs: CUDA and ROCm on Linux or Windows, MPS on macOS only.
+BACKEND_SYSTEMS = {"cuda": ("Linux", "Windows"), "rocm": ("Linux", "Windows"), "mps": ("Darwin",)}
+
+
+def build_kind_problems(build: dict[str, Any], torch: dict[str, Any], kind: str) -> list[str]:
+    """A CUDA or ROCm claim from a torch whose own files say it is a CPU build (version or dist-info `+cpu`),
+    or whose lib folder has none of that backend's libraries, is not that backend's."""
+    problems = []
+    marked = [f"{where} {value!r}" for where, value in (
+        ("torch_build.version", build.get("version")), ("torch_build.dist_info", build.get("dist_info")),
+        ("the worker's torch.version", torch.get("version"))) if CPU_BUILD_MARK in str(value or "")]
+    if marked:
+        problems.append(f"the torch build is a CPU one ({', '.join(marked)}): it cannot run {kind}")
+    libraries = build.get("backend_libraries")
+    if not (isinstance(libraries, list) and set(BACKEND_LIBRARIES[kind]) & set(libraries)):
+        problems.append(f"torch_build.backend_libraries is {libraries!r}: no {' or '.join(BACKEND_LIBRARIES[kind])}, "
+                        f"so the build has no {kind} backend")
+    return problems
+
+
 def backend_problems(device: dict[str, Any], kind: str) -> list[str]:
     """The torch that ran is a build of that backend, by its files (torch_build) and the worker's report."""
     build, torch = _dict(device, "torch_build"), _dict(device, "torch")
@@ -66,15 +90,27 @@ def backend_problems(device: dict[str, Any], kind: str) -> list[str]:
             problems.append(f"MPS was not built and available (device.mps {mps or None!r})")
         if mps.get("fallback_env_set") is not False:
             problems.append(f"{MPS_FALLBACK} was set (or not recorded): MPS operations may silently run on the CPU")
+    if kind in ("cuda", "rocm"):
+        problems += build_kind_problems(build, torch, kind)
     cross = device.get("build_cross_check")
     if cross != []:
         problems.append(f"device.build_cross_check is {cross!r}")
     return problems
 
 
-def device_problems(device: dict[str, Any], kind: str, compute_ok: bool, environment: dict[str, Any]) -> list[str]:
+def system_problems(facts: dict[str, Any], kind: str) -> list[str]:
+    """A GPU backend runs only on its systems, and every recorded fact must speak for the system recorded."""
+    system = facts.get("platform.system")
+    if system not in BACKEND_SYSTEMS[kind]:
+        return [f"platform.system is {system!r}: {kind} runs on {' or '.join(BACKEND_SYSTEMS[kind])}"]
+    return os_problems(facts, str(system))
+
+
+def device_problems(device: dict[str, Any], kind: str, compute_ok: bool, environment: dict[str, Any],
+                    facts: dict[str, Any] | None = None) -> list[str]:
     """Why the device check did not really run on `kind` (empty when it did), on what the worker measured and,
-    for the gate, what its parent saw (`environment`)."""
+    for the gate, what its parent saw (`environment`); `facts` (core.platforms.os_facts of the result) must
+    show a system the backend runs on."""
     if kind == "mps" and environment.get(MPS_FALLBACK):
         return [f"{MPS_FALLBACK} is set: MPS operations may silently run on the CPU, so mps is not proven"]
     if device.get("type") != kind:
@@ -89,7 +125,8 @@ def device_problems(device: dict[str, Any], kind: str, compute_ok: bool, environ
         return [f"the work ran on {device.get('ran_on')!r}"]
     if kind == "cpu":
         return []
-    return phase_problems(device, kind) + backend_problems(device, kind)
+    system = system_problems(facts, kind) if facts is not None else []
+    return system + phase_problems(device, kind) + backend_problems(device, kind)
 
 
 def _compute_ok(result: dict[str, Any]) -> bool:
@@ -101,24 +138,27 @@ def problems_of(result: dict[str, Any], name: str, environment: dict[str, Any] |
     this result's facts; empty when it does."""
     device, platform, fs = _dict(result, "device"), _dict(result, "platform"), _dict(result, "filesystem")
     # Issue 19: a view that could be rewritten proves no platform. Gates before that rule recorded no
-    # `isolation.allowed` (their `present` was information only), and are judged by their other facts.
-    refusal = trust.injection_refusal(result) if isinstance(_dict(result, "isolation").get("allowed"), bool) else None
+    # `isolation.allowed` (their `present` was information only), and are judged by their other facts; a
+    # result that any field shows is a current gate's is never exempt (core.isolation_judge).
+    allowed = _dict(result, "isolation").get("allowed")
+    if name not in trust.INJECTION_EXEMPT and isolation_judge.is_current(result) and not isinstance(allowed, bool):
+        return [f"isolation.allowed is {allowed!r} on a current gate's result: whether its view could have been "
+                "rewritten is not recorded"]
+    refusal = trust.injection_refusal(result) if isinstance(allowed, bool) else None
     if refusal and name not in trust.INJECTION_EXEMPT:
         return [refusal]
     if name in GPU_KINDS or name.startswith("device="):
         kind = name.removeprefix("device=")
-        return device_problems(device, kind, _compute_ok(result), environment or {})
+        return device_problems(device, kind, _compute_ok(result), environment or {}, os_facts(result))
     if name == "collectives":  # issue 23's rule, written once in core.collectives
         held, why = collectives.requirement(_dict(result, "checks").get("collectives"))
         return [] if held else [why]
     if name == "windows":
-        return windows_problems(platform, fs)
+        return windows_problems(platform, fs, os_facts(result))
     if name == "nfs":
-        return nfs_problems(platform, fs)
+        return nfs_problems(platform, fs, os_facts(result))
     if name.startswith("filesystem="):
-        wanted, fs_type = name.removeprefix("filesystem=").lower(), fs.get("type")
-        held = fs_type == wanted or (wanted == "nfs" and fs_type in verdicts.NFS_TYPES)
-        return [] if held else [f"the work dir's file system is {fs_type or 'unknown'}, not {wanted}"]
+        return filesystem_problems(name.removeprefix("filesystem="), fs)
     return [f"{name!r} is not a requirement this project knows"]
 
 
@@ -139,7 +179,7 @@ def judge_requirements(result: dict[str, Any]) -> tuple[list[str], list[str]]:
     recorded = result.get("requirements")
     if not isinstance(recorded, list):
         return ["requirements is not a list"], []
-    reasons, forged = [], []
+    reasons, forged = [], list(isolation_judge.isolation_forgeries(result))
     names = [r.get("name") if isinstance(r, dict) else None for r in recorded]
     wanted = asked(result)
     for name in wanted:

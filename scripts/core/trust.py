@@ -54,6 +54,50 @@ def injection_problems(document: Any) -> list[str]:
             "been rewritten"]
 
 
+def unproven_requirements(document: Any) -> list[str]:
+    """The platform requirements a gate run under ALLOW_FLAG recorded as held while vectors were present:
+    the gate ran them anyway, as asked, and the evidence index reports each UNPROVEN (not held), naming the
+    vectors. Reads `requirements` and `isolation` as the result records them (the index's claims keep both)."""
+    isolation = _isolation(document)
+    present = vectors_present(document)
+    if not present or isolation.get("allowed") is not True:
+        return []
+    requirements = document.get("requirements") if isinstance(document, dict) else None
+    held = [r["name"] for r in requirements or [] if isinstance(r, dict) and r.get("ok") is True
+            and isinstance(r.get("name"), str) and r["name"] not in INJECTION_EXEMPT]
+    return [f"requirement {name!r} is UNPROVEN: injection vector(s) {', '.join(present)} were present and the run "
+            f"was allowed with {ALLOW_FLAG}, so what the gate read may have been rewritten" for name in held]
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def record_problems(record: dict[str, Any]) -> list[str]:
+    """Why torch's files were not verified against its RECORD, recomputed from what the check measured
+    (platform_runtime.torch_record.verify): verified means files were hashed (a count and their bytes above
+    0), no problem was found (a mismatch, a missing or an unlisted file is one), and the bytecode counted
+    beside listed sources is a count no larger than the files hashed. A recorded `verified` that disagrees is
+    named with both values."""
+    listed = record.get("problems")
+    problems = [str(p) for p in listed][:3] if isinstance(listed, list) else [
+        f"device.views.record.problems is {listed!r}, not a list"]
+    files, size = _count(record.get("files")), _count(record.get("bytes"))
+    if not problems and (not files or not size):
+        problems.append(f"device.views.record hashed {record.get('files')!r} file(s) of {record.get('bytes')!r} "
+                        "bytes: torch's files were not verified against its RECORD")
+    if "bytecode_unlisted" in record:  # counted since issue 19's bytecode rule; older records lack it
+        bytecode = _count(record.get("bytecode_unlisted"))
+        if bytecode is None or (files is not None and bytecode > files):
+            problems.append(f"device.views.record.bytecode_unlisted is {record.get('bytecode_unlisted')!r}: not a "
+                            f"count of bytecode beside the {record.get('files')!r} listed file(s)")
+    verified = not problems
+    if record.get("verified") is not verified:
+        problems.append(f"device.views.record.verified is recorded {record.get('verified')!r}, its measurements "
+                        f"say {verified}")
+    return problems
+
+
 def device_view_problems(device: Any) -> list[str]:
     """Why the device claim is not backed by views the worker cannot forge: torch's files against its RECORD,
     the backend libraries the parent saw mapped into the worker (Linux), and on CUDA the worker's device UUID
@@ -63,9 +107,7 @@ def device_view_problems(device: Any) -> list[str]:
     kind = device.get("type")
     problems: list[str] = []
     record = views.get("record") if isinstance(views.get("record"), dict) else {}
-    if record.get("verified") is not True:
-        problems += [str(p) for p in (record.get("problems") or ["torch's files were not verified against its "
-                                                                  "RECORD"])][:3]
+    problems += record_problems(record)
     mapped = views.get("mapped") if isinstance(views.get("mapped"), dict) else {}
     if mapped.get("observed") == "linux-proc-maps":
         missing = [name for name in BACKEND_LIBRARIES.get(str(kind), ()) if name not in (mapped.get("torch_lib") or [])]

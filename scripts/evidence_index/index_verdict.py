@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from core.contract import RESTATING_KINDS, job_label, platform_of, prove_platform
+from core.trust import unproven_requirements
 
 from .checkout_hashes import digest_of_files
 
@@ -17,13 +18,17 @@ MAX_LISTED = 5
 
 
 def _result_reasons(result: dict[str, Any], where: str) -> list[str]:
-    """A result passes only when core.contract's judge (and its schema) said so when reading its bytes."""
+    """A result passes only when core.contract's judge (and its schema) said so when reading its bytes, and
+    a gate result's platform requirements are proven (core.trust.unproven_requirements: a run allowed with
+    injection vectors present holds none)."""
+    unproven = [f"{where}{result.get('name')}: {why}"
+                for why in unproven_requirements(result.get("claims") or {})] if result.get("kind") == "gate" else []
     if result.get("ok") is True:
-        return []
+        return unproven
     if result.get("error"):  # named but missing, refused, unreadable, not JSON
         return [f"{where}{result.get('name')}: {result['error']}"]
     why = "; ".join(str(r) for r in (result.get("reasons") or [])[:3]) or "not judged to pass"
-    return [f"{where}{result.get('name')} ({result.get('kind')}) fails: {why}"]
+    return [f"{where}{result.get('name')} ({result.get('kind')}) fails: {why}"] + unproven
 
 
 def _gate_document(gate: dict[str, Any]) -> dict[str, Any]:

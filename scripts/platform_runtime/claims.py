@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from core import collectives
 from core.contract import NFS_TYPES, nfs_problems, windows_problems
+from core.platforms import filesystem_problems
 from core.requirements import GPU_KINDS, MPS_FALLBACK, device_problems  # noqa: F401 - MPS_FALLBACK re-exported
 from core.trust import INJECTION_EXEMPT
 from core.verdicts import PHASES  # noqa: F401 - re-exported
@@ -54,55 +55,55 @@ def conflicts(req: Requirements, requested_device: str) -> list[str]:
     return found
 
 
-def _on_device(device: dict, kind: str, compute_ok: bool, environment: dict) -> tuple[bool, str]:
+def _on_device(device: dict, kind: str, compute_ok: bool, environment: dict,
+               facts: dict | None = None) -> tuple[bool, str]:
     """Whether the device check really ran on `kind`: core.requirements' rule, which the judge re-derives."""
-    problems = device_problems(device, kind, compute_ok, environment)
+    problems = device_problems(device, kind, compute_ok, environment, facts)
     return not problems, "; ".join(problems[:4]) or (
         f"matmul, training, checkpoint save and load each ran on {device.get('resolved')} ({kind})")
 
 
-def _windows(platform: dict, filesystem: dict) -> tuple[bool, str]:
-    problems = windows_problems(platform, filesystem)
+def _windows(platform: dict, filesystem: dict, facts: dict | None = None) -> tuple[bool, str]:
+    problems = windows_problems(platform, filesystem, facts)
     return not problems, "; ".join(problems) or f"Windows, volume file system {filesystem.get('type')}"
 
 
-def _nfs(platform: dict, filesystem: dict) -> tuple[bool, str]:
-    problems = nfs_problems(platform, filesystem)
+def _nfs(platform: dict, filesystem: dict, facts: dict | None = None) -> tuple[bool, str]:
+    problems = nfs_problems(platform, filesystem, facts)
     return not problems, "; ".join(problems) or (f"the work dir's mount is {filesystem.get('type')}, "
                                                  f"vers={filesystem.get('nfs_version')}")
 
 
 def evaluate(req: Requirements, platform: dict, device: dict, compute_ok: bool, filesystem: dict,
              environment: dict | None = None, collectives_check: dict | None = None,
-             injection: str | None = None) -> list[dict]:
+             injection: str | None = None, facts: dict | None = None) -> list[dict]:
     """One verdict per requirement; each holds only on positive evidence. `platform` is the gate's own
     platform facts (core.provenance), the file-system rules are core.contract's (the index proves a platform
     with the same ones). `environment` holds the parent's own view of variables that change what a device
     claim means (never the worker's word for them); `collectives_check` the collective check's record, when it
     ran (--require collectives holds by core.collectives.requirement, the judge's rule too). `injection`
     (core.trust.injection_refusal) fails every requirement but INJECTION_EXEMPT, naming the vectors and what
-    the requirement would otherwise have said."""
+    the requirement would otherwise have said. `facts` (core.platforms.os_facts of the result so far) are every
+    recorded fact that speaks to the OS: a platform holds only when none of them refutes it."""
     environment = environment or {}
     verdicts = []
     for platform_name in req.platforms:
         if platform_name in GPU_KINDS:
-            ok, reason = _on_device(device, platform_name, compute_ok, environment)
+            ok, reason = _on_device(device, platform_name, compute_ok, environment, facts)
         elif platform_name == "windows":
-            ok, reason = _windows(platform, filesystem)
+            ok, reason = _windows(platform, filesystem, facts)
         elif platform_name == "collectives":
             ok, reason = collectives.requirement(collectives_check)
         else:
-            ok, reason = _nfs(platform, filesystem)
+            ok, reason = _nfs(platform, filesystem, facts)
         verdicts.append({"name": platform_name, "ok": ok, "reason": reason})
     if req.device:
-        ok, reason = _on_device(device, req.device, compute_ok, environment)
+        ok, reason = _on_device(device, req.device, compute_ok, environment, facts)
         verdicts.append({"name": f"device={req.device}", "ok": ok, "reason": reason})
     if req.filesystem:
-        wanted = req.filesystem.lower()
-        fstype = filesystem.get("type")
-        ok = fstype == wanted or (wanted == "nfs" and fstype in NFS_TYPES)
-        verdicts.append({"name": f"filesystem={req.filesystem}", "ok": ok,
-                         "reason": f"the work dir's file system is {fstype or 'unknown'}"})
+        problems = filesystem_problems(req.filesystem, filesystem)
+        verdicts.append({"name": f"filesystem={req.filesystem}", "ok": not problems,
+                         "reason": "; ".join(problems) or f"the work dir's file system is {filesystem.get('type')}"})
     if injection:
         for verdict in verdicts:
             if verdict["name"] not in INJECTION_EXEMPT:

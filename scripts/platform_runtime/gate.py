@@ -15,6 +15,7 @@ from pathlib import Path
 
 from core import collectives, trust, verdicts
 from core.contract import GATE_SCHEMA_ID
+from core.platforms import os_facts
 from core.provenance import git_state, github_facts, platform_facts
 from core.result_format import SCHEMA_VERSION
 
@@ -327,7 +328,13 @@ class Gate:
                                                               timeout=self.deadline.remaining())
                 cross += trust.device_view_problems(result["device"])
                 result["device"]["build_cross_check"] = cross
-                result["isolation"]["device_worker_loaded"] = details.get("startup_modules")
+                loaded = details.get("startup_modules")
+                result["isolation"]["device_worker_loaded"] = loaded
+                for name in loaded if isinstance(loaded, list) else []:  # the judge derives `present` from it too
+                    if name in startup.START_UP_MODULES and name not in result["isolation"]["present"]:
+                        result["isolation"]["present"].append(name)
+                        result["isolation"]["findings"].append(f"a {name} was loaded into the device worker at "
+                                                               "start-up")
                 details = {k: details.get(k) for k in ("stage", "matmul", "training", "checkpoint", "ran_on",
                                                        "peak_allocated_bytes", "phases", "error")}
             details.pop("ok", None)
@@ -349,7 +356,8 @@ class Gate:
         environment = {MPS_FALLBACK: bool(os.environ.get(MPS_FALLBACK))}  # the parent's own view
         held = evaluate(self.options.requirements, result["platform"], result["device"],
                         result["checks"]["device_compute"]["ok"], result["filesystem"], environment,
-                        result["checks"].get("collectives"), injection=trust.injection_refusal(result))
+                        result["checks"].get("collectives"), injection=trust.injection_refusal(result),
+                        facts=os_facts(result))
         result["requirements"] = held
         failures += [f"requirement {v['name']} not met: {v['reason']}" for v in held if not v["ok"]]
         failures += verdicts.result_problems(result)

@@ -24,6 +24,7 @@ GATE_SOURCES: tuple[str, ...] = (
     "scripts/core/fleet.py",
     "scripts/core/gate_judge.py",
     "scripts/core/harness_judge.py",
+    "scripts/core/isolation_judge.py",
     "scripts/core/outcomes.py",
     "scripts/core/platforms.py",
     "scripts/core/provenance.py",

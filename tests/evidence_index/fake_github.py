@@ -541,6 +541,10 @@ def plan_log(lines: tuple[str, ...]) -> bytes:
 
 
 FS_METHODS = {"Windows": "win32-GetVolumeInformationW", "Darwin": "darwin-statfs"}
+# What platform.release() says on each runner, and the lock the gate takes there (core.platforms reads both).
+RELEASES = {"Linux": "6.11.0-1018-azure", "Windows": "2025Server", "Darwin": "24.6.0"}
+LOCK_METHODS = {"Windows": "msvcrt-locking-lockfile"}
+NFS_OPTIONS = ["rw", "relatime", "vers=4.2", "proto=tcp", "sec=sys"]
 MEASURED = Path(__file__).resolve().parents[2] / "evidence" / "local" / "run-local" / "platform-runtime-cpu.json"
 
 
@@ -549,7 +553,8 @@ BUILDS: dict[str, dict[str, Any]] = {
     "cpu": {"torch": {"version": "2.13.0+cpu", "cuda": None, "hip": None},
             "torch_build": {"version": "2.13.0+cpu", "cuda": None, "hip": None}, "mps": None},
     "cuda": {"torch": {"version": "2.11.0+cu130", "cuda": "13.0", "hip": None},
-             "torch_build": {"version": "2.11.0+cu130", "cuda": "13.0", "hip": None}, "mps": None},
+             "torch_build": {"version": "2.11.0+cu130", "cuda": "13.0", "hip": None,
+                             "backend_libraries": ["libtorch_cuda.so"]}, "mps": None},
     "mps": {"torch": {"version": "2.13.0", "cuda": None, "hip": None},
             "torch_build": {"version": "2.13.0", "cuda": None, "hip": None},
             "mps": {"built": True, "available": True, "fallback_env_set": False}},
@@ -587,6 +592,9 @@ def gate_result(platform: str, *, ok: bool = True, sources: dict[str, str] | Non
     device = {"cuda": "cuda:0", "mps": "mps"}.get(platform, "cpu")
     kind = device.split(":")[0]
     checks = measured_checks(kind, ok)
+    system = runner["system"]
+    if system in LOCK_METHODS:
+        checks["jsonl_append"]["method"] = checks["jsonl_append"]["lock_probe"]["method"] = LOCK_METHODS[system]
     return {
         "schema": "kernodeck.platform-runtime.result/v1", "ok": ok, "exit_code": 0 if ok else 1,
         "failures": [] if ok else ["device_compute: loss did not decrease"],
@@ -600,15 +608,19 @@ def gate_result(platform: str, *, ok: bool = True, sources: dict[str, str] | Non
         "requirements": [{"name": platform, "ok": ok or platform not in ("cuda", "mps"),
                           "reason": f"{platform} as the gate measured it"}]
         if platform in ("windows", "mps", "cuda", "nfs") else [],
-        "platform": {"system": runner["system"], "release": "1", "machine": runner["machine"], "python": "3.12.10",
-                     "python_implementation": "CPython", "mac_version": None,
+        "platform": {"system": system, "release": RELEASES[system], "machine": runner["machine"],
+                     "python": "3.12.10", "python_implementation": "CPython",
+                     "mac_version": "15.6" if system == "Darwin" else None,
                      "windows_version": "10.0.26100" if runner["system"] == "Windows" else None},
         "device": {"requested": device, "resolved": device, "type": kind, "load_safety": None, "cuda": None,
                    **BUILDS[kind], "build_cross_check": [],
                    "ran_on": checks["device_compute"]["ran_on"], "phases": checks["device_compute"]["phases"]},
         "filesystem": {"type": runner["fs"], "method": FS_METHODS.get(runner["system"], "linux-mountinfo-mnt-id"),
-                       "mount_id": None if runner["system"] != "Linux" else 28, "mount_options": ["rw"],
-                       "nfs_version": "4.2" if runner["fs"] == "nfs4" else None, "drive_type": None, "error": None},
+                       "mount_id": None if system != "Linux" else 28,
+                       "mount_options": (None if system != "Linux" else NFS_OPTIONS if runner["fs"] == "nfs4"
+                                         else ["rw"]),
+                       "nfs_version": "4.2" if runner["fs"] == "nfs4" else None,
+                       "drive_type": "fixed" if system == "Windows" else None, "error": None},
         "checks": checks,
         "workspace_cleanup": {"status": "cleaned", "workspace": "platform-runtime-ws", "deadline_s": 30},
         "source": {"files": dict(sources or {}), "git": {"head": sha, "dirty": False, "diff_sha256": None}},

@@ -156,4 +156,9 @@ def test_a_linux_result_dressed_as_windows_does_not_prove_windows():
     assert "windows not proven: platform.windows_version is not recorded" in reasons
     document["filesystem"].update(type="NTFS", mount_id=None)
     document["platform"]["windows_version"] = "10.0.26100"
-    assert prove_platform("windows", document) == []  # each fact alone is what failed it
+    # Issue 18: with those four rewritten, every other fact the gate recorded on Linux still refutes Windows.
+    refuting = " ".join(prove_platform("windows", document))
+    for path in ("platform.release", "filesystem.mount_options", "checks.jsonl_append.method",
+                 "checks.jsonl_append.lock_probe.method", "device.views.mapped.observed",
+                 "device.torch_build.wheel_tags"):
+        assert f"{path} is" in refuting, (path, refuting)

@@ -96,7 +96,8 @@ SITECUSTOMIZE_PATCHING_JSON = textwrap.dedent("""
     def loads(text, *args, **kwargs):
         value = _loads(text, *args, **kwargs)
         if isinstance(value, dict) and isinstance(value.get("filesystem"), dict):
-            value["filesystem"].update(type="nfs4", nfs_version="4.2")
+            value["filesystem"].update(type="nfs4", nfs_version="4.2",
+                                       mount_options=["rw", "vers=4.2", "proto=tcp", "sec=sys"])
         return value
     json.loads = loads
     os.environ.pop("PYTHONPATH", None)

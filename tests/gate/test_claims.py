@@ -15,16 +15,19 @@ def phases(kind: str, **changes) -> dict:
 CPU_DEVICE = {"type": "cpu", "resolved": "cpu", "ran_on": ["cpu"], "peak_allocated_bytes": None}
 CUDA_DEVICE = {"type": "cuda", "resolved": "cuda:0", "ran_on": ["cuda"], "peak_allocated_bytes": 1 << 20,
                "phases": phases("cuda"), "torch": {"cuda": "12.8", "hip": None},
-               "torch_build": {"cuda": "12.8", "hip": None}, "build_cross_check": []}
+               "torch_build": {"cuda": "12.8", "hip": None, "backend_libraries": ["libtorch_cuda.so"]},
+               "build_cross_check": []}
 ROCM_DEVICE = {**CUDA_DEVICE, "type": "rocm", "ran_on": ["rocm"], "phases": phases("rocm"),
-               "torch": {"cuda": None, "hip": "6.4"}, "torch_build": {"cuda": None, "hip": "6.4"}}
+               "torch": {"cuda": None, "hip": "6.4"},
+               "torch_build": {"cuda": None, "hip": "6.4", "backend_libraries": ["libtorch_hip.so"]}}
 # A fake MPS run (no Mac here): the judge's input as a passing MPS worker would report it.
 FAKE_MPS_DEVICE = {"type": "mps", "resolved": "mps", "ran_on": ["mps"], "peak_allocated_bytes": 4096,
                    "phases": phases("mps"), "mps": {"built": True, "available": True, "fallback_env_set": False},
                    "torch": {"cuda": None, "hip": None}, "torch_build": {"cuda": None, "hip": None},
                    "build_cross_check": []}
 EXT4 = {"type": "ext4", "method": "linux-mountinfo-mnt-id", "nfs_version": None}
-NFS4 = {"type": "nfs4", "method": "linux-mountinfo-mnt-id", "nfs_version": "4.2"}
+NFS4 = {"type": "nfs4", "method": "linux-mountinfo-mnt-id", "nfs_version": "4.2",
+        "mount_options": ["rw", "vers=4.2", "proto=tcp", "sec=sys"]}
 NTFS = {"type": "ntfs", "method": "win32-GetVolumeInformationW", "drive_type": "fixed"}
 
 
@@ -156,7 +159,8 @@ def test_a_cumulative_peak_alone_no_longer_proves_cuda():
     refused = verdict(["cuda"], dev=H200_BEFORE_PHASES)[0]
     assert refused["ok"] is False and "phase matmul was not measured" in refused["reason"]
     # With the phases, the build's files and an empty cross-check (what a gate of today records), it holds.
-    now = {**H200_BEFORE_PHASES, "phases": phases("cuda"), "torch_build": {"cuda": "13.0", "hip": None},
+    now = {**H200_BEFORE_PHASES, "phases": phases("cuda"),
+           "torch_build": {"cuda": "13.0", "hip": None, "backend_libraries": ["libtorch_cuda.so"]},
            "build_cross_check": []}
     assert verdict(["cuda"], dev=now)[0]["ok"] is True
 

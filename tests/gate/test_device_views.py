@@ -175,7 +175,7 @@ def test_views_that_agree_back_a_cuda_claim():
 
 
 @pytest.mark.parametrize("path, value, words", [
-    (("record", "verified"), False, "not verified against its RECORD"),
+    (("record", "verified"), False, "device.views.record.verified is recorded False, its measurements say True"),
     (("mapped", "torch_lib"), ["libtorch_cpu.so"], "did not map libtorch_cuda.so"),
     (("mapped", "observed"), "unreadable", "could not be read before it exited"),
     (("driver", "listed"), False, "not on the kernel driver's list"),
@@ -185,6 +185,21 @@ def test_each_view_that_disagrees_refuses_the_claim(path, value, words):
     views[path[0]][path[1]] = value
     problems = trust.device_view_problems({"type": "cuda", "views": views})
     assert any(words in p for p in problems), problems
+
+
+@pytest.mark.parametrize("facts, words", [
+    ({"problems": ["1 file(s) differ from torch's RECORD: torch/__init__.py"]}, "differ from torch's RECORD"),
+    ({"files": 0, "bytes": 0}, "hashed 0 file(s) of 0 bytes"),
+    ({"bytecode_unlisted": 4}, "bytecode_unlisted is 4"),
+    ({"bytecode_unlisted": -1}, "bytecode_unlisted is -1"),
+    ({"problems": None}, "device.views.record.problems is None"),
+], ids=["problems", "nothing-hashed", "more-bytecode-than-files", "negative-bytecode", "no-problems-list"])
+def test_a_record_recorded_verified_is_recomputed_from_its_measurements(facts, words):
+    views = json.loads(json.dumps(GOOD_VIEWS))
+    views["record"].update(facts)  # `verified` left True
+    problems = trust.device_view_problems({"type": "cuda", "views": views})
+    assert any(words in p for p in problems), problems
+    assert "device.views.record.verified is recorded True, its measurements say False" in problems
 
 
 def test_a_result_with_no_views_at_all_is_refused():

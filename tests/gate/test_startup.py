@@ -8,9 +8,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from core import trust
+from core import isolation_judge, trust
 from core.contract import prove_platform
 from platform_runtime import startup
+
+from tests.conftest import ROOT
 
 SETUPTOOLS_PTH = (b"import os; var = 'SETUPTOOLS_USE_DISTUTILS'; enabled = os.environ.get(var, 'local') == 'local'; "
                   b"enabled and __import__('_distutils_hack').add_shim(); \n")
@@ -196,7 +198,8 @@ def test_the_system_library_folder_on_ld_library_path_is_not_a_vector(tmp_path):
 
 def gate_result(present: list[str], allowed: bool) -> dict:
     return {"platform": {"system": "Linux"}, "device": {"type": "cpu"},
-            "filesystem": {"type": "nfs4", "method": "linux-mountinfo-mnt-id", "nfs_version": "4.2"},
+            "filesystem": {"type": "nfs4", "method": "linux-mountinfo-mnt-id", "nfs_version": "4.2",
+                           "mount_options": ["rw", "vers=4.2", "proto=tcp", "sec=sys"]},
             "requirements": [{"name": "nfs", "ok": True}],
             "isolation": {"present": present, "allowed": allowed, "findings": [f"{p} is set" for p in present]}}
 
@@ -339,3 +342,28 @@ def test_a_variable_naming_modules_a_library_of_the_interpreter_loads_is_a_vecto
     found = startup.Findings()
     startup.judge_environment([{name: "/x"}], found)
     assert found.present == [name]
+
+
+def test_every_finding_the_gate_writes_names_its_vector_for_the_judge(tmp_path):
+    """core.isolation_judge re-derives `present` from the findings: each sentence the gate writes maps back."""
+    found = startup.Findings()
+    startup.judge_environment([{"LD_PRELOAD": "x", "LD_AUDIT": "y", "PYTHONPATH": "z", "PYTHONSTARTUP": "s",
+                                "PYTHONWARNINGS": "ignore::evil.W", "OPENSSL_CONF": "c", "GCONV_PATH": "g"}], found)
+    (tmp_path / "zz.pth").write_text("import os\n")
+    (tmp_path / "sitecustomize.py").write_text("")
+    startup.judge_pth_files([tmp_path], [tmp_path], {}, found)
+    startup.judge_start_up_modules([("a site directory", tmp_path)], found)
+    found.add("LD_LIBRARY_PATH", "libpython3.11.so.1.0 is mapped into the gate's own process from an LD_LIBRARY_PATH "
+                                 "directory")
+    found.add("ld.so.preload", "/etc/ld.so.preload names a library the loader maps into every process")
+    startup.judge_own_mappings("", [{"LD_LIBRARY_PATH": "$ORIGIN/x"}], found)
+    found.add("._pth", "a python3.11._pth file beside the interpreter replaces its start-up path (sys.path) in the "
+                       "gate and in every worker")  # the sentence scan() writes
+    assert len(found.findings) >= 12 and {"OPENSSL_CONF", "GCONV_PATH"} <= set(found.present)
+    for finding in found.findings:
+        assert isolation_judge.vector_of(finding) in found.present, finding
+    assert isolation_judge.derived_vectors({"findings": found.findings, "executing_pth_files":
+                                            found.executing_pth_files})[0] == found.present
+    # Every sentence the gate can write is among those above: a new one needs its pattern in core.isolation_judge.
+    source = (ROOT / "scripts" / "platform_runtime" / "startup.py").read_text(encoding="utf-8")
+    assert source.count("out.add(") == 12

@@ -1,0 +1,127 @@
+"""Whether a gate result's `isolation` record is the one its own raw facts give: the judge's half of issue
+19's rule (the gate writes the record in platform_runtime.startup; core.trust judges what it says).
+
+- A result of a gate that records `isolation.allowed` is recognised by every field that gate writes beside
+  it (CURRENT_MARKERS, and the sources it hashes): such a result with `isolation` or `isolation.allowed`
+  deleted is not an older result to exempt, it is refused.
+- `isolation.present` (the vectors, by name) is recomputed from the facts recorded next to it: each finding
+  sentence names its vector, a code-running .pth named in `executing_pth_files` is the `.pth` vector, a
+  start-up module the device worker had loaded (`device_worker_loaded`) is that module's.
+- `isolation.allowed` is what the arguments asked (`arguments.allow_injection_vectors`).
+Stdlib only.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+START_UP_MODULES = ("sitecustomize", "usercustomize")
+# Fields only a gate that records `isolation.allowed` writes (platform_runtime.gate, .startup, .device_views).
+CURRENT_MARKERS = ("arguments.allow_injection_vectors", "isolation.allowed", "isolation.findings",
+                   "isolation.parent_flags", "isolation.accepted_pth_files", "isolation.worker_environment",
+                   "device.views")
+# Sources only such a gate hashes (source.files names them).
+CURRENT_SOURCES = ("scripts/platform_runtime/startup.py", "scripts/core/trust.py",
+                   "scripts/platform_runtime/device_views.py", "scripts/platform_runtime/torch_record.py")
+# Each finding the gate writes (platform_runtime.startup, .device_views, .gate), and the vector it names: the
+# name is the finding's first word, or (for a file) the kind the sentence says. A finding added to the gate
+# is added here too (tests/gate/test_startup.py counts them), or the judge refuses the gate's own results.
+_FINDINGS = (
+    (re.compile(r"^([A-Z][A-Z0-9_]*) is set: "), None),  # the loader's and the libraries' own variables
+    (re.compile(r"^(PYTHON[A-Z]+) is set and the gate's own process was started without -I or -E$"), None),
+    (re.compile(r"^a warning filter \(PYTHONWARNINGS or -W\) names a category in a module"), "PYTHONWARNINGS"),
+    (re.compile(r"^/etc/ld\.so\.preload names a library"), "ld.so.preload"),
+    (re.compile(r"^\S+ is mapped into the (gate's own process|device worker) from an LD_LIBRARY_PATH directory$"),
+     "LD_LIBRARY_PATH"),
+    (re.compile(r"^an LD_LIBRARY_PATH entry holds a dynamic string token"), "LD_LIBRARY_PATH"),
+    (re.compile(r"^a \S+ file beside the interpreter replaces its start-up path"), "._pth"),
+    (re.compile(r"^\S+\.pth (in a site directory runs code at every start-up|imported _distutils_hack into)"), ".pth"),
+    (re.compile(r"^a (sitecustomize|usercustomize) (in .+ runs at every start-up|was imported into the gate's "
+                r"own process at start-up|was loaded into the device worker at start-up)$"), None),
+)
+
+
+def _get(document: Any, path: str) -> tuple[bool, Any]:
+    for key in path.split("."):
+        if not isinstance(document, dict) or key not in document:
+            return False, None
+        document = document[key]
+    return True, document
+
+
+def current_markers(result: dict[str, Any]) -> list[str]:
+    """What shows this result was written by a gate that records `isolation.allowed` (empty for an older one)."""
+    found = [path for path in CURRENT_MARKERS if _get(result, path)[0]]
+    files = _get(result, "source.files")[1]
+    found += [f"source.files names {path}" for path in CURRENT_SOURCES if isinstance(files, dict) and path in files]
+    return found
+
+
+def vector_of(finding: str) -> str | None:
+    """The vector a finding sentence names; None for a sentence the gate does not write."""
+    for pattern, vector in _FINDINGS:
+        match = pattern.match(finding)
+        if match:
+            return vector or match.group(1)
+    return None
+
+
+def derived_vectors(isolation: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """(the vectors the raw facts name, in order; problems with those facts)."""
+    vectors: list[str] = []
+    problems: list[str] = []
+    findings = isolation.get("findings")
+    for index, finding in enumerate(findings if isinstance(findings, list) else []):
+        vector = vector_of(str(finding))
+        if vector is None:
+            problems.append(f"isolation.findings[{index}] {str(finding)[:120]!r} is not a finding the gate writes")
+        elif vector not in vectors:
+            vectors.append(vector)
+    pth = isolation.get("executing_pth_files")
+    if isinstance(pth, list) and pth and ".pth" not in vectors:
+        vectors.append(".pth")
+    loaded = isolation.get("device_worker_loaded")
+    for name in loaded if isinstance(loaded, list) else []:
+        if name in START_UP_MODULES and name not in vectors:
+            vectors.append(str(name))
+    for field in ("findings", "executing_pth_files"):
+        if not isinstance(isolation.get(field), list):
+            problems.append(f"isolation.{field} is {isolation.get(field)!r}, not a list")
+    if "device_worker_loaded" in isolation and not isinstance(loaded, (list, type(None))):
+        problems.append(f"isolation.device_worker_loaded is {loaded!r}, not a list")
+    return vectors, problems
+
+
+def isolation_forgeries(result: dict[str, Any]) -> list[str]:
+    """The recorded isolation facts that disagree with each other or with the arguments (not authentic);
+    nothing for a result of a gate before issue 19's rule (no marker of one)."""
+    markers = current_markers(result)
+    if not markers:
+        return []
+    isolation = result.get("isolation")
+    why = f"a result of a gate that records it ({', '.join(markers[:3])})"
+    if not isinstance(isolation, dict):
+        return [f"isolation is {isolation!r} on {why}: a current result is never exempt as an older one"]
+    problems = []
+    allowed = isolation.get("allowed")
+    if not isinstance(allowed, bool):
+        problems.append(f"isolation.allowed is {allowed!r} on {why}: a current result is never exempt as an older one")
+    asked = _get(result, "arguments.allow_injection_vectors")[1]
+    if not isinstance(asked, bool):
+        problems.append(f"arguments.allow_injection_vectors is {asked!r} on {why}")
+    elif isinstance(allowed, bool) and allowed is not asked:
+        problems.append(f"isolation.allowed is recorded {allowed!r}, arguments.allow_injection_vectors is {asked!r}")
+    derived, fact_problems = derived_vectors(isolation)
+    problems += fact_problems
+    present = isolation.get("present")
+    if not isinstance(present, list) or len(set(map(str, present))) != len(present):
+        problems.append(f"isolation.present is {present!r}, not a list of distinct vector names")
+    elif set(map(str, present)) != set(derived):
+        problems.append(f"isolation.present is recorded {present!r}, its findings, executing_pth_files and "
+                        f"device_worker_loaded say {derived!r}")
+    return problems
+
+
+def is_current(result: dict[str, Any]) -> bool:
+    return bool(current_markers(result))
