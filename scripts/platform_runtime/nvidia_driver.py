@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from platform_runtime.startup import worker_environment
+
 PROC_GPUS = Path("/proc/driver/nvidia/gpus")
 SMI_TIMEOUT_S = 15.0
 # Where the NVIDIA driver installs nvidia-smi (Linux packages and .run installer, WSL, the Windows driver), never a
@@ -70,8 +72,9 @@ def trusted_smi(platform: str = sys.platform) -> str | None:
 
 
 def smi_environment() -> dict[str, str]:
-    """nvidia-smi runs with no loader or library-path variables of the caller's (a shim could answer for it)."""
-    return {key: value for key, value in os.environ.items() if not key.startswith(("LD_", "DYLD_"))}
+    """nvidia-smi runs with what every worker starts with (startup.worker_environment), less the loader's and
+    library-path variables of the caller's (a shim could answer for it)."""
+    return {key: value for key, value in worker_environment().items() if not key.startswith(("LD_", "DYLD_"))}
 
 
 def smi_uuids() -> list[str]:

@@ -162,3 +162,12 @@ def test_a_fake_torch_mapping_its_own_libraries_with_its_own_nvidia_smi_cannot_c
     reason = run.result["checks"]["device_compute"]["reason"]
     assert "held no NVIDIA driver device open" in reason and "libcuda.so was not mapped" in reason
     assert run.returncode == 1 and next(v for v in run.result["requirements"] if v["name"] == "cuda")["ok"] is False
+
+
+def test_nvidia_smi_runs_without_the_callers_loader_git_or_openssl_variables(monkeypatch):
+    for name, value in (("LD_PRELOAD", "/tmp/x.so"), ("LD_LIBRARY_PATH", "/tmp"), ("GIT_CONFIG_COUNT", "1"),
+                        ("OPENSSL_CONF", "/tmp/openssl.cnf"), ("PYTHONPATH", "/tmp")):
+        monkeypatch.setenv(name, value)
+    environment = nvidia_driver.smi_environment()
+    assert not {"LD_PRELOAD", "LD_LIBRARY_PATH", "GIT_CONFIG_COUNT", "OPENSSL_CONF", "PYTHONPATH"} & set(environment)
+    assert environment.get("PATH") == os.environ["PATH"]
