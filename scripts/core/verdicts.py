@@ -67,12 +67,14 @@ GATE_CHECK_FLAGS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
 }
 
 
+# Agreement between the result's own records first: the refusal's summary line names the first reasons, and a
+# contradicted record is the most direct one (the build and view rules then list what follows from it).
 GATE_RESULT_RULES: dict[str, Rule] = {
+    "device_agrees": device_agrees,
+    "cleanup_agrees": cleanup_agrees,
+    "source_files": source_files,
     "build_cross_check": build_cross_check,
     "device_views": device_views,
-    "source_files": source_files,
-    "cleanup_agrees": cleanup_agrees,
-    "device_agrees": device_agrees,
     "missing_reads_allowed": missing_reads_allowed,
     "load_safety": load_safety,
     "collectives_ran": collectives_ran,
