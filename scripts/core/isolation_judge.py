@@ -101,9 +101,16 @@ def isolation_forgeries(result: dict[str, Any]) -> list[str]:
         return []
     isolation = result.get("isolation")
     why = f"a result of a gate that records it ({', '.join(markers[:3])})"
+    device = result.get("device") if isinstance(result.get("device"), dict) else {}
+    # The gate records the views beside whatever the device worker reported (its phases): deleting them
+    # must not turn the device claim into an older result's, which core.verdicts judges without views.
+    views_deleted = ["device.views is missing beside the device worker's phases on a result of a gate that "
+                     "records them: a current result is never exempt as an older one"] \
+        if "phases" in device and "views" not in device else []
     if not isinstance(isolation, dict):
-        return [f"isolation is {isolation!r} on {why}: a current result is never exempt as an older one"]
-    problems = []
+        return [f"isolation is {isolation!r} on {why}: a current result is never exempt as an older one",
+                *views_deleted]
+    problems = list(views_deleted)
     allowed = isolation.get("allowed")
     if not isinstance(allowed, bool):
         problems.append(f"isolation.allowed is {allowed!r} on {why}: a current result is never exempt as an older one")

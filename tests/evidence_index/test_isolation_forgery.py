@@ -60,6 +60,7 @@ FORGERIES = {
                                      "isolation.allowed is None on a result of a gate that records it"),
     "vector-then-allowed-deleted": (_vector_then(_deleted("isolation.allowed")),
                                     "isolation.allowed is None on a result of a gate that records it"),
+    "views-deleted": (_deleted("device.views"), "device.views is missing beside the device worker's phases"),
     # 6. `present` is what the facts recorded next to it say.
     "pth-not-present": (lambda d: d["isolation"].update(executing_pth_files=["zz_plant.pth"]),
                         "isolation.present is recorded [], its findings, executing_pth_files and device_worker_loaded "
