@@ -165,7 +165,8 @@ def problems_of(result: dict[str, Any], name: str, environment: dict[str, Any] |
 def asked(result: dict[str, Any]) -> list[str]:
     """The requirements the result's arguments asked for, in the order the gate records them."""
     arguments = _dict(result, "arguments")
-    names = [str(n) for n in arguments.get("require") or [] if isinstance(n, str)]
+    require = arguments.get("require")
+    names = [n for n in require if isinstance(n, str)] if isinstance(require, list) else []
     if arguments.get("require_device"):
         names.append(f"device={arguments['require_device']}")
     if arguments.get("require_filesystem"):

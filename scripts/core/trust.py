@@ -110,7 +110,8 @@ def device_view_problems(device: Any) -> list[str]:
     problems += record_problems(record)
     mapped = views.get("mapped") if isinstance(views.get("mapped"), dict) else {}
     if mapped.get("observed") == "linux-proc-maps":
-        missing = [name for name in BACKEND_LIBRARIES.get(str(kind), ()) if name not in (mapped.get("torch_lib") or [])]
+        torch_lib = mapped.get("torch_lib") if isinstance(mapped.get("torch_lib"), list) else []
+        missing = [name for name in BACKEND_LIBRARIES.get(str(kind), ()) if name not in torch_lib]
         if missing:
             problems.append(f"the device worker did not map {', '.join(missing)} from the verified torch "
                             f"(seen from /proc/<pid>/maps): its {kind} claim is not backed by torch's library")

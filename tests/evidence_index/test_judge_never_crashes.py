@@ -1,0 +1,56 @@
+"""The judge answers every input with a judgement, never a traceback: each field of a real gate result replaced
+by a value of another JSON type is refused by name (schema or rule), not crashed on. Two such inputs
+(`arguments.require = 5`, `device.views.mapped.torch_lib = 5`) raised TypeError inside the rules."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+from core import contract, verdicts
+
+from tests.conftest import ROOT
+
+EVIDENCE = ROOT / "evidence"
+RESULTS = ("local/run-local/platform-runtime-cpu.json", "local/run-local/kernodeck-diagnostic-cpu.json",
+           "local/training-run/training-run-check.json", "nfs/platform-runtime-nfs.json", "nfs/nfs-harness.json")
+OTHER_TYPES = (5, [5], {"x": 5}, None)
+
+
+def paths(value, prefix=(), depth=5):
+    if depth == 0:
+        return
+    items = value.items() if isinstance(value, dict) else enumerate(value[:2]) if isinstance(value, list) else ()
+    for key, child in items:
+        yield (*prefix, key)
+        yield from paths(child, (*prefix, key), depth - 1)
+
+
+def replaced(document: dict, path: tuple, value) -> dict:
+    edited = copy.deepcopy(document)
+    target = edited
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return edited
+
+
+@pytest.mark.parametrize("name", RESULTS)
+def test_every_field_of_another_type_is_judged_not_crashed_on(name):
+    document = json.loads((EVIDENCE / name).read_text(encoding="utf-8"))
+    gate = name.endswith(("platform-runtime-cpu.json", "platform-runtime-nfs.json"))
+    tried = crashed = 0
+    failures = []
+    for path in paths(document):
+        for value in OTHER_TYPES:
+            edited = replaced(document, path, value)
+            tried += 1
+            try:
+                contract.judge_bytes(json.dumps(edited).encode())
+                if gate:
+                    verdicts.result_problems(edited)
+            except Exception as error:  # noqa: BLE001 - any exception is the defect this test looks for
+                crashed += 1
+                failures.append(f"{'.'.join(map(str, path))} = {value!r}: {type(error).__name__}: {error}")
+    assert tried > 40 and not failures, f"{crashed} of {tried} edits crashed the judge:\n" + "\n".join(failures[:20])
