@@ -22,9 +22,11 @@ CORE_FILES = ("scripts/core/__init__.py", "scripts/core/contract.py", "scripts/c
 def hash_sources(root: Path, paths: Iterable[str], resolved: dict[str, str] | None = None) -> dict[str, str | None]:
     """{path: sha256}, None for a file that is absent or a path that is not a plain relative path.
 
-    A path that is not a file at the root but names exactly one tracked file by its tail (a result
-    that lists `train.py` for `scripts/reprise/train.py`) is hashed from that file; `resolved`, when
-    given, receives {claimed: repo path} for each such case so the index says what was compared.
+    A path that is not a file at the root but names a tracked file by its tail (a result that lists
+    `train.py` for `scripts/reprise/train.py`) is hashed from that file; where the tail names several
+    (`strict_json.py`: core's, and reprise's byte-for-byte copy), only when they are the same bytes, since
+    then whichever ran, those bytes ran. `resolved`, when given, receives {claimed: repo path(s)} for each
+    such case so the index says what was compared.
     """
     resolved_root = root.resolve()
     tracked: list[str] | None = None
@@ -38,12 +40,12 @@ def hash_sources(root: Path, paths: Iterable[str], resolved: dict[str, str] | No
             if tracked is None:
                 tracked = _tracked_files(root)
             candidates = [t for t in tracked if t.endswith("/" + name)]
-            if len(candidates) != 1:
+            if not candidates or len({_digest_or_none(root / c, resolved_root) for c in candidates}) != 1:
                 hashes[name] = None
                 continue
             actual = candidates[0]
             if resolved is not None:
-                resolved[name] = actual
+                resolved[name] = ", ".join(candidates)
         path = root / actual
         try:
             if not path.resolve().is_relative_to(resolved_root) or not path.is_file():
@@ -53,6 +55,13 @@ def hash_sources(root: Path, paths: Iterable[str], resolved: dict[str, str] | No
         except OSError:
             hashes[name] = None
     return hashes
+
+
+def _digest_or_none(path: Path, root: Path) -> str | None:
+    try:
+        return sha256_file(path) if path.resolve().is_relative_to(root) and path.is_file() else None
+    except OSError:
+        return None
 
 
 def _tracked_files(root: Path) -> list[str]:
