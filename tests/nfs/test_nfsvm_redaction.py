@@ -64,3 +64,9 @@ def test_the_recorder_lists_what_its_scrub_left_and_the_cli_refuses_it(tmp_path)
     written = json.loads((tmp_path / "evidence" / "versions.json").read_text())
     assert written["python"]["site_packages"] == "<venv>/lib/python3.11/site-packages"
 
+
+
+def test_the_committed_systemd_evidence_holds_no_absolute_path():
+    folder = ROOT / "evidence" / "nfs-systemd"
+    found = {p.name: evidence.absolute_paths(p.read_text()) for p in sorted(folder.iterdir())}
+    assert {name: paths for name, paths in found.items() if paths} == {}
