@@ -8,6 +8,12 @@ The torch load of a training-run checkpoint (`weights_only_load`) is repeated, w
 `torch.load(weights_only=True)`, wherever the index runs with a torch it can import (the gate's venv). Only an
 interpreter without torch takes it as recorded, and only for a checkpoint whose bytes match the recorded
 SHA-256 and its .sha256.
+
+A reprise summary records its checkpoint's contents (the weights and Adam tensors, the history, the data
+progress, the scheduler), and the verification compares summaries only: wherever torch imports, each bound
+reprise checkpoint is loaded with the reprise code's own loader (torch.load(weights_only=True), then its
+validation) and compared with its summary (reprise_compare.summary_checkpoint_problems), so a checkpoint
+swapped under an unchanged summary is not authentic. Without torch that account is taken as recorded.
 """
 
 from __future__ import annotations
@@ -118,9 +124,65 @@ def checkpoint_problems(folder: str, recorded: Any, observed: Any, where: str) -
 
 
 def summary_problems(subject: str, document: dict[str, Any], observed: Any) -> list[str]:
+    """Its checkpoint bound by digest, then (where torch imports) loaded and compared with what it records."""
     checkpoint = document.get("checkpoint") if isinstance(document.get("checkpoint"), dict) else {}
-    return checkpoint_problems(posixpath.dirname(subject), checkpoint.get("sha256"), observed,
-                               subject.removeprefix("artifacts/"))
+    folder, where = posixpath.dirname(subject), subject.removeprefix("artifacts/")
+    problems = checkpoint_problems(folder, checkpoint.get("sha256"), observed, where)
+    if problems or not torch_importable():
+        return problems  # without torch the summary's account of the checkpoint is taken as recorded
+    name = f"{folder}/{reprise_common.CHECKPOINT_NAME}"
+    loaded = _loaded(name, observed, document)
+    if isinstance(loaded, str):
+        return [f"{where}: {loaded}"]
+    return [f"{where}: {problem} ({name.removeprefix('artifacts/')})"
+            for problem in reprise_compare.summary_checkpoint_problems(document, loaded, _core())]
+
+
+# {sha256:code:data: the checkpoint as loaded, or why not}: each bound checkpoint loads once per process
+_LOADS: dict[str, Any] = {}
+
+
+def _core() -> Any:
+    """reprise_core, the reprise code's own export (it imports torch: once per process, and only here)."""
+    import reprise_core
+
+    return reprise_core
+
+
+def _bound_bytes(name: str, observed: Any) -> bytes | None:
+    """The bytes of a bound `artifacts/` file, on disk or inside its artifact's zip, if they are the bound ones."""
+    if observed.root is None:
+        return None
+    relative = name.removeprefix("artifacts/")
+    path = observed.root / relative
+    data = None
+    if path.is_file() and not path.is_symlink() and path.stat().st_size <= reprise_common.MAX_CHECKPOINT_BYTES:
+        data = path.read_bytes()
+    elif not path.exists():
+        from .verify import _zip_entry  # an artifact kept as its zip only
+
+        entry = _zip_entry(observed.root, relative)
+        if entry is not None:
+            with entry as stream:
+                data = stream.read(reprise_common.MAX_CHECKPOINT_BYTES + 1)
+    bound = observed.digests.get(name)
+    return data if data is not None and training_run_contract.sha256_bytes(data) == bound else None
+
+
+def _loaded(name: str, observed: Any, summary: dict[str, Any]) -> Any:
+    """The checkpoint through the reprise loader (torch.load(weights_only=True), then its own validation against
+    the code and data the summary names), or a sentence saying why it is not."""
+    source = summary.get("source") if isinstance(summary.get("source"), dict) else {}
+    key = f"{observed.digests[name]}:{source.get('code_sha256')}:{source.get('data_sha256')}"
+    if key not in _LOADS:
+        data = _bound_bytes(name, observed)
+        if data is None:
+            return f"{UNVERIFIABLE}{name.removeprefix('artifacts/')} is not readable beside it: not loaded"
+        try:
+            _LOADS[key] = _core().load_checkpoint(data, source.get("code_sha256"), source.get("data_sha256"))
+        except reprise_common.RepriseError as error:
+            _LOADS[key] = f"{name.removeprefix('artifacts/')} does not load as its summary's checkpoint: {error}"
+    return _LOADS[key]
 
 
 def _run(base: str, name: str, observed: Any) -> tuple[Any, list[str]]:

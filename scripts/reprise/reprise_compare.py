@@ -201,3 +201,53 @@ def integrity_checks(runs: dict[str, Run], expected_steps: dict[str, int], cut: 
 
 def training_diverged(checks: dict[str, dict[str, Any]]) -> bool:
     return any(not checks[name]["passed"] for name in TRAINING_CHECKS)
+
+
+def _plain(value: Any) -> Any:
+    """A checkpoint value as JSON holds it (tuples as lists), so a summary compares with it exactly."""
+    if isinstance(value, dict):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    return value
+
+
+def summary_checkpoint_problems(summary: dict[str, Any], loaded: Any, core: Any) -> list[str]:
+    """What summary.json records about its checkpoint, against the checkpoint as torch.load(weights_only=True)
+    reads it back. The summary is written from the process's own read-back, so every part must be exactly
+    the checkpoint's; the verifier compares summaries only, so a checkpoint swapped under an unchanged summary
+    (its SHA-256 redone) is seen here or nowhere. ``core`` is reprise_core (torch): its own export_state and
+    param_group re-derive the summary's fields, passed in so this module stays torch-free for the verifier."""
+    parts = ("model", "optimizer", "history", "progress", "scheduler")
+    if not isinstance(loaded, dict) or any(part not in loaded for part in parts):
+        return ["the checkpoint is not a reprise checkpoint (it lacks model, optimizer, history, progress or "
+                "scheduler)"]
+    try:
+        exported, group = core.export_state(loaded), core.param_group(loaded)
+        next_lr = float(loaded["optimizer"]["param_groups"][0]["lr"])
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError) as error:
+        return [f"the checkpoint's state does not export ({type(error).__name__}: {str(error)[:80]})"]
+    problems = []
+    state = summary.get("state") if isinstance(summary.get("state"), dict) else {}
+    differing = sorted(name for name in set(exported) | set(state) if exported.get(name) != state.get(name))
+    if differing:
+        more = f" and {len(differing) - 4} more" if len(differing) > 4 else ""
+        problems.append(f"state: {', '.join(differing[:4])}{more} differ from the checkpoint's tensors")
+    record = summary.get("checkpoint") if isinstance(summary.get("checkpoint"), dict) else {}
+    actual = common.state_fingerprint(exported)
+    if record.get("state_sha256") != actual:
+        problems.append(f"checkpoint.state_sha256 is {str(record.get('state_sha256'))[:16]}..., the checkpoint's "
+                        f"tensors give {actual[:16]}...")
+    source = summary.get("source") if isinstance(summary.get("source"), dict) else {}
+    facts = {"history": (summary.get("history"), _plain(loaded["history"])),
+             "progress": (summary.get("progress"), _plain(loaded["progress"])),
+             "scheduler": (summary.get("scheduler"), _plain(loaded["scheduler"])),
+             "optimizer_param_group": (summary.get("optimizer_param_group"), _plain(group)),
+             "next_lr": (summary.get("next_lr"), next_lr),
+             "steps_done": (summary.get("steps_done"), _plain(loaded["progress"]).get("steps_done")
+                            if isinstance(loaded["progress"], dict) else None),
+             "source.code_sha256": (source.get("code_sha256"), loaded.get("code_sha256")),
+             "source.data_sha256": (source.get("data_sha256"), loaded.get("data_sha256"))}
+    problems += [f"{name} differs from the checkpoint's" for name, (recorded, held) in facts.items()
+                 if recorded != held]
+    return problems

@@ -107,6 +107,25 @@ def test_negative_controls_that_did_not_diverge_are_not_authentic(tmp_path):
                    "negative_divergence_detected: recorded True, the bytes say False")
 
 
+def test_a_resumed_checkpoint_swapped_for_a_diverged_one_is_not_authentic(tmp_path):
+    """The resumed run's checkpoint replaced by the torch control's (it diverged), its .sha256 and the summary's
+    checkpoint digest and size redone, the summary's state (equal to continu's) left: every digest agrees and
+    the verification re-derives from the summaries, so only loading the checkpoint (weights_only) and comparing
+    its tensors with the summary's state shows it."""
+    import hashlib
+
+    folder = copy(tmp_path, "local/run-local")
+    resumed = reprise(folder) / "reprise"
+    forged = (resumed.parent / "controles" / "omit-torch" / "checkpoint.pt").read_bytes()
+    replace_checkpoint(resumed, forged)
+    edit_json(resumed / "summary.json", lambda d: d["checkpoint"].update(
+        sha256=hashlib.sha256(forged).hexdigest(), bytes=len(forged)))
+    code, report = rebuild_and_verify(folder)
+    assert_refused(code, report, "reprise/summary.json: state: model.0.bias, model.0.weight",
+                   "differ from the checkpoint's tensors", "reprise/checkpoint.pt",
+                   "reprise/summary.json: history differs from the checkpoint's")
+
+
 # --- the training-run check, re-run by the index ---------------------------------------------------------
 
 def test_the_untouched_training_run_copy_stays_authentic(tmp_path):
