@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from core import collectives, result_format
+from core import collectives, gate_parameters, result_format
 from core.device_verdicts import (  # noqa: F401 - re-exported
     FORWARD_TOLERANCE,
     FORWARD_TOLERANCE_DEVICE,
@@ -78,6 +78,7 @@ GATE_RESULT_RULES: dict[str, Rule] = {
     "missing_reads_allowed": missing_reads_allowed,
     "load_safety": load_safety,
     "collectives_ran": collectives_ran,
+    "gate_parameters": gate_parameters.gate_parameters,  # the values the gate always runs with
     "missing_fields": result_format.missing_fields,  # a current result lacks no field its gate always writes
 }
 

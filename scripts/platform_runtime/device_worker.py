@@ -33,6 +33,7 @@ from pathlib import Path
 if not __package__:  # started as its own file under `python -I`, which leaves scripts/ off sys.path
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from core import gate_parameters  # noqa: E402
 from core.device_verdicts import load_safety  # noqa: E402
 from core.files import finite  # noqa: E402
 
@@ -40,8 +41,10 @@ from platform_runtime.device_checkpoint import checkpoint_round_trip  # noqa: E4
 from platform_runtime.device_resolve import device_kind, resolve, synchronize  # noqa: E402
 from platform_runtime.device_training import train  # noqa: E402
 
+Matrix = list[list[float]]
 
-def known_matrices(n: int = 8) -> tuple[list[list[float]], list[list[float]], list[list[float]]]:
+
+def known_matrices(n: int = gate_parameters.MATMUL_SIZE) -> tuple[Matrix, Matrix, Matrix]:
     """Small-integer matrices and their product, computed without torch: exact in float32."""
     a = [[float((i * 7 + j * 3) % 11 - 5) for j in range(n)] for i in range(n)]
     b = [[float((i * 5 + j * 2) % 13 - 6) for j in range(n)] for i in range(n)]
@@ -145,13 +148,14 @@ def import_torch(site_dir: str | None):
 def matmul(torch, device, phase: Phases) -> dict:
     with phase("matmul") as record:
         a, b, expected = known_matrices()
-        left = torch.tensor(a, dtype=torch.float32, device=device)
-        right = torch.tensor(b, dtype=torch.float32, device=device)
+        dtype = getattr(torch, gate_parameters.MATMUL_DTYPE)
+        left = torch.tensor(a, dtype=dtype, device=device)
+        right = torch.tensor(b, dtype=dtype, device=device)
         product = left @ right
         record["tensor_devices"] = phase.devices_of([left, right, product])
     got = [[float(v) for v in row] for row in product.to("cpu").tolist()]
-    return {"shape": [len(a), len(b[0])], "dtype": "float32", "device": phase.devices_of([product])[0],
-            "equals_python_answer": got == expected}
+    return {"shape": [len(a), len(b[0])], "dtype": gate_parameters.MATMUL_DTYPE,
+            "device": phase.devices_of([product])[0], "equals_python_answer": got == expected}
 
 
 def compute(torch, device, workspace: Path, report: dict, stage: Stage) -> None:

@@ -27,6 +27,7 @@ import threading
 import time
 from pathlib import Path
 
+from core import gate_parameters
 from core.files import (
     TEMP_SUFFIX,
     RetryCounter,
@@ -332,10 +333,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("replace")
     p.add_argument("workspace", type=Path)
     deadline_option(p)
-    p.add_argument("--writers", type=int, default=4)
-    p.add_argument("--replaces", type=int, default=50)
-    p.add_argument("--readers", type=int, default=2)
-    p.add_argument("--min-versions", type=int, default=10)
+    p.add_argument("--writers", type=int, default=gate_parameters.REPLACE_WRITERS)
+    p.add_argument("--replaces", type=int, default=gate_parameters.REPLACE_PER_WRITER)
+    p.add_argument("--readers", type=int, default=gate_parameters.REPLACE_READERS)
+    p.add_argument("--min-versions", type=int, default=gate_parameters.MIN_DISTINCT_VERSIONS)
     p.add_argument("--tolerate-missing", action="store_true")
     p = sub.add_parser("replace-writer")
     p.add_argument("target", type=Path)
@@ -349,8 +350,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("append")
     p.add_argument("workspace", type=Path)
     deadline_option(p)
-    p.add_argument("--writers", type=int, default=8)
-    p.add_argument("--records", type=int, default=200)
+    p.add_argument("--writers", type=int, default=gate_parameters.APPEND_PROCESSES)
+    p.add_argument("--records", type=int, default=gate_parameters.APPEND_RECORDS_PER_PROCESS)
     p = sub.add_parser("append-writer")
     p.add_argument("target", type=Path)
     p.add_argument("writer", type=int)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from core import collectives, trust, verdicts
 from core.contract import GATE_SCHEMA_ID
+from core.gate_parameters import MIN_DISTINCT_VERSIONS
 from core.platforms import os_facts
 from core.provenance import git_state, github_facts, platform_facts
 from core.result_format import SCHEMA_VERSION
@@ -50,7 +51,6 @@ class Options:
     device_timeout_s: float = 300.0
     fs_timeout_s: float = children.FS_CHECK_TIMEOUT_S
     probe_timeout_s: float = 30.0
-    min_versions: int = 10
     collectives: str | None = None  # a number of ranks, "auto", or None: the check is not run
     collectives_timeout_s: float = 60.0  # the process group's timeout (init and every op)
     collectives_port: int = 0  # 0: the launcher picks a free loopback port
@@ -253,7 +253,7 @@ class Gate:
     def _run_parallel(self, device: tuple, workspace: Path, on_nfs: bool) -> list[children.ChildOutcome]:
         fs_args = {
             "failing_writer": ["failing-writer", str(workspace)],
-            "concurrent_replace": ["replace", str(workspace), "--min-versions", str(self.options.min_versions),
+            "concurrent_replace": ["replace", str(workspace), "--min-versions", str(MIN_DISTINCT_VERSIONS),
                                    *(["--tolerate-missing"] if on_nfs else [])],
             "jsonl_append": ["append", str(workspace)],
         }

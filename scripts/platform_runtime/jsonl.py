@@ -16,12 +16,14 @@ import os
 import time
 from pathlib import Path
 
+from core.gate_parameters import LOCK_METHOD_POSIX, LOCK_METHOD_WINDOWS
+
 if os.name == "nt":
     import msvcrt
 else:
     import fcntl
 
-METHOD = "msvcrt-locking-lockfile" if os.name == "nt" else "fcntl-lockf-exclusive"
+METHOD = LOCK_METHOD_WINDOWS if os.name == "nt" else LOCK_METHOD_POSIX  # written once in core.gate_parameters
 
 
 def record_line(writer: int, seq: int, padding: int = 160) -> bytes:

@@ -23,6 +23,7 @@ GATE_SOURCES: tuple[str, ...] = (
     "scripts/core/files.py",
     "scripts/core/fleet.py",
     "scripts/core/gate_judge.py",
+    "scripts/core/gate_parameters.py",
     "scripts/core/harness_judge.py",
     "scripts/core/isolation_judge.py",
     "scripts/core/outcomes.py",

@@ -1,0 +1,77 @@
+"""The gate's fixed parameters, written once: the workers (scripts/platform_runtime/fs_worker.py, killed_writer.py,
+device_worker.py, device_training.py, jsonl.py) take their defaults from here, and the judge refuses a gate result
+that records any other value. No gate CLI option changes one of them, so a recorded value that differs is an
+edit (a forged min_distinct_versions=1 makes one version "enough"), never a run that asked for it.
+
+The fs worker itself still takes other values on its own command line (the tests and the NFS VM run it so): the
+check rules (core.sharing_verdicts, core.writer_verdicts) judge any parameters consistently; only a gate result is
+pinned to these, by `gate_parameters` (a result-level rule, core.verdicts.GATE_RESULT_RULES).
+
+Stdlib only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.device_verdicts import STEPS
+from core.facts import get
+
+REPLACE_WRITERS = 4
+REPLACE_PER_WRITER = 50
+REPLACE_READERS = 2
+MIN_DISTINCT_VERSIONS = 10
+APPEND_PROCESSES = 8
+APPEND_RECORDS_PER_PROCESS = 200
+KILLS = 20
+KILL_MAX_DELAY_S = 0.03
+MATMUL_SIZE = 8  # the known n x n matrices (device_worker.known_matrices)
+MATMUL_DTYPE = "float32"
+# The locks the JSONL appender takes, by OS (scripts/platform_runtime/jsonl.py): nothing else is a lock.
+LOCK_METHOD_POSIX = "fcntl-lockf-exclusive"
+LOCK_METHOD_WINDOWS = "msvcrt-locking-lockfile"
+LOCK_METHODS = (LOCK_METHOD_POSIX, LOCK_METHOD_WINDOWS)
+
+# {path in the result: the value the gate always records}, each judged where the check recorded it.
+PINNED: dict[str, Any] = {
+    "checks.concurrent_replace.writers": REPLACE_WRITERS,
+    "checks.concurrent_replace.replaces_per_writer": REPLACE_PER_WRITER,
+    "checks.concurrent_replace.readers": REPLACE_READERS,
+    "checks.concurrent_replace.min_distinct_versions": MIN_DISTINCT_VERSIONS,
+    "checks.jsonl_append.processes": APPEND_PROCESSES,
+    "checks.jsonl_append.records_per_process": APPEND_RECORDS_PER_PROCESS,
+    "checks.failing_writer.killed_writer.kills_requested": KILLS,
+    "checks.failing_writer.killed_writer.max_delay_s": KILL_MAX_DELAY_S,
+    "checks.device_compute.training.steps": STEPS,
+    "checks.device_compute.matmul.shape": [MATMUL_SIZE, MATMUL_SIZE],
+    "checks.device_compute.matmul.dtype": MATMUL_DTYPE,
+}
+# The check a pinned path belongs to, and the field whose presence says the check recorded its measurements (a
+# check whose worker gave no payload records none, and fails by its own rule).
+_MEASURED = {"concurrent_replace": "writes", "jsonl_append": "processes", "failing_writer": "killed_writer",
+             "device_compute": "stage"}
+
+
+def gate_parameters(result: dict[str, Any]) -> list[str]:
+    """Each pinned parameter a gate result records with another value (or type), named with both values."""
+    checks = result.get("checks") if isinstance(result.get("checks"), dict) else {}
+    problems = []
+    for path, wanted in PINNED.items():
+        name = path.split(".")[1]
+        check = checks.get(name)
+        if not isinstance(check, dict) or _MEASURED[name] not in check:
+            continue
+        parent, _, key = path.rpartition(".")
+        holder = get(result, parent)
+        if not isinstance(holder, dict):
+            # Not recorded: a version-1 result has no killed-writer stage, a device worker that failed early no
+            # training (core.result_format requires them where the gate writes them; their rules fail without).
+            continue
+        value = holder.get(key)
+        if value != wanted or type(value) is not type(wanted):
+            problems.append(f"{path} is {value!r}: the gate always runs with {wanted!r} (core.gate_parameters)")
+    for path in ("checks.jsonl_append.method", "checks.jsonl_append.lock_probe.method"):
+        if isinstance(checks.get("jsonl_append"), dict) and "processes" in checks["jsonl_append"]:
+            method = get(result, path)
+            if method not in LOCK_METHODS:
+                problems.append(f"{path} is {method!r}: the gate locks with one of {', '.join(LOCK_METHODS)}")
+    return problems
