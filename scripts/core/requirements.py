@@ -4,8 +4,9 @@ a recorded `ok` that disagrees not authentic).
 
 A GPU requirement (cuda, rocm, mps, or --require-device of one) holds only when the device check passed by
 its measurements, the device is that kind, every phase's tensors lived only there with a synchronize and
-bytes resident (and allocated, on CUDA/ROCm), the torch build is one of that backend, and the build
-cross-check is empty. windows and nfs are core.platforms' rules. Stdlib only.
+bytes resident (and allocated, on CUDA/ROCm), the torch build is one of that backend, the worker's own probe
+of the GPU saw it (core.gpu_view, CUDA/ROCm), and the build cross-check is empty. windows and nfs are
+core.platforms' rules. Stdlib only.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from core import collectives, isolation_judge, trust, verdicts
+from core.gpu_view import gpu_view_problems
 from core.platforms import filesystem_problems, nfs_problems, os_facts, os_problems, windows_problems
 from core.torch_build_rules import BACKEND_LIBRARIES
 
@@ -91,7 +93,7 @@ def backend_problems(device: dict[str, Any], kind: str) -> list[str]:
         if mps.get("fallback_env_set") is not False:
             problems.append(f"{MPS_FALLBACK} was set (or not recorded): MPS operations may silently run on the CPU")
     if kind in ("cuda", "rocm"):
-        problems += build_kind_problems(build, torch, kind)
+        problems += build_kind_problems(build, torch, kind) + gpu_view_problems(device, kind)
     cross = device.get("build_cross_check")
     if cross != []:
         problems.append(f"device.build_cross_check is {cross!r}")

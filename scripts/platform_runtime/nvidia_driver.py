@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from core import gpu_view
+
 from platform_runtime.startup import worker_environment
 
 PROC_GPUS = Path("/proc/driver/nvidia/gpus")
@@ -28,11 +30,8 @@ SMI_LOCATIONS = {
 
 def normal_uuid(text: str | None) -> str | None:
     """A UUID as torch prints it (8-4-4-4-12 hex, no prefix) or as the driver does (GPU-..., MIG-...),
-    lower case without the prefix; None for anything else."""
-    if not text:
-        return None
-    match = re.fullmatch(r"(?:GPU-|MIG-)?([0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12})", text.strip())
-    return match.group(1).lower() if match else None
+    lower case without the prefix; None for anything else (core.gpu_view's pattern, the judge's too)."""
+    return gpu_view.normal_uuid(text)
 
 
 def parse_information(text: str) -> str | None:

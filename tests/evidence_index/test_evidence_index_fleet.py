@@ -40,8 +40,8 @@ def fleet_run(fake: FakeGitHub, failing: str | None = None) -> dict[str, FakeArt
         job_id, name = 5100 + offset * 7, f"{prefix}cuda ({box})"
         result = gate_result("cuda", ok=box != failing, sources=sources, run_id=fake.run_id, job_id=job_id,
                              repository=fake.repository, sha=fake.head_sha)
-        result["device"]["cuda"] = {"name": f"NVIDIA {box.upper()}", "device_count": 8, "kernel_driver": "580.95.05",
-                                    "available": True}
+        result["device"]["cuda"] = {**result["device"]["cuda"], "name": f"NVIDIA {box.upper()}", "device_count": 8,
+                                    "kernel_driver": "580.95.05", "available": True}
         result["device"]["torch_build"] = {**result["device"]["torch_build"], "version": "2.13.0+cu130"}
         artifact = FakeArtifact(id=3900 + offset, name=f"platform-runtime-cuda-{box}-attempt-1",
                                 content=make_zip({"platform-runtime-cuda.json": json.dumps(result).encode()}))

@@ -12,14 +12,24 @@ def phases(kind: str, **changes) -> dict:
     return {name: {**record, **changes.get(name, {})} for name in PHASES}
 
 
+# The worker's probe of the GPU, as the committed H200 run recorded it (evidence/cuda/run; its UUID replaced).
+H200_PROBE = {"backend": "cuda", "available": True, "device_count": 1, "name": "NVIDIA H200",
+              "total_memory_bytes": 150109880320, "uuid": "00000000-1111-2222-3333-444444444444",
+              "capability": "9.0", "arch": "sm_90", "arch_in_build": True,
+              "arch_list": ["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"]}
+# ROCm's from device_resolve.probe_cuda's rule (no AMD GPU has been lent: written from the code, not recorded).
+MI300_PROBE = {"backend": "rocm", "available": True, "device_count": 1, "name": "AMD Instinct MI300X",
+               "total_memory_bytes": 205520896000, "uuid": None, "arch": "gfx942", "arch_in_build": True,
+               "arch_list": ["gfx90a", "gfx942"], "compiled_cuda": None, "compiled_hip": "6.4"}
 CPU_DEVICE = {"type": "cpu", "resolved": "cpu", "ran_on": ["cpu"], "peak_allocated_bytes": None}
 CUDA_DEVICE = {"type": "cuda", "resolved": "cuda:0", "ran_on": ["cuda"], "peak_allocated_bytes": 1 << 20,
                "phases": phases("cuda"), "torch": {"cuda": "12.8", "hip": None},
                "torch_build": {"cuda": "12.8", "hip": None, "backend_libraries": ["libtorch_cuda.so"]},
-               "build_cross_check": []}
+               "cuda": {**H200_PROBE, "compiled_cuda": "12.8", "compiled_hip": None}, "build_cross_check": []}
 ROCM_DEVICE = {**CUDA_DEVICE, "type": "rocm", "ran_on": ["rocm"], "phases": phases("rocm"),
                "torch": {"cuda": None, "hip": "6.4"},
-               "torch_build": {"cuda": None, "hip": "6.4", "backend_libraries": ["libtorch_hip.so"]}}
+               "torch_build": {"cuda": None, "hip": "6.4", "backend_libraries": ["libtorch_hip.so"]},
+               "cuda": MI300_PROBE}
 # A fake MPS run (no Mac here): the judge's input as a passing MPS worker would report it.
 FAKE_MPS_DEVICE = {"type": "mps", "resolved": "mps", "ran_on": ["mps"], "peak_allocated_bytes": 4096,
                    "phases": phases("mps"), "mps": {"built": True, "available": True, "fallback_env_set": False},
@@ -161,7 +171,7 @@ def test_a_cumulative_peak_alone_no_longer_proves_cuda():
     # With the phases, the build's files and an empty cross-check (what a gate of today records), it holds.
     now = {**H200_BEFORE_PHASES, "phases": phases("cuda"),
            "torch_build": {"cuda": "13.0", "hip": None, "backend_libraries": ["libtorch_cuda.so"]},
-           "build_cross_check": []}
+           "cuda": {**H200_PROBE, "compiled_cuda": "13.0", "compiled_hip": None}, "build_cross_check": []}
     assert verdict(["cuda"], dev=now)[0]["ok"] is True
 
 
