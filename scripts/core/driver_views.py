@@ -14,6 +14,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from core.gpu_view import normal_uuid
+
+# Where platform_runtime.nvidia_driver read the driver's list of GPUs (`device.views.driver.source`).
+PROC_SOURCE, SMI_SOURCE = "proc-driver-nvidia", "nvidia-smi-L"
+DRIVER_SOURCES = (PROC_SOURCE, SMI_SOURCE, f"{PROC_SOURCE}+{SMI_SOURCE}")
 CUDA_DEVICES = re.compile(r"nvidiactl|nvidia\d+|dxg")
 ROCM_DEVICE = "kfd"
 GPU_KINDS = ("cuda", "rocm")
@@ -51,3 +56,26 @@ def driver_access_problems(kind: Any, views: dict[str, Any]) -> list[str]:
             problems.append(f"device.views.driver_access.kfd_gpu_nodes is {nodes!r}: the kernel driver's topology "
                             "(/sys/class/kfd/kfd/topology/nodes) lists no GPU")
     return problems
+
+
+def driver_list_problems(driver: dict[str, Any], reported_uuid: Any) -> list[str]:
+    """Why `device.views.driver` does not show the worker's device UUID on the kernel driver's list; empty when
+    it does. The UUIDs are not recorded (they identify a machine), so `listed` is taken only where every fact
+    beside it allows it: a list read from a known source, holding at least one GPU, and a valid UUID reported --
+    the worker's own (`device.cuda.uuid`), so `reported_uuid_valid` is recomputed too."""
+    if driver.get("listed") is not True:
+        return [str(driver.get("problem") or "the device UUID is not on the kernel driver's list")]
+    problems = []
+    if driver.get("source") not in DRIVER_SOURCES:
+        problems.append(f"device.views.driver.source is {driver.get('source')!r}: the driver's list was not read "
+                        f"({' or '.join(DRIVER_SOURCES)})")
+    gpus = driver.get("driver_gpus")
+    if type(gpus) is not int or gpus < 1:
+        problems.append(f"device.views.driver.driver_gpus is {gpus!r}: the kernel driver's list holds no GPU")
+    valid = normal_uuid(reported_uuid) is not None
+    if driver.get("reported_uuid_valid") is not True or not valid:
+        problems.append(f"device.views.driver.reported_uuid_valid is {driver.get('reported_uuid_valid')!r} and the "
+                        f"worker's device.cuda.uuid is {'a' if valid else 'not a'} UUID: no UUID was looked up")
+    if driver.get("problem") is not None:
+        problems.append(f"device.views.driver.problem is {driver.get('problem')!r} beside listed true")
+    return [f"device.views.driver.listed is recorded True, its facts do not allow it: {p}" for p in problems]

@@ -8,14 +8,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.driver_views import driver_access_problems
+from core.driver_views import driver_access_problems, driver_list_problems
 
 # Requirements a vector does not fail: a CPU is every machine's, so no injection can make a machine claim
 # one it lacks; refusing them would only fail every developer's run that sets PYTHONPATH.
 INJECTION_EXEMPT = ("device=cpu",)
 ALLOW_FLAG = "--allow-injection-vectors"
-# The backend library a device type's torch must have mapped into the device worker, seen by the parent.
-BACKEND_LIBRARIES = {"cpu": ("libtorch_cpu.so",), "cuda": ("libtorch_cpu.so", "libtorch_cuda.so"),
+# The backend libraries a device type's torch must have mapped into the device worker, seen by the parent.
+# libtorch_cuda.so needs libc10_cuda.so (its ELF NEEDED list; every CUDA wheel's torch/lib ships both), so a
+# CUDA worker maps both. ROCm's libc10_hip.so is not required: no ROCm wheel's contents were checked.
+BACKEND_LIBRARIES = {"cpu": ("libtorch_cpu.so",), "cuda": ("libtorch_cpu.so", "libtorch_cuda.so", "libc10_cuda.so"),
                      "rocm": ("libtorch_cpu.so", "libtorch_hip.so")}
 
 
@@ -120,6 +122,6 @@ def device_view_problems(device: Any) -> list[str]:
                         "not backed by what it loaded")
     if kind == "cuda":
         driver = views.get("driver") if isinstance(views.get("driver"), dict) else {}
-        if driver.get("listed") is not True:
-            problems.append(str(driver.get("problem") or "the device UUID is not on the kernel driver's list"))
+        cuda = device.get("cuda") if isinstance(device.get("cuda"), dict) else {}
+        problems += driver_list_problems(driver, cuda.get("uuid"))
     return problems + driver_access_problems(kind, views)

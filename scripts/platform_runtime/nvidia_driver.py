@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from core import gpu_view
+from core.driver_views import PROC_SOURCE, SMI_SOURCE
 
 from platform_runtime.startup import worker_environment
 
@@ -93,12 +94,12 @@ def uuid_check(reported: str | None, proc_root: Path = PROC_GPUS, smi=smi_uuids)
     UUIDs themselves are not recorded (they identify a machine)."""
     wanted = normal_uuid(reported)
     listed = proc_uuids(proc_root)
-    source = "proc-driver-nvidia" if listed else None
+    source = PROC_SOURCE if listed else None
     if wanted is None or wanted not in listed:
         from_smi = smi()
         if from_smi:
-            listed, source = sorted(set(listed) | set(from_smi)), "nvidia-smi-L" if not listed else \
-                "proc-driver-nvidia+nvidia-smi-L"
+            listed, source = sorted(set(listed) | set(from_smi)), SMI_SOURCE if not listed else \
+                f"{PROC_SOURCE}+{SMI_SOURCE}"
     return {"listed": wanted is not None and wanted in listed, "source": source, "driver_gpus": len(listed),
             "reported_uuid_valid": wanted is not None}
 

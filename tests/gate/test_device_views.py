@@ -163,27 +163,38 @@ def test_a_torch_without_a_record_or_with_one_that_lists_no_torch_file_does_not_
 # --- the judgement (core.trust), from recorded views ----------------------------------------------------------
 
 GOOD_VIEWS = {"record": {"verified": True, "files": 3, "bytes": 10, "duration_s": 0.1, "problems": []},
-              "mapped": {"observed": "linux-proc-maps", "torch_lib": ["libtorch_cpu.so", "libtorch_cuda.so"]},
-              "driver": {"listed": True, "source": "proc-driver-nvidia", "driver_gpus": 1, "problem": None},
+              "mapped": {"observed": "linux-proc-maps",
+                         "torch_lib": ["libc10_cuda.so", "libtorch_cpu.so", "libtorch_cuda.so"]},
+              "driver": {"listed": True, "source": "proc-driver-nvidia", "driver_gpus": 1, "reported_uuid_valid": True,
+                         "problem": None},
               # what a native CUDA process holds (tests/gate/test_driver_access.py judges this view on its own)
               "driver_access": {"devices_open": ["nvidia-uvm", "nvidia0", "nvidiactl"],
                                 "cuda_library": {"name": "libcuda.so.1", "from": "system", "deleted": False}}}
 
 
+# The worker's own report of its device (a UUID in torch's form), which the driver's list was searched for.
+PROBE = {"uuid": "6f9c2f5e-1d3b-2c4a-9e8f-0123456789ab"}
+
+
 def test_views_that_agree_back_a_cuda_claim():
-    assert trust.device_view_problems({"type": "cuda", "views": GOOD_VIEWS}) == []
+    assert trust.device_view_problems({"type": "cuda", "cuda": PROBE, "views": GOOD_VIEWS}) == []
 
 
 @pytest.mark.parametrize("path, value, words", [
     (("record", "verified"), False, "device.views.record.verified is recorded False, its measurements say True"),
     (("mapped", "torch_lib"), ["libtorch_cpu.so"], "did not map libtorch_cuda.so"),
+    (("mapped", "torch_lib"), ["libtorch_cpu.so", "libtorch_cuda.so"], "did not map libc10_cuda.so"),
     (("mapped", "observed"), "unreadable", "could not be read before it exited"),
     (("driver", "listed"), False, "not on the kernel driver's list"),
+    (("driver", "source"), None, "device.views.driver.source is None"),
+    (("driver", "driver_gpus"), 0, "device.views.driver.driver_gpus is 0"),
+    (("driver", "reported_uuid_valid"), False, "device.views.driver.reported_uuid_valid is False"),
+    (("driver", "problem"), "no GPU", "device.views.driver.problem is 'no GPU' beside listed true"),
 ])
 def test_each_view_that_disagrees_refuses_the_claim(path, value, words):
     views = json.loads(json.dumps(GOOD_VIEWS))
     views[path[0]][path[1]] = value
-    problems = trust.device_view_problems({"type": "cuda", "views": views})
+    problems = trust.device_view_problems({"type": "cuda", "cuda": PROBE, "views": views})
     assert any(words in p for p in problems), problems
 
 
@@ -197,9 +208,17 @@ def test_each_view_that_disagrees_refuses_the_claim(path, value, words):
 def test_a_record_recorded_verified_is_recomputed_from_its_measurements(facts, words):
     views = json.loads(json.dumps(GOOD_VIEWS))
     views["record"].update(facts)  # `verified` left True
-    problems = trust.device_view_problems({"type": "cuda", "views": views})
+    problems = trust.device_view_problems({"type": "cuda", "cuda": PROBE, "views": views})
     assert any(words in p for p in problems), problems
     assert "device.views.record.verified is recorded True, its measurements say False" in problems
+
+
+def test_listed_needs_the_workers_own_uuid_to_be_one():
+    """The adversary's `{"listed": true}` alone, and a full driver view beside a worker that reported no UUID."""
+    assert any("device.views.driver.listed is recorded True" in p for p in trust.device_view_problems(
+        {"type": "cuda", "cuda": PROBE, "views": {**GOOD_VIEWS, "driver": {"listed": True}}}))
+    problems = trust.device_view_problems({"type": "cuda", "cuda": {"uuid": None}, "views": GOOD_VIEWS})
+    assert any("device.cuda.uuid is not a UUID" in p for p in problems), problems
 
 
 def test_a_result_with_no_views_at_all_is_refused():

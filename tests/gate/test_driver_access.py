@@ -21,7 +21,7 @@ from core import driver_views, trust
 from platform_runtime import driver_access, nvidia_driver, procmaps
 
 from tests.conftest import ROOT
-from tests.gate.test_device_views import FILES, GOOD_VIEWS, installed_torch
+from tests.gate.test_device_views import FILES, GOOD_VIEWS, PROBE, installed_torch
 from tests.gate.test_gate_isolation import FORGED_CUDA_REPORT, bare_venv, run_gate_with
 
 UUID = "6f9c2f5e-1d3b-2c4a-9e8f-0123456789ab"
@@ -81,7 +81,7 @@ def test_what_a_real_cuda_box_shows_backs_the_claim():
     assert driver_views.driver_access_problems("cuda", views(REAL_CUDA_ACCESS)) == []
     wsl = {"devices_open": ["dxg"], "cuda_library": {"name": "libcuda.so.1", "from": "system", "deleted": False}}
     assert driver_views.driver_access_problems("cuda", views(wsl)) == []
-    assert trust.device_view_problems({"type": "cuda", "views": views(REAL_CUDA_ACCESS)}) == []
+    assert trust.device_view_problems({"type": "cuda", "cuda": PROBE, "views": views(REAL_CUDA_ACCESS)}) == []
 
 
 @pytest.mark.parametrize("access, words", [
