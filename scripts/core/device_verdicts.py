@@ -71,6 +71,10 @@ def _training(p: str, check: dict[str, Any]) -> list[str]:
                         f"for {STEPS} steps")
     elif not losses[-1] < losses[0]:
         problems.append(f"{p}.training.losses go from {losses[0]!r} to {losses[-1]!r}: the loss did not decrease")
+    steps = get(check, "training.steps")
+    if steps != len(losses) or steps != STEPS or not count(steps):
+        problems.append(f"{p}.training.steps is {steps!r}, the worker recorded {len(losses)} loss(es) of its "
+                        f"{STEPS} steps")
     problems += need(p, check, "training.parameters_changed", True)
     error = get(check, "training.update_rule_max_relative_error")
     if not number(error) or not 0 <= error <= UPDATE_RULE_TOLERANCE:
@@ -86,6 +90,9 @@ def _checkpoint(p: str, check: dict[str, Any], kind: str | None) -> list[str]:
     if not number(error) or not 0 <= error <= tolerance:
         problems.append(f"{p}.checkpoint.forward_max_abs_error is {error!r}, a pass needs at most {tolerance} "
                         f"on {kind}")
+    size = get(check, "checkpoint.bytes")
+    if not (count(size) and size > 0):
+        problems.append(f"{p}.checkpoint.bytes is {size!r}: no checkpoint was written")
     if not (count(get(check, "checkpoint.tensors_compared")) and get(check, "checkpoint.tensors_compared")):
         problems.append(f"{p}.checkpoint.tensors_compared is {get(check, 'checkpoint.tensors_compared')!r}: "
                         "nothing was compared")

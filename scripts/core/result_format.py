@@ -79,4 +79,9 @@ def missing_fields(result: dict[str, Any]) -> list[str]:
     if isinstance(checks.get("device_compute"), dict) and checks["device_compute"].get("stage") == "done":
         device = obj(result, "device")
         problems += [f"device.{field} is missing: {why}" for field in REQUIRED_DEVICE if not _has(device, field)]
+        record = obj(obj(device, "views"), "record")
+        # core.trust excuses a record without it as older; a current one that found no problem always counts it
+        # (only a RECORD check cut at its deadline records none, and fails by its problems).
+        if record.get("problems") == [] and "bytecode_unlisted" not in record:
+            problems.append(f"device.views.record.bytecode_unlisted is missing: {why}")
     return problems

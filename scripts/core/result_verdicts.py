@@ -5,14 +5,18 @@ Stdlib only."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from core import trust
 from core.device_verdicts import device_kind, load_safety_problems
-from core.facts import get, obj
+from core.facts import get, number, obj
 from core.torch_build_rules import MISSING_TORCH, recorded_cross_check
 
 CLEANUP_PASSING = ("cleaned", "retained")  # retained: --keep-workspace, whoever keeps it verifies it
+# The workspace the gate makes in the work dir (scripts/platform_runtime/gate.py): one name, never a path.
+WORKSPACE_PREFIX = "platform-runtime-"
+WORKSPACE_NAME = re.compile(re.escape(WORKSPACE_PREFIX) + r"[0-9a-f]{12}")
 NFS_TYPES = ("nfs", "nfs4")  # where a name can vanish for an instant while it is replaced (re-exported by contract)
 
 
@@ -96,7 +100,7 @@ def device_agrees(result: dict[str, Any]) -> list[str]:
 
 
 def missing_reads_allowed(result: dict[str, Any]) -> list[str]:
-    """The gate tolerates a name missing while it is replaced only on NFS."""
+    """The gate tolerates a name missing while it is replaced on NFS, and only there."""
     check = obj(_checks(result), "concurrent_replace")
     fs_type = get(result, "filesystem.type")
     problems = []
@@ -106,4 +110,45 @@ def missing_reads_allowed(result: dict[str, Any]) -> list[str]:
     if check.get("tolerate_missing") is True and fs_type not in NFS_TYPES:  # the gate passes it on NFS only
         problems.append(f"checks.concurrent_replace.tolerate_missing is true on {fs_type!r}: the readers are told "
                         "to tolerate a missing name only on NFS")
+    if fs_type in NFS_TYPES and "tolerate_missing" in check and check["tolerate_missing"] is not True:
+        # ... and always on NFS (gate.py passes --tolerate-missing there): false is another run's record.
+        problems.append(f"checks.concurrent_replace.tolerate_missing is {check['tolerate_missing']!r} on "
+                        f"{fs_type!r}: the gate always tells the readers to tolerate a missing name on NFS")
     return problems
+
+
+def workspace_name(result: dict[str, Any]) -> list[str]:
+    """`workspace_cleanup.workspace` is the one name the gate made in the work dir (platform-runtime- and 12 hex
+    digits), never a path such as ../../etc: what was cleaned is that name. None only where no workspace was
+    made, and then nothing was cleaned."""
+    name, status = get(result, "workspace_cleanup.workspace"), get(result, "workspace_cleanup.status")
+    if name is None and status not in CLEANUP_PASSING:
+        return []
+    if isinstance(name, str) and WORKSPACE_NAME.fullmatch(name):
+        return []
+    return [f"workspace_cleanup.workspace is {str(name)[:80]!r}: the gate's workspace is one name, "
+            f"{WORKSPACE_PREFIX} and 12 hex digits, in the work dir"]
+
+
+def _is_duration(key: str) -> bool:
+    return key.endswith("_s") or key == "seconds"
+
+
+def durations(result: dict[str, Any]) -> list[str]:
+    """Every duration, deadline and timeout the result records (a key ending in _s, or `seconds`) is a finite
+    number of seconds, never negative, or None where nothing was timed."""
+    found: list[str] = []
+
+    def walk(value: Any, path: str) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                where = f"{path}.{key}" if path else str(key)
+                if _is_duration(str(key)) and item is not None and not (number(item) and item >= 0):
+                    found.append(f"{where} is {item!r}: a duration is a non-negative number of seconds")
+                walk(item, where)
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                walk(item, f"{path}[{index}]")
+
+    walk(result, "")
+    return found

@@ -40,10 +40,12 @@ from core.result_verdicts import (  # noqa: F401 - re-exported
     collectives_ran,
     device_agrees,
     device_views,
+    durations,
     load_safety,
     missing_reads_allowed,
     source_files,
     workspace_cleanup,
+    workspace_name,
 )
 from core.sharing_verdicts import concurrent_replace, concurrent_replace_flags, jsonl_append, jsonl_append_flags
 from core.writer_verdicts import FAILURE_STAGES, failing_writer, failing_writer_flags, killed_writer  # noqa: F401
@@ -77,6 +79,8 @@ GATE_RESULT_RULES: dict[str, Rule] = {
     "device_views": device_views,
     "missing_reads_allowed": missing_reads_allowed,
     "load_safety": load_safety,
+    "workspace_name": workspace_name,
+    "durations": durations,
     "collectives_ran": collectives_ran,
     "gate_parameters": gate_parameters.gate_parameters,  # the values the gate always runs with
     "missing_fields": result_format.missing_fields,  # a current result lacks no field its gate always writes

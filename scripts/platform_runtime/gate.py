@@ -19,6 +19,7 @@ from core.gate_parameters import MIN_DISTINCT_VERSIONS
 from core.platforms import os_facts
 from core.provenance import git_state, github_facts, platform_facts
 from core.result_format import SCHEMA_VERSION
+from core.result_verdicts import WORKSPACE_PREFIX
 
 from platform_runtime import budget, children, collective_record, device_views, isolation, startup, torch_build
 from platform_runtime.claims import MPS_FALLBACK, NFS_TYPES, Requirements, conflicts, evaluate
@@ -165,7 +166,7 @@ class Gate:
         started = time.monotonic()
         result = skeleton(options, self.device_to_resolve())
         refused = conflicts(options.requirements, options.device)
-        workspace_name = f"platform-runtime-{secrets.token_hex(6)}"
+        workspace_name = f"{WORKSPACE_PREFIX}{secrets.token_hex(6)}"
         failures: list[str] = []
         exit_code = EXIT_OK
         try:

@@ -101,3 +101,60 @@ def test_the_untouched_result_records_the_pinned_parameters(tmp_path, real):  # 
     assert real["checks"]["failing_writer"]["killed_writer"]["kills_requested"] == gate_parameters.KILLS
     verified, report = index_and_verify(tmp_path, copy.deepcopy(real))
     assert verified.returncode == 0, report["problems"]
+
+
+# --- 18. each alone under ok: true, and 8. an ext4 result relabelled NFS ----------------------------------------
+
+def _set(path: str, value):
+    def edit(d: dict) -> None:
+        *parents, key = path.split(".")
+        holder = d
+        for part in parents:
+            holder = holder[part]
+        holder[key] = value
+    return edit
+
+
+def _drop_bytecode(d: dict) -> None:
+    d["device"]["views"]["record"].pop("bytecode_unlisted")
+
+
+def _relabelled_nfs(d: dict) -> None:
+    """Finding 8: the NFS facts a real NFS run records, on an ext4 run whose readers were never told."""
+    d["filesystem"].update(type="nfs4", nfs_version="4.2", mount_options=[
+        "rw", "relatime", "vers=4.2", "rsize=1048576", "wsize=1048576", "namlen=255", "hard", "proto=tcp",
+        "timeo=600", "retrans=2", "sec=sys", "clientaddr=127.0.0.1", "local_lock=none", "addr=127.0.0.1"])
+    assert d["checks"]["concurrent_replace"]["tolerate_missing"] is False
+
+
+FACTS = {
+    "training-steps-fewer": (_set("checks.device_compute.training.steps", 3),
+                             "checks.device_compute.training.steps is 3, the worker recorded 12 loss(es)"),
+    "checkpoint-empty": (_set("checks.device_compute.checkpoint.bytes", 0),
+                         "checks.device_compute.checkpoint.bytes is 0"),
+    "killed-writer-negative-seconds": (_set("checks.failing_writer.killed_writer.seconds", -1),
+                                       "checks.failing_writer.killed_writer.seconds is -1: a duration"),
+    "check-negative-duration": (_set("checks.jsonl_append.duration_s", -5),
+                                "checks.jsonl_append.duration_s is -5: a duration"),
+    "workspace-a-path": (_set("workspace_cleanup.workspace", "../../etc"),
+                         "workspace_cleanup.workspace is '../../etc'"),
+    "workspace-absolute": (_set("workspace_cleanup.workspace", "/"), "workspace_cleanup.workspace is '/'"),
+    "bytecode-uncounted": (_drop_bytecode, "device.views.record.bytecode_unlisted is missing"),
+    "nfs-readers-not-told": (_relabelled_nfs, "checks.concurrent_replace.tolerate_missing is False on 'nfs4'"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FACTS))
+def test_each_forged_fact_is_not_authentic(tmp_path, real, name):  # noqa: F811
+    edit, field = FACTS[name]
+    document = copy.deepcopy(real)
+    edit(document)
+    assert document["ok"] is True
+    verified, report = index_and_verify(tmp_path, document)
+    assert verified.returncode == 3, verified.stdout
+    assert report["outcome"] == "not-authentic"
+    assert any(field in problem for problem in report["problems"]), report["problems"]
+    assert any("is recorded True" in problem for problem in report["problems"]), report["problems"]
+    judgement = judge(document)
+    assert judgement.ok is False and judgement.forged
+    assert any(field in reason for reason in judgement.reasons), judgement.reasons
