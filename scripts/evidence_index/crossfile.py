@@ -251,11 +251,14 @@ def _without_torch(folder: Path, document: dict[str, Any]) -> dict[str, Any]:
     for entry in recomputed["checks"]["checkpoints"]["files"]:
         if entry["sha256_matches"]:  # the load is not repeated without torch: the recorded answer for these bytes
             entry["weights_only_load"] = (recorded_files.get(entry["path"]) or {}).get("weights_only_load")
-    loads = [p for p in document.get("problems") or [] if isinstance(p, dict) and p.get("code") == WEIGHTS_PROBLEM]
+    # What needs the load (the load's refusal, the summary against the loaded checkpoint): as recorded.
+    codes = (WEIGHTS_PROBLEM, training_run_contract.DISAGREES_CHECKPOINT)
+    loads = [p for p in document.get("problems") or [] if isinstance(p, dict) and p.get("code") in codes]
     recomputed["problems"] += loads
     files = recomputed["checks"]["checkpoints"]["files"]
     recomputed["checks"]["checkpoints"]["ok"] = bool(files) and all(
-        f["sha256_matches"] and f["weights_only_load"] is True for f in files)
+        f["sha256_matches"] and f["weights_only_load"] is True for f in files) and not any(
+        p.get("code") == training_run_contract.DISAGREES_CHECKPOINT for p in loads)
     recomputed["ok"] = not recomputed["problems"]
     return recomputed
 

@@ -31,7 +31,8 @@ VERSION = 1
 
 DATA_FILE = HERE / "data.csv"
 # The code whose behaviour a checkpoint depends on; its fingerprint is stored in every checkpoint.
-CODE_FILES = ("train.py", "reprise_common.py", "reprise_core.py", "training_run_contract.py", "strict_json.py")
+CODE_FILES = ("train.py", "reprise_common.py", "reprise_core.py", "training_run_contract.py", "training_run_records.py",
+              "strict_json.py")
 CHECKPOINT_NAME = "checkpoint.pt"
 SUMMARY_NAME = "summary.json"
 # A reprise checkpoint is about 20 kB; anything far larger is not ours.

@@ -9,6 +9,13 @@ A run folder satisfies the contract when it holds:
   ``<name>.sha256`` (``sha256sum`` format) that matches its bytes, and each loadable with
   ``torch.load(..., map_location="cpu", weights_only=True)``.
 
+and the files agree with each other (``training_run_records``, as far as the folder records each fact, all
+of them for a folder train.py wrote): ``config.json``'s ``steps`` is the number of step records, numbered one
+after another from the step it resumed after; every ``loss`` is a finite number (a ``"nan"`` written as text
+is a failed run); the end record's and ``summary.json``'s ``steps_done`` are the last step; the summary's
+losses, learning rates, rows and final MSE are the metrics'; its ``device``, ``dtype`` and ``threads`` are the
+config's; and what it records about ``checkpoint.pt`` is what the checkpoint holds once loaded.
+
 It lives inside scripts/reprise/ so that folder runs copied alone. Writers (train.py here) use the
 names and the ``.sha256`` format from here; the checker (scripts/check_training_run.py) imports this
 module from this folder and calls :func:`check_run_dir`. torch is imported only to load a
@@ -25,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import strict_json  # core/strict_json.py's copy: the folder runs copied alone
+import training_run_records as records  # the rules across files (config, metrics, summary, checkpoint)
 
 SCHEMA = "kernodeck.training-run-check"
 VERSION = 1
@@ -112,7 +120,7 @@ def _read_text(path: Path, rel: str, problems: list[dict]) -> str | None:
         return None
 
 
-def check_config(root: Path, problems: list[dict]) -> dict:
+def check_config(root: Path, problems: list[dict], parsed: list | None = None) -> dict:
     text = _read_text(root / CONFIG_FILE, CONFIG_FILE, problems)
     if text is None:
         return {"present": (root / CONFIG_FILE).is_file(), "ok": False}
@@ -131,10 +139,12 @@ def check_config(root: Path, problems: list[dict]) -> dict:
         where = _non_finite(value)
         if where:
             _problem(problems, "non_finite", CONFIG_FILE, f"{CONFIG_FILE}: non-finite number at {where}")
+        elif parsed is not None:
+            parsed.append(value)
     return {"present": True, "ok": len(problems) == before}
 
 
-def check_metrics(root: Path, problems: list[dict]) -> dict:
+def check_metrics(root: Path, problems: list[dict], parsed: list | None = None) -> dict:
     text = _read_text(root / METRICS_FILE, METRICS_FILE, problems)
     if text is None:
         return {"present": (root / METRICS_FILE).is_file(), "ok": False, "lines": 0}
@@ -160,6 +170,8 @@ def check_metrics(root: Path, problems: list[dict]) -> dict:
         bad = _non_finite(record)
         if bad:
             _problem(problems, "non_finite", where, f"{where}: non-finite number at {bad}")
+        elif parsed is not None:
+            parsed.append((number, record))
     return {"present": True, "ok": len(problems) == before, "lines": len(lines)}
 
 
@@ -185,7 +197,8 @@ def load_weights_only(data: bytes) -> Any:
     return torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
 
 
-def check_checkpoint(root: Path, path: Path, max_bytes: int, problems: list[dict]) -> dict:
+def check_checkpoint(root: Path, path: Path, max_bytes: int, problems: list[dict],
+                     loaded: dict[str, Any] | None = None) -> dict:
     rel = path.relative_to(root).as_posix()
     entry: dict[str, Any] = {"path": rel, "bytes": path.stat().st_size, "sha256": None,
                              "sha256_matches": False, "weights_only_load": False}
@@ -209,29 +222,44 @@ def check_checkpoint(root: Path, path: Path, max_bytes: int, problems: list[dict
         return entry
     entry["sha256_matches"] = True
     try:
-        load_weights_only(data)
+        value = load_weights_only(data)
     except Exception as error:  # any refusal is the answer; never retried unsafely
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         _problem(problems, "not_weights_only_loadable", rel,
                  f"{rel} does not load with torch.load(weights_only=True): {type(error).__name__}: {reason[:300]}")
         return entry
     entry["weights_only_load"] = True
+    if loaded is not None:
+        loaded[rel] = value
     return entry
 
 
 def check_run_dir(root: Path, max_checkpoint_bytes: int = DEFAULT_MAX_CHECKPOINT_BYTES) -> dict:
     """Check one folder against the contract; the result lists every problem found, not only the first."""
     problems: list[dict] = []
+    config: list[Any] = []
+    lines: list[tuple[int, dict]] = []
     checks = {
-        "config": check_config(root, problems),
-        "metrics": check_metrics(root, problems),
+        "config": check_config(root, problems, config),
+        "metrics": check_metrics(root, problems, lines),
         "log": check_log(root, problems),
     }
-    checkpoints = [check_checkpoint(root, path, max_checkpoint_bytes, problems) for path in find_checkpoints(root)]
+    before = len(problems)
+    summary = records.agreement_problems(root, config[0] if config else None,
+                                         records.metrics_problems(lines, lambda *p: _problem(problems, *p)),
+                                         lambda *p: _problem(problems, *p))
+    loaded: dict[str, Any] = {}
+    checkpoints = [check_checkpoint(root, path, max_checkpoint_bytes, problems, loaded)
+                   for path in find_checkpoints(root)]
+    if summary is not None and records.CHECKPOINT in loaded:  # the summary's account of its checkpoint
+        records.checkpoint_problems(summary, loaded[records.CHECKPOINT], records.CHECKPOINT,
+                                    lambda *p: _problem(problems, *p))
     if not checkpoints:
         _problem(problems, "missing", "*.pt", "no checkpoint (*.pt or *.pth) in the folder")
+    _fail_named(checks, problems[before:])
     checks["checkpoints"] = {"count": len(checkpoints), "ok": bool(checkpoints) and all(
-        item["sha256_matches"] and item["weights_only_load"] for item in checkpoints), "files": checkpoints}
+        item["sha256_matches"] and item["weights_only_load"] for item in checkpoints)
+        and not any(p["code"] == DISAGREES_CHECKPOINT for p in problems), "files": checkpoints}
     return {
         "schema": SCHEMA,
         "version": VERSION,
@@ -240,3 +268,15 @@ def check_run_dir(root: Path, max_checkpoint_bytes: int = DEFAULT_MAX_CHECKPOINT
         "checks": checks,
         "problems": problems,
     }
+
+
+DISAGREES_CHECKPOINT = "checkpoint_disagrees"
+
+
+def _fail_named(checks: dict[str, dict], found: list[dict]) -> None:
+    """A problem across files fails the check of each contract file it names (config.json, metrics.jsonl)."""
+    for problem in found:
+        name = problem["path"].split(":", 1)[0]
+        for key, file_name in (("config", CONFIG_FILE), ("metrics", METRICS_FILE)):
+            if name == file_name:
+                checks[key]["ok"] = False

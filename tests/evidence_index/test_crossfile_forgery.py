@@ -167,6 +167,39 @@ def test_a_checkpoint_that_does_not_load_weights_only_is_not_authentic(tmp_path)
     assert rerun.returncode != 0 and "weights_only" in rerun.stdout + rerun.stderr
 
 
+def _metrics(change):
+    def edit(run: Path) -> None:
+        lines = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+        change(lines)
+        (run / "metrics.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return edit
+
+
+def _json(name: str, change):
+    return lambda run: edit_json(run / name, change)
+
+
+@pytest.mark.parametrize("edit, words", [
+    (_metrics(lambda m: m[0].update(loss=1e300)), "metrics.jsonl:1: loss 1e+300, summary.json history.losses holds"),
+    (_metrics(lambda m: m[0].update(loss="nan")), "metrics.jsonl:1: loss is 'nan': the loss was not finite"),
+    (_json("summary.json", lambda d: d.update(steps_done=1)), "summary.json steps_done is 1, the last step in"),
+    (_json("summary.json", lambda d: d["history"].update(losses=[5.0] * 5)),
+     "summary.json history.losses holds 5.0 for step 1"),
+    (_json("summary.json", lambda d: d.update(final_mse_eval=99.0)), "summary.json final_mse_eval is 99.0"),
+    (_json("config.json", lambda d: d.update(device="cuda")), "config.json device is 'cuda', the run ran with"),
+    (_json("config.json", lambda d: d.update(steps=500)), "config.json steps is 500, metrics.jsonl holds 5 step"),
+], ids=["loss-1e300", "loss-nan-text", "summary-steps-done", "summary-losses", "summary-final-mse", "config-cuda",
+        "config-500-steps"])
+def test_a_training_run_whose_files_disagree_under_an_ok_check_is_not_authentic(tmp_path, edit, words):
+    """The committed training run, one file edited so that it tells another story than the others, its check
+    (ok: true, no problem) left: the index re-runs the check, which compares config.json, metrics.jsonl,
+    summary.json and the checkpoint, and refuses the recorded pass naming the file and the field."""
+    folder = copy(tmp_path, "local/training-run")
+    edit(folder / "training-run")
+    code, report = rebuild_and_verify(folder)
+    assert_refused(code, report, "training-run-check.json re-run on training-run: check.ok: recorded True", words)
+
+
 def test_a_training_run_check_naming_a_folder_that_is_not_there_fails(tmp_path):
     folder = copy(tmp_path, "local/training-run")
     edit_json(folder / "training-run-check.json", lambda d: d.update(run_dir="elsewhere"))

@@ -36,6 +36,7 @@ def _load(name: str):
 
 
 _load("strict_json")  # imported by name by the modules below, as from their own folder
+_load("training_run_records")
 contract = _load("training_run_contract")
 
 

@@ -121,6 +121,58 @@ def test_a_checkpoint_that_is_not_weights_only_loadable_is_refused_and_never_run
     assert not marker.exists(), "the checker ran the payload"
 
 
+def edit_json(path: Path, change) -> None:
+    document = json.loads(path.read_text(encoding="utf-8"))
+    change(document)
+    path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+
+
+def edit_metrics(folder: Path, change) -> None:
+    lines = [json.loads(line) for line in (folder / "metrics.jsonl").read_text(encoding="utf-8").splitlines()]
+    change(lines)
+    (folder / "metrics.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+
+
+def _tensor_nudged(summary: dict) -> None:
+    summary["state"]["model.0.bias"]["values"][0] += 1e-6  # the summary no longer describes its checkpoint
+
+
+@pytest.mark.parametrize("edit, code, where, words", [
+    (lambda f: edit_metrics(f, lambda m: m[0].update(loss="nan")), "non_finite", "metrics.jsonl:1",
+     "loss is 'nan': the loss was not finite, the run failed"),
+    (lambda f: edit_metrics(f, lambda m: m[0].update(loss="0.5")), "not_a_number", "metrics.jsonl:1",
+     "loss is '0.5', not a number"),
+    (lambda f: edit_metrics(f, lambda m: m[0].update(loss=1e300)), "disagrees", "metrics.jsonl:1",
+     "summary.json history.losses holds"),
+    (lambda f: edit_metrics(f, lambda m: m.pop(3)), "steps_mismatch", "metrics.jsonl:4",
+     "step 5 follows step 3"),
+    (lambda f: edit_json(f / "config.json", lambda d: d.update(steps=500)), "steps_mismatch", "config.json",
+     "config.json steps is 500, metrics.jsonl holds 10 step record(s)"),
+    (lambda f: edit_json(f / "config.json", lambda d: d.pop("steps")), "missing", "config.json",
+     "config.json does not record steps"),
+    (lambda f: edit_json(f / "summary.json", lambda d: d.update(steps_done=1)), "steps_mismatch", "summary.json",
+     "summary.json steps_done is 1, the last step in metrics.jsonl is 10"),
+    (lambda f: edit_json(f / "summary.json", lambda d: d["history"].update(losses=[5.0] * 10)), "disagrees",
+     "metrics.jsonl:1", "summary.json history.losses holds 5.0 for step 1"),
+    (lambda f: edit_json(f / "summary.json", lambda d: d.update(final_mse_eval=99.0)), "disagrees", "summary.json",
+     "summary.json final_mse_eval is 99.0"),
+    (lambda f: edit_json(f / "config.json", lambda d: d.update(device="cuda")), "disagrees", "config.json",
+     "config.json device is 'cuda', the run ran with device 'cpu'"),
+    (lambda f: edit_json(f / "summary.json", _tensor_nudged), "checkpoint_disagrees", "checkpoint.pt",
+     "state: model.0.bias differ from the checkpoint's tensors"),
+    (lambda f: (f / "summary.json").unlink(), "missing", "summary.json", "summary.json is missing"),
+], ids=["loss-nan-text", "loss-text", "loss-1e300", "step-line-dropped", "config-steps", "config-steps-deleted",
+        "summary-steps-done", "summary-losses", "summary-final-mse", "config-device", "summary-state",
+        "summary-deleted"])
+def test_files_that_tell_two_stories_violate_the_contract(run_dir, tmp_path, edit, code, where, words):
+    """Each file well-formed on its own, one fact changed in one of them: the check compares config.json,
+    metrics.jsonl, summary.json and the loaded checkpoint, and names the file and the field."""
+    edit(run_dir)
+    ran, result = check(run_dir, tmp_path)
+    assert_violation(ran, result, code, where)
+    assert words in ran.stdout, ran.stdout
+
+
 def test_every_problem_is_listed_not_only_the_first(run_dir, tmp_path):
     (run_dir / "config.json").unlink()
     (run_dir / "logs" / "train.log").write_text("")

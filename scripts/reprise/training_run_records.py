@@ -1,0 +1,167 @@
+"""The training-run contract's rules across files: what config.json, metrics.jsonl, summary.json and the
+checkpoint say about one run must agree (scripts/reprise/training_run_contract.check_run_dir calls these).
+
+A folder can be well-formed file by file and still tell two stories: a config of 500 steps beside 5 metrics
+lines, a loss of 1e300 the summary never saw, a summary whose losses are not the checkpoint's, a config on
+cuda for a run that ran on the CPU. Each fact is compared as far as the folder records it; a folder written
+by train.py (config schema kernodeck.reprise.config) must record all of them, so deleting a field does not
+skip its comparison. A loss that is not a finite number (core.files writes a NaN as the string "nan") is a
+failed run: the check fails, whatever else agrees.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import strict_json
+
+REPRISE_CONFIG = "kernodeck.reprise.config"
+REPRISE_SUMMARY = "kernodeck.reprise.summary"
+SUMMARY_FILE = "summary.json"
+CONFIG, METRICS = "config.json", "metrics.jsonl"  # training_run_contract's names (it imports this module)
+CHECKPOINT = "checkpoint.pt"  # the one a reprise summary describes (reprise_common.CHECKPOINT_NAME)
+NON_FINITE_TEXT = frozenset({"nan", "-nan", "inf", "-inf", "+inf", "infinity", "-infinity", "+infinity"})
+# Where and how the run ran: the config's plan, and the summary's account of the run under the same names.
+PLACE_FIELDS = ("device", "dtype", "threads")
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def loss_problem(value: Any, where: str) -> tuple[str, str] | None:
+    """(code, message) when a recorded loss is not a finite number."""
+    if _number(value):
+        return None
+    if isinstance(value, float) or (isinstance(value, str) and value.strip().lower() in NON_FINITE_TEXT):
+        return "non_finite", f"{where}: loss is {value!r}: the loss was not finite, the run failed"
+    return "not_a_number", f"{where}: loss is {value!r}, not a number"
+
+
+def metrics_problems(records: list[tuple[int, dict]], problem) -> dict[str, Any]:
+    """Each line's loss and step; the steps numbered one after another. Returns the steps seen and the end
+    record (the last {"event": "end"}), for the comparisons with the other files."""
+    steps: list[tuple[int, dict]] = []
+    end = None
+    for number, record in records:
+        where = f"{METRICS}:{number}"
+        if "loss" in record:
+            found = loss_problem(record["loss"], where)
+            if found:
+                problem(found[0], where, found[1])
+        if "step" in record:
+            if not _count(record["step"]) or record["step"] < 1:
+                problem("not_a_number", where, f"{where}: step is {record['step']!r}, not a positive integer")
+                continue
+            if steps and record["step"] != steps[-1][1]["step"] + 1:
+                problem("steps_mismatch", where, f"{where}: step {record['step']} follows step "
+                        f"{steps[-1][1]['step']}: the steps are not one after another")
+            steps.append((number, record))
+        elif record.get("event") == "end":
+            end = (number, record)
+    return {"steps": steps, "end": end}
+
+
+def read_summary(root: Path, required: bool, problem) -> dict | None:
+    path = root / SUMMARY_FILE
+    if not path.is_file():
+        if required:
+            problem("missing", SUMMARY_FILE, f"{SUMMARY_FILE} is missing (train.py writes one beside its config)")
+        return None
+    try:
+        value = strict_json.parse_strict(path.read_bytes())
+    except (OSError, ValueError) as error:
+        problem("unparsable", SUMMARY_FILE, f"{SUMMARY_FILE} is not strict JSON: {str(error)[:200]}")
+        return None
+    if not isinstance(value, dict):
+        problem("not_object", SUMMARY_FILE, f"{SUMMARY_FILE} must hold one JSON object")
+        return None
+    return value
+
+
+def _recorded(document: dict, key: str, required: bool, name: str, problem) -> Any:
+    if key not in document and required:
+        problem("missing", name, f"{name} does not record {key}")
+    return document.get(key)
+
+
+def agreement_problems(root: Path, config: Any, seen: dict[str, Any], problem) -> dict | None:
+    """config.steps, the metrics' steps and end record, summary.json's steps, losses, rates, rows, final MSE and
+    where it ran, each against the others. Returns the reprise summary (for the checkpoint comparison)."""
+    config = config if isinstance(config, dict) else {}
+    reprise = config.get("schema") == REPRISE_CONFIG
+    summary = read_summary(root, reprise, problem)
+    reprise = reprise or (summary or {}).get("schema") == REPRISE_SUMMARY
+    steps, end = seen["steps"], seen["end"]
+    last = steps[-1][1]["step"] if steps else None
+    if reprise and not steps:
+        problem("steps_mismatch", METRICS, f"{METRICS} holds no step record")
+    if reprise and end is None:
+        problem("missing", METRICS, f"{METRICS} holds no end record ({{\"event\": \"end\", ...}})")
+    planned = _recorded(config, "steps", reprise, CONFIG, problem)
+    if planned is not None and planned != len(steps):
+        problem("steps_mismatch", CONFIG, f"{CONFIG} steps is {planned!r}, {METRICS} holds {len(steps)} step "
+                "record(s)")
+    resume = config.get("resume")
+    before = resume.get("steps_done") if isinstance(resume, dict) else (0 if reprise else None)
+    if _count(before) and steps and steps[0][1]["step"] != before + 1:
+        problem("steps_mismatch", METRICS, f"{METRICS}:{steps[0][0]}: the first step is {steps[0][1]['step']}, "
+                f"the run started after step {before} ({CONFIG} resume)")
+    done = {f"{METRICS}:{end[0]} steps_done": end[1].get("steps_done")} if end else {}
+    if summary is not None:
+        done[f"{SUMMARY_FILE} steps_done"] = _recorded(summary, "steps_done", reprise, SUMMARY_FILE, problem)
+    for name, value in done.items():
+        if value is not None and value != last:
+            problem("steps_mismatch", name.split(" ")[0], f"{name} is {value!r}, the last step in {METRICS} is "
+                    f"{last!r}")
+    if summary is None:
+        return None
+    _summary_agreement(config, summary, steps, end, reprise, problem)
+    return summary if reprise else None
+
+
+def _summary_agreement(config: dict, summary: dict, steps: list, end: Any, reprise: bool, problem) -> None:
+    history = _recorded(summary, "history", reprise, SUMMARY_FILE, problem)
+    history = history if isinstance(history, dict) else {}
+    for key, field in (("loss", "losses"), ("lr", "lrs"), ("rows", "rows")):
+        values = history.get(field)
+        if not isinstance(values, list):
+            if reprise:
+                problem("missing", SUMMARY_FILE, f"{SUMMARY_FILE} does not record history.{field}")
+            continue
+        for number, record in steps:
+            held = values[record["step"] - 1] if record["step"] <= len(values) else None
+            if key in record and record[key] != held:
+                problem("disagrees", f"{METRICS}:{number}", f"{METRICS}:{number}: {key} {record[key]!r}, "
+                        f"{SUMMARY_FILE} history.{field} holds {held!r} for step {record['step']}")
+    if end is not None and "final_mse_eval" in end[1]:
+        recorded = _recorded(summary, "final_mse_eval", reprise, SUMMARY_FILE, problem)
+        if recorded != end[1]["final_mse_eval"]:
+            problem("disagrees", SUMMARY_FILE, f"{SUMMARY_FILE} final_mse_eval is {recorded!r}, {METRICS}:{end[0]} "
+                    f"says {end[1]['final_mse_eval']!r}")
+    for key in PLACE_FIELDS:  # where the run ran, as the run recorded it
+        if key in config and key in summary and config[key] != summary[key]:
+            problem("disagrees", CONFIG, f"{CONFIG} {key} is {config[key]!r}, the run ran with {key} "
+                    f"{summary[key]!r} ({SUMMARY_FILE})")
+        elif reprise and key not in config:
+            problem("missing", CONFIG, f"{CONFIG} does not record {key}")
+
+
+def checkpoint_problems(summary: dict, loaded: Any, rel: str, problem) -> None:
+    """The reprise summary against the checkpoint as torch.load(weights_only=True) read it (torch is loaded
+    already): the reprise verifier's own comparison, with the reprise code's own export."""
+    folder = str(Path(__file__).resolve().parent)
+    if folder not in sys.path:  # loaded by path (a test, an importer): its neighbours import each other by name
+        sys.path.append(folder)
+    import reprise_compare  # late: reprise_core imports torch, which the file-level checks never pay
+    import reprise_core
+
+    for found in reprise_compare.summary_checkpoint_problems(summary, loaded, reprise_core):
+        problem("checkpoint_disagrees", rel, f"{SUMMARY_FILE} and {rel}: {found}")
