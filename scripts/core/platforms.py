@@ -4,10 +4,10 @@ and for the judge's re-derivation of those requirements (core.requirements) and 
 
 `platform.system` is one fact among many that speak to the operating system: the kernel release string,
 how the file system was named (mountinfo, GetVolumeInformationW, statfs), the lock method (fcntl or msvcrt),
-how the device worker's libraries were seen (/proc/<pid>/maps), the torch wheel's platform tag and its
-libraries' suffix. Each is read here as the set of systems it allows; a system is proven only when every
-recorded fact allows it, so a Linux result edited to say Windows (or Darwin) is refused by the facts left as
-they were recorded.
+how the device worker's libraries were seen (/proc/<pid>/maps) and which it mapped, the compiler that built
+the interpreter, the torch wheel's platform tag and its libraries' suffix. Each is read here as the set of
+systems it allows; a system is proven only when every recorded fact allows it, so a Linux result edited to
+say Windows (or Darwin) is refused by the facts left as they were recorded.
 """
 
 from __future__ import annotations
@@ -27,9 +27,10 @@ POSIX = LINUX | DARWIN
 # values beside its claims (evidence_index.results), so an online proof reads the same facts.
 OS_FACT_PATHS = (
     "platform.system", "platform.release", "platform.machine", "platform.windows_version", "platform.mac_version",
-    "filesystem.method", "filesystem.mount_id", "filesystem.mount_options", "filesystem.drive_type",
-    "checks.jsonl_append.method", "checks.jsonl_append.lock_probe.method", "device.type",
-    "device.views.mapped.observed", "device.torch_build.wheel_tags", "device.torch_build.backend_libraries",
+    "platform.python_compiler", "filesystem.method", "filesystem.mount_id", "filesystem.mount_options",
+    "filesystem.drive_type", "checks.jsonl_append.method", "checks.jsonl_append.lock_probe.method", "device.type",
+    "device.views.mapped.observed", "device.views.mapped.torch_lib", "device.torch_build.wheel_tags",
+    "device.torch_build.backend_libraries",
 )
 # NFS's own mount options: the Linux client always shows vers=, proto= and sec= (fs/nfs/super.c).
 NFS_OPTION_KEYS = ("vers", "nfsvers", "proto", "sec")
@@ -82,6 +83,23 @@ def _libraries(names: list[Any]) -> set[str] | None:
     return allowed
 
 
+def _compiler(value: str) -> set[str] | None:
+    """The systems the compiler that built the interpreter allows, as CPython writes it (the bracket of
+    sys.version that platform.python_compiler() returns): MSVC's `MSC v.1938 64 bit (AMD64)` (PC/pyconfig.h;
+    a clang-cl build keeps `MSC v.` and the `NN bit (ARCH)` suffix), Apple's clang `Clang 15.0.0
+    (clang-1500.3.9.4)` (its __clang_version__), GCC's `GCC 12.2.0` (Linux), an LLVM clang's bare `Clang 18.1.8`
+    (python-build-standalone on Linux, conda-forge on macOS)."""
+    if "MSC v." in value or re.search(r"\d+ bit \(", value):
+        return WINDOWS
+    if value.startswith("Clang") and ("(clang-" in value or "Apple" in value):
+        return DARWIN
+    if value.startswith("GCC"):
+        return DARWIN if "Apple" in value else LINUX
+    if value.startswith("Clang"):
+        return POSIX
+    return None
+
+
 def _lock_method(value: str) -> set[str] | None:
     return POSIX if value.startswith("fcntl") else WINDOWS if value.startswith("msvcrt") else None
 
@@ -113,6 +131,11 @@ def _allowed(path: str, value: Any) -> set[str] | None:
     if path == "device.views.mapped.observed":
         return LINUX if value in ("linux-proc-maps", "unreadable") else WINDOWS | DARWIN if value == "not-linux" \
             else None
+    if path == "platform.python_compiler":
+        return _compiler(str(value))
+    if path == "device.views.mapped.torch_lib" and isinstance(value, list):
+        # Only the Linux observer (/proc/<pid>/maps) names mapped libraries: elsewhere the gate records [].
+        return LINUX if value else None
     if path == "device.torch_build.wheel_tags" and isinstance(value, list):
         return _wheel_tags(value)
     if path == "device.torch_build.backend_libraries" and isinstance(value, list):

@@ -60,15 +60,23 @@ CPU_BUILD_MARK = "+cpu"
 BACKEND_SYSTEMS = {"cuda": ("Linux", "Windows"), "rocm": ("Linux", "Windows"), "mps": ("Darwin",)}
 
 
-def build_kind_problems(build: dict[str, Any], torch: dict[str, Any], kind: str) -> list[str]:
-    """A CUDA or ROCm claim from a torch whose own files say it is a CPU build (version or dist-info `+cpu`),
-    or whose lib folder has none of that backend's libraries, is not that backend's."""
-    problems = []
+def cpu_wheel_problems(build: dict[str, Any], torch: dict[str, Any], kind: str) -> list[str]:
+    """A GPU claim from a torch whose own files say it is a CPU build (version or dist-info `+cpu`). On MPS too:
+    PyPI's and download.pytorch.org's macOS wheels carry no `+cpu` tag, so a `+cpu` torch is a Linux or Windows
+    CPU wheel, which has no MPS."""
     marked = [f"{where} {value!r}" for where, value in (
         ("torch_build.version", build.get("version")), ("torch_build.dist_info", build.get("dist_info")),
         ("the worker's torch.version", torch.get("version"))) if CPU_BUILD_MARK in str(value or "")]
-    if marked:
-        problems.append(f"the torch build is a CPU one ({', '.join(marked)}): it cannot run {kind}")
+    if not marked:
+        return []
+    where = " (macOS wheels carry no +cpu tag: this is a Linux or Windows CPU wheel)" if kind == "mps" else ""
+    return [f"the torch build is a CPU one ({', '.join(marked)}){where}: it cannot run {kind}"]
+
+
+def build_kind_problems(build: dict[str, Any], torch: dict[str, Any], kind: str) -> list[str]:
+    """A CUDA or ROCm claim from a CPU build (cpu_wheel_problems), or from a torch whose lib folder has none of
+    that backend's libraries, is not that backend's."""
+    problems = cpu_wheel_problems(build, torch, kind)
     libraries = build.get("backend_libraries")
     if not (isinstance(libraries, list) and set(BACKEND_LIBRARIES[kind]) & set(libraries)):
         problems.append(f"torch_build.backend_libraries is {libraries!r}: no {' or '.join(BACKEND_LIBRARIES[kind])}, "
@@ -92,6 +100,7 @@ def backend_problems(device: dict[str, Any], kind: str) -> list[str]:
             problems.append(f"MPS was not built and available (device.mps {mps or None!r})")
         if mps.get("fallback_env_set") is not False:
             problems.append(f"{MPS_FALLBACK} was set (or not recorded): MPS operations may silently run on the CPU")
+        problems += cpu_wheel_problems(build, torch, kind)
     if kind in ("cuda", "rocm"):
         problems += build_kind_problems(build, torch, kind) + gpu_view_problems(device, kind)
     cross = device.get("build_cross_check")

@@ -22,6 +22,7 @@ WINDOWS_VALUES = {
     "filesystem.drive_type": "fixed", "checks.jsonl_append.method": "msvcrt-locking-lockfile",
     "checks.jsonl_append.lock_probe.method": "msvcrt-locking-lockfile", "device.views.mapped.observed": "not-linux",
     "device.torch_build.wheel_tags": ["cp311-cp311-win_amd64"], "device.torch_build.backend_libraries": [],
+    "platform.python_compiler": "MSC v.1938 64 bit (AMD64)", "device.views.mapped.torch_lib": [],
 }
 
 
@@ -53,7 +54,7 @@ def _as_windows(linux: dict, keep: str | None) -> dict:
 
 LINUX_FACTS = ["platform.release", "platform.machine", "filesystem.mount_options", "checks.jsonl_append.method",
                "checks.jsonl_append.lock_probe.method", "device.views.mapped.observed",
-               "device.torch_build.wheel_tags"]
+               "device.torch_build.wheel_tags", "platform.python_compiler", "device.views.mapped.torch_lib"]
 
 
 def test_a_linux_result_with_every_os_fact_rewritten_would_show_windows(real):  # noqa: F811
