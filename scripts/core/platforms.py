@@ -231,17 +231,38 @@ def nfs_problems(platform: dict[str, Any], fs: dict[str, Any], facts: dict[str, 
     return problems
 
 
-def filesystem_problems(wanted: str, fs: dict[str, Any]) -> list[str]:
+# The types only Windows' own API names (GetVolumeInformationW): Linux shows FAT as vfat/msdos, and its ntfs driver
+# (read-only; removed in 6.9) could never pass the write checks. exfat and udf are Linux's types too.
+WINDOWS_ONLY_FS_TYPES = ("ntfs", "refs", "fat", "fat32", "csvfs", "cdfs")
+
+
+def filesystem_problems(wanted: str, fs: dict[str, Any], platform: dict[str, Any] | None = None,
+                        facts: dict[str, Any] | None = None) -> list[str]:
     """Why the work dir's file system is not `wanted` (--require-filesystem), by its type and, where recorded,
-    its mount options: NFS's own options or an NFS version beside a local type contradict that type."""
+    its mount options: NFS's own options or an NFS version beside a local type contradict that type. An NFS
+    type is proven as `--require nfs` proves it (nfs_problems: Linux mountinfo, vers=, proto=, sec=, the
+    version agreeing); any other by the method that named it, which must be the platform's own (`platform`,
+    `facts`: core.platforms.os_facts of the result) -- ntfs named by Linux mountinfo is not Windows' NTFS."""
     wanted, fs_type = wanted.lower(), fs.get("type")
     if not (fs_type == wanted or (wanted == "nfs" and fs_type in NFS_TYPES)):
         return [f"the work dir's file system is {fs_type or 'unknown'}, not {wanted}"]
     if fs_type in NFS_TYPES:
-        return []
+        return nfs_problems(platform or {}, fs, facts)
     foreign = [key for key in NFS_OPTION_KEYS if key in _options(fs)]
     problems = [f"filesystem.mount_options name {', '.join(k + '=' for k in foreign)} (NFS's own) on a {fs_type} "
                 "mount"] if foreign else []
     if fs.get("nfs_version") is not None:
         problems.append(f"filesystem.nfs_version is {fs.get('nfs_version')!r} on a {fs_type} mount")
+    named_by = _allowed("filesystem.method", fs.get("method"))
+    if not named_by:
+        problems.append(f"filesystem.method is {fs.get('method')!r}: no OS's file-system probe named {fs_type}")
+    elif str(fs_type).casefold() in WINDOWS_ONLY_FS_TYPES and named_by != WINDOWS:
+        problems.append(f"filesystem.type {fs_type!r} was named by {fs.get('method')!r}: only Windows' "
+                        f"{WINDOWS_FS_METHOD} names it")
+    system = (platform or {}).get("system")
+    if platform is not None and named_by and system not in named_by:
+        problems.append(f"filesystem.method {fs.get('method')!r} is a {'/'.join(sorted(named_by))} probe, "
+                        f"platform.system is {system!r}")
+    if facts is not None and isinstance(system, str):
+        problems += os_problems(facts, system)
     return problems

@@ -169,7 +169,7 @@ def problems_of(result: dict[str, Any], name: str, environment: dict[str, Any] |
     if name == "nfs":
         return nfs_problems(platform, fs, os_facts(result))
     if name.startswith("filesystem="):
-        return filesystem_problems(name.removeprefix("filesystem="), fs)
+        return filesystem_problems(name.removeprefix("filesystem="), fs, platform, os_facts(result))
     return [f"{name!r} is not a requirement this project knows"]
 
 

@@ -101,7 +101,7 @@ def evaluate(req: Requirements, platform: dict, device: dict, compute_ok: bool, 
         ok, reason = _on_device(device, req.device, compute_ok, environment, facts)
         verdicts.append({"name": f"device={req.device}", "ok": ok, "reason": reason})
     if req.filesystem:
-        problems = filesystem_problems(req.filesystem, filesystem)
+        problems = filesystem_problems(req.filesystem, filesystem, platform, facts)
         verdicts.append({"name": f"filesystem={req.filesystem}", "ok": not problems,
                          "reason": "; ".join(problems) or f"the work dir's file system is {filesystem.get('type')}"})
     if injection:

@@ -158,3 +158,44 @@ def test_each_forged_fact_is_not_authentic(tmp_path, real, name):  # noqa: F811
     judgement = judge(document)
     assert judgement.ok is False and judgement.forged
     assert any(field in reason for reason in judgement.reasons), judgement.reasons
+
+
+# --- 2. --require-filesystem nfs/ntfs proven as their own platforms prove them ----------------------------------
+
+def _require_filesystem(document: dict, wanted: str, **fs) -> dict:
+    document["filesystem"].update(fs)
+    document["arguments"]["require_filesystem"] = wanted
+    document["requirements"].append({"name": f"filesystem={wanted}", "ok": True,
+                                     "reason": f"the work dir's file system is {fs['type']}"})
+    return document
+
+
+@pytest.mark.parametrize("wanted, fs, words", [
+    ("nfs", {"type": "nfs4"}, "the mount's NFS version (vers=) is not recorded"),  # finding 2: ONE field changed
+    ("nfs", {"type": "nfs", "nfs_version": "3"}, "name no vers="),
+    ("nfs4", {"type": "nfs4", "nfs_version": "4.2"}, "name no vers="),
+    ("ntfs", {"type": "ntfs"}, "filesystem.type 'ntfs' was named by 'linux-mountinfo-mnt-id'"),
+])
+def test_a_local_result_relabelled_is_refused_by_the_filesystem_requirement(tmp_path, real, wanted, fs, words):  # noqa: F811
+    from core import requirements
+
+    document = _require_filesystem(copy.deepcopy(real), wanted, **fs)
+    assert any(words in p for p in requirements.problems_of(document, f"filesystem={wanted}"))
+    verified, report = index_and_verify(tmp_path, document)
+    assert verified.returncode == 3, verified.stdout
+    assert any(f"requirements[filesystem={wanted}].ok is recorded True, its facts say False" in p and words in p
+               for p in report["problems"]), report["problems"]
+
+
+def test_the_committed_nfs_result_holds_filesystem_nfs_and_the_real_one_its_own_type(real):  # noqa: F811
+    """The controls: a real NFS mount holds filesystem=nfs (and nfs4) by the nfs rule, a real ext4 run its type."""
+    import json
+
+    from core import requirements
+
+    from tests.conftest import ROOT
+
+    nfs = json.loads((ROOT / "evidence" / "nfs" / "platform-runtime-nfs.json").read_text())
+    assert requirements.problems_of(nfs, "filesystem=nfs") == []
+    assert requirements.problems_of(nfs, f"filesystem={nfs['filesystem']['type']}") == []
+    assert requirements.problems_of(real, f"filesystem={real['filesystem']['type']}") == []
