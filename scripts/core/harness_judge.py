@@ -73,11 +73,41 @@ def judge_nfs_harness(document: dict[str, Any]) -> tuple[list[str], list[str]]:
     return reasons, forged
 
 
+def _enabled_on_server(versions: str, version: str) -> bool:
+    """Whether /proc/fs/nfsd/versions (`-3 +4 +4.1 +4.2`) enables `version` (4.0 is listed as +4)."""
+    enabled = {word[1:] for word in versions.split() if word.startswith("+")}
+    return version in enabled or (version.endswith(".0") and version[:-2] in enabled)
+
+
+def mount_problems(harness: dict[str, Any], gate: dict[str, Any]) -> list[str]:
+    """The share the harness mounted is the file system the gate measured: the type mountinfo gave the harness
+    (setup.mount.fstype) is the gate's filesystem.type, the version the harness mounted (nfs_version) the
+    gate's, and the server the harness started enables that version (setup.nfsd_versions). Each where the
+    harness recorded it; the harness records no mount options, so there are none to compare."""
+    setup, fs = _dict(harness, "setup"), _dict(gate, "filesystem")
+    problems = []
+    fstype = _dict(setup, "mount").get("fstype")
+    if fstype is not None and fstype != fs.get("type"):
+        problems.append(f"setup.mount.fstype is {fstype!r} (the NFS harness's record), the gate's filesystem.type is "
+                        f"{fs.get('type')!r}")
+    version = harness.get("nfs_version")
+    if version is not None and version != fs.get("nfs_version"):
+        problems.append(f"nfs_version is {version!r} (the NFS harness's record), the gate's filesystem.nfs_version "
+                        f"is {fs.get('nfs_version')!r}")
+    versions = setup.get("nfsd_versions")
+    if isinstance(versions, str) and fs.get("nfs_version") is not None \
+            and not _enabled_on_server(versions, str(fs["nfs_version"])):
+        problems.append(f"setup.nfsd_versions is {versions!r} (the server the NFS harness started), which does not "
+                        f"enable the gate's filesystem.nfs_version {fs.get('nfs_version')!r}")
+    return problems
+
+
 def harness_gate_problems(harness: dict[str, Any], gate: dict[str, Any]) -> list[str]:
     """The workspace the harness deleted on the export is the one its gate retained, with the status the gate
-    recorded (a cross-file fact: the evidence index and the NFS VM's verdict both call this)."""
+    recorded, on the mount the harness made (mount_problems): a cross-file fact, the evidence index and the NFS
+    VM's verdict both call this."""
     cleanup, delete = _dict(gate, "workspace_cleanup"), _dict(harness, "export_side_delete")
-    problems = []
+    problems = mount_problems(harness, gate)
     if delete.get("workspace") != cleanup.get("workspace"):
         problems.append(f"export_side_delete.workspace is {delete.get('workspace')!r}, the gate's "
                         f"workspace_cleanup.workspace is {cleanup.get('workspace')!r}")
