@@ -212,11 +212,14 @@ def verification_problems(subject: str, document: dict[str, Any], observed: Any)
         runs[name] = run
     if problems:
         return problems
+    # What binds each run's other files to its summary: listed after the re-derived verification's lines.
+    bindings = [f"{UNVERIFIABLE}{where}: {line.removeprefix(UNVERIFIABLE)}" if line.startswith(UNVERIFIABLE)
+                else f"{where}: {line}" for line in bindings_problems(base, runs, observed)]
     try:
         with _replaced(verify_resume, "load", lambda _out, name: runs[name]):  # its loader, on the bound bytes
             recomputed = verify_resume.compare(Path("."), document.get("source") or {})
     except (KeyError, TypeError, ValueError, AttributeError, reprise_common.RepriseError) as error:
-        return [f"{where}: its run folders do not re-derive it ({type(error).__name__}: {str(error)[:120]})"]
+        return [f"{where}: its run folders do not re-derive it ({type(error).__name__}: {str(error)[:120]})"] + bindings
     negative = bool(recomputed["negative_controls"]["all_detected"])
     passed = recomputed["positive"] and negative
     recomputed.update(negative_divergence_detected=negative, all_checks_passed=passed, ok=passed,
@@ -232,7 +235,59 @@ def verification_problems(subject: str, document: dict[str, Any], observed: Any)
     conclusions = [line for line in lines if line.split(":", 1)[0] in order or line.startswith(sections)]
     flags = [line for line in lines if line not in conclusions and (".passed: " in line or "_detected: " in line)]
     facts = [line for line in lines if line not in conclusions and line not in flags]
-    return [f"{where}: {line}" for line in conclusions + facts + flags]
+    return [f"{where}: {line}" for line in conclusions + facts + flags] + bindings
+
+
+def roles() -> dict[str, tuple[int, bool, list[str]]]:
+    """{run folder: (steps, resumed from coupure, RNG restores omitted)}, as verify_resume.plan() runs them (the
+    per-RNG controls run inside reprise-incomplete's process with its steps and resume, each omitting one)."""
+    found: dict[str, tuple[int, bool, list[str]]] = {}
+    for spec in verify_resume.plan():
+        args = spec["args"]
+        steps, resumed = int(args[args.index("--steps") + 1]), "--resume" in args
+        found[spec["name"]] = (steps, resumed, sorted(reprise_common.RNG_NAMES) if "--omit-rng-restore" in args else [])
+        if "--per-rng-controls" in args:
+            found.update({f"{verify_resume.CONTROLS}/omit-{rng}": (steps, resumed, [rng])
+                          for rng in reprise_common.RNG_NAMES})
+    return found
+
+
+def bindings_problems(base: str, runs: dict[str, Any], observed: Any) -> list[str]:
+    """Each run folder's config.json and metrics.jsonl bound to its summary: its role's config (steps, the
+    checkpoint it resumed from, the RNG restores it left out, lr and the other fixed values), and the
+    training-run contract's own rules across its files (metrics lines against the summary's losses and steps,
+    the summary against the loaded checkpoint)."""
+    problems: list[str] = []
+    cut = runs[verify_resume.CUT]
+    started_from = {"checkpoint_sha256": cut.checkpoint_sha256, "steps_done": roles()[verify_resume.CUT][0]}
+    for name, (steps, resumed, omitted) in roles().items():
+        config_subject = f"{base}/{name}/{training_run_contract.CONFIG_FILE}"
+        config = _parse((observed.json.get(config_subject) or (None,))[0])
+        problems += [f"{name}/{line}" for line in reprise_compare.role_problems(
+            config, runs[name].summary, steps, started_from if resumed else None, omitted)]
+        folder, missing = _unpacked(f"{base}/{name}", observed)
+        if folder is None:
+            problems += [f"{UNVERIFIABLE}{name}: {line}" for line in missing]
+            continue
+        problems += [f"{name}: {line}" for line in missing]
+        recomputed = _check_folder(folder, {})
+        problems += [f"{name}: {p['message']} (training-run contract: {p['code']})" for p in recomputed["problems"]]
+    return problems
+
+
+def _unpacked(relative: str, observed: Any) -> tuple[Path | None, list[str]]:
+    """The folder of bound files `relative` names, on disk, and the files in it that are not bound."""
+    folder = observed.root / relative.removeprefix("artifacts/") if observed.root is not None else None
+    if folder is None or not folder.is_dir():
+        return None, [f"the run folder {posixpath.basename(relative)} is not unpacked beside it: not re-run"]
+    unbound = [p.relative_to(folder).as_posix() for p in sorted(folder.rglob("*"))
+               if p.is_file() and f"{relative}/{p.relative_to(folder).as_posix()}" not in observed.digests]
+    return folder, ([f"the run folder holds files that are not bound: {', '.join(unbound[:3])}"] if unbound else [])
+
+
+def _check_folder(folder: Path, document: dict[str, Any]) -> dict[str, Any]:
+    """The training-run check on a folder, its torch load too where torch imports (else as `document` records)."""
+    return training_run_contract.check_run_dir(folder) if torch_importable() else _without_torch(folder, document)
 
 
 def torch_importable() -> bool:
@@ -271,18 +326,12 @@ def training_run_problems(subject: str, document: dict[str, Any], observed: Any)
     run_dir = document.get("run_dir")
     if not isinstance(run_dir, str) or not run_dir or "/" in run_dir or "\\" in run_dir or run_dir in (".", ".."):
         return [f"{where}: run_dir {run_dir!r} is not a folder name beside it"]
-    relative = posixpath.join(posixpath.dirname(subject), run_dir)
-    folder = observed.root / relative.removeprefix("artifacts/") if observed.root is not None else None
-    if folder is None or not folder.is_dir():
-        return [f"{UNVERIFIABLE}{where}: the run folder {run_dir} is not unpacked beside it: not re-run"]
-    unbound = [p.relative_to(folder).as_posix() for p in sorted(folder.rglob("*"))
-               if p.is_file() and f"{relative}/{p.relative_to(folder).as_posix()}" not in observed.digests]
-    if unbound:
-        return [f"{where}: the run folder holds files that are not bound: {', '.join(unbound[:3])}"]
-    if torch_importable():  # the check re-run whole, its weights_only load included
-        recomputed = training_run_contract.check_run_dir(Path(folder))
-    else:
-        recomputed = _without_torch(Path(folder), document)
+    folder, missing = _unpacked(posixpath.join(posixpath.dirname(subject), run_dir), observed)
+    if folder is None:
+        return [f"{UNVERIFIABLE}{where}: {line}" for line in missing]
+    if missing:
+        return [f"{where}: {line}" for line in missing]
+    recomputed = _check_folder(folder, document)  # re-run whole, its weights_only load included where torch is
     from .index_judge import differences
 
     return [f"{where} re-run on {run_dir}: {line}" for line in differences(document, recomputed, "check")]

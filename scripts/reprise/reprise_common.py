@@ -156,6 +156,17 @@ def state_fingerprint(exported: dict[str, Any]) -> str:
     return digest.hexdigest()
 
 
+def run_config(steps: int, resumed_from: dict | None, omit_rng_restore: list[str]) -> dict[str, Any]:
+    """config.json of a run: train.py writes it, the evidence index expects it for each run's role."""
+    return {
+        "schema": CONFIG_SCHEMA, "version": VERSION, "project": PROJECT,
+        "steps": steps, "resume": resumed_from, "omit_rng_restore": omit_rng_restore, "seed": SEED,
+        "rows": ROWS, "batch": BATCH, "hidden": HIDDEN, "dropout": DROPOUT,
+        "lr": LR, "step_size": STEP_SIZE, "gamma": GAMMA, "device": "cpu",
+        "dtype": "float64", "threads": 1,
+    }
+
+
 def check_new_output(path: Path) -> None:
     if path.exists() or path.is_symlink():
         raise RepriseError(f"output folder already exists: {path} (nothing was changed; choose a new folder)")

@@ -251,3 +251,24 @@ def summary_checkpoint_problems(summary: dict[str, Any], loaded: Any, core: Any)
     problems += [f"{name} differs from the checkpoint's" for name, (recorded, held) in facts.items()
                  if recorded != held]
     return problems
+
+
+def role_problems(config: Any, summary: dict[str, Any], steps: int, resumed_from: dict | None,
+                  omit_rng_restore: list[str]) -> list[str]:
+    """A run folder's config.json and its summary's command against the role the verification gave it: the
+    steps, the checkpoint it resumed from (coupure's, by SHA-256), the RNG restores it left out, and every
+    fixed hyper-parameter (lr among them) as train.py writes them."""
+    expected = common.run_config(steps, resumed_from, omit_rng_restore)
+    if not isinstance(config, dict):
+        return ["config.json is not bound (or not one JSON object)"]
+    problems = [f"config.json {key} is {config.get(key)!r}, the verification expects {value!r}"
+                for key, value in expected.items() if config.get(key) != value or key not in config]
+    problems += [f"config.json holds {key!r}, which train.py never writes"
+                 for key in sorted(set(config) - set(expected))]
+    command = {"steps": steps, "resumed": resumed_from is not None, "omit_rng_restore": omit_rng_restore}
+    if summary.get("command") != command:
+        problems.append(f"summary.json command is {summary.get('command')!r}, the verification expects {command!r}")
+    if summary.get("resumed_from") != resumed_from:
+        problems.append(f"summary.json resumed_from is {summary.get('resumed_from')!r}, the verification expects "
+                        f"{resumed_from!r}")
+    return problems

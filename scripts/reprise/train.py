@@ -106,14 +106,7 @@ def write_run(core, out: Path, outcome, *, steps: int, omit: frozenset[str], res
     state = core.checkpoint_dict(outcome, source["code_sha256"], data_sha256)
     checkpoint_bytes = core.serialise(state)
     common.claim_output_dir(out)
-    config = {
-        "schema": common.CONFIG_SCHEMA, "version": common.VERSION, "project": common.PROJECT,
-        "steps": steps, "resume": resumed_from, "omit_rng_restore": sorted(omit), "seed": common.SEED,
-        "rows": common.ROWS, "batch": common.BATCH, "hidden": common.HIDDEN, "dropout": common.DROPOUT,
-        "lr": common.LR, "step_size": common.STEP_SIZE, "gamma": common.GAMMA, "device": "cpu",
-        "dtype": "float64", "threads": 1,
-    }
-    common.write_json(out / contract.CONFIG_FILE, config)
+    common.write_json(out / contract.CONFIG_FILE, common.run_config(steps, resumed_from, sorted(omit)))
     first = outcome.progress.steps_done - steps
     metrics = []
     log = [f"kernodeck reprise v1: {steps} extra step(s), resumed={resumed_from is not None}, "

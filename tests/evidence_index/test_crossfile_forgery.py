@@ -126,6 +126,42 @@ def test_a_resumed_checkpoint_swapped_for_a_diverged_one_is_not_authentic(tmp_pa
                    "reprise/summary.json: history differs from the checkpoint's")
 
 
+def _run_file(run: str, name: str, change):
+    def edit(base: Path) -> None:
+        path = base / run / name
+        if name.endswith(".jsonl"):
+            lines = [json.loads(line) for line in path.read_text().splitlines()]
+            change(lines)
+            path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+        else:
+            edit_json(path, change)
+    return edit
+
+
+@pytest.mark.parametrize("edit, words", [
+    (_run_file("reprise", "metrics.jsonl", lambda m: m[0].update(loss=9.9)),
+     "reprise: metrics.jsonl:1: loss 9.9, summary.json history.losses holds"),
+    (_run_file("reprise", "config.json", lambda d: d["resume"].update(checkpoint_sha256="0" * 64)),
+     "reprise/config.json resume is {'checkpoint_sha256': '000000"),
+    (_run_file("reprise", "config.json", lambda d: d.update(omit_rng_restore=["torch"])),
+     "reprise/config.json omit_rng_restore is ['torch'], the verification expects []"),
+    (_run_file("reprise", "config.json", lambda d: d.update(lr=0.5)),
+     "reprise/config.json lr is 0.5, the verification expects 0.03"),
+    (_run_file("controles/omit-numpy", "config.json", lambda d: d.update(omit_rng_restore=["python"])),
+     "controles/omit-numpy/config.json omit_rng_restore is ['python'], the verification expects ['numpy']"),
+    (_run_file("continu", "config.json", lambda d: d.update(steps=5)),
+     "continu/config.json steps is 5, the verification expects 10"),
+], ids=["metrics-loss", "resume-digest", "omit-torch", "lr", "control-omits-another", "continu-steps"])
+def test_a_run_folder_whose_config_or_metrics_contradict_its_summary_is_not_authentic(tmp_path, edit, words):
+    """The verification is re-derived from the summaries; each run folder's metrics.jsonl and config.json must
+    say the same: the metrics lines the summary's losses, the config the role the verification gave that run
+    (steps, coupure's checkpoint by SHA-256, the RNG restores it omits, lr)."""
+    folder = copy(tmp_path, "local/run-local")
+    edit(reprise(folder))
+    code, report = rebuild_and_verify(folder)
+    assert_refused(code, report, "verification.json: ", words)
+
+
 # --- the training-run check, re-run by the index ---------------------------------------------------------
 
 def test_the_untouched_training_run_copy_stays_authentic(tmp_path):
