@@ -19,15 +19,15 @@ CLI = SCRIPTS / "build_evidence_index.py"
 EVIDENCE = ROOT / "evidence"
 
 
-def rebuild_and_verify(folder: Path, *names: str) -> tuple[int, dict]:
+def rebuild_and_verify(folder: Path, *names: str, env: dict | None = None) -> tuple[int, dict]:
     index = folder.parent / f"{folder.name}-index.json"
     results = [arg for name in names for arg in ("--result", name)]
     subprocess.run([sys.executable, "-B", str(CLI), "local", "--results", str(folder), *results, "--output",
-                    str(index), "--source-root", str(ROOT)], capture_output=True, text=True, timeout=120)
+                    str(index), "--source-root", str(ROOT)], capture_output=True, text=True, timeout=120, env=env)
     assert index.is_file()
     report = folder.parent / f"{folder.name}-report.json"
     verified = subprocess.run([sys.executable, "-B", str(CLI), "verify", str(index), "--artifacts", str(folder),
-                               "--json", str(report)], capture_output=True, text=True, timeout=120)
+                               "--json", str(report)], capture_output=True, text=True, timeout=120, env=env)
     return verified.returncode, json.loads(report.read_text())
 
 
@@ -277,3 +277,36 @@ def test_a_forged_harness_record_is_not_authentic(tmp_path, change, words):
     edit_json(folder / "nfs-harness.json", change)
     code, report = rebuild_and_verify(folder, *HARNESS_FILES)
     assert_refused(code, report, words)
+
+
+# --- an index built and verified by an interpreter without torch -----------------------------------------
+
+NO_TORCH = """import importlib.util, sys
+_find = importlib.util.find_spec
+importlib.util.find_spec = lambda name, *a, **k: None if name.split(".")[0] == "torch" else _find(name, *a, **k)
+sys.modules["torch"] = None  # import torch raises ImportError
+"""
+
+
+def without_torch(tmp_path: Path) -> dict:
+    import os
+
+    site = tmp_path / "no-torch"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(NO_TORCH)
+    return dict(os.environ, PYTHONPATH=str(site))
+
+
+@pytest.mark.parametrize("relative", ["local/run-local", "local/training-run"])
+def test_without_torch_the_untouched_copies_stay_authentic(tmp_path, relative):
+    """No checkpoint is loaded (the summaries' account of them is taken as recorded): nothing is refused for it."""
+    code, report = rebuild_and_verify(copy(tmp_path, relative), env=without_torch(tmp_path))
+    assert report["outcome"] != "not-authentic" and not report["problems"], report["problems"]
+
+
+def test_without_torch_the_rules_across_files_still_hold(tmp_path):
+    """The file-level bindings need no torch: a metrics loss the summary never saw is refused all the same."""
+    folder = copy(tmp_path, "local/run-local")
+    _run_file("reprise", "metrics.jsonl", lambda m: m[0].update(loss=9.9))(reprise(folder))
+    code, report = rebuild_and_verify(folder, env=without_torch(tmp_path))
+    assert_refused(code, report, "reprise: metrics.jsonl:1: loss 9.9, summary.json history.losses holds")
