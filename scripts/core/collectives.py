@@ -189,3 +189,38 @@ def requirement(check: Any) -> tuple[bool, str]:
         return False, f"a world of {check['world_size']} rank proves no collective between devices"
     return True, (f"{check['world_size']} ranks on {check.get('backend')} answered every op exactly, "
                   "each on its own device")
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def device_problems(check: dict[str, Any], device: dict[str, Any]) -> list[str]:
+    """Why the collective check's device facts disagree with the result's own (`device`: the device worker's
+    record of the same box and environment): visible_gpus no more than the GPUs the worker counted
+    (device.cuda.device_count), and a GPU world only on a torch build for that GPU (torch_build.cuda, or .hip
+    for rocm) where the worker saw at least one GPU per rank, or ran on that GPU itself. Each rank's device is
+    its device type's (core.collectives.problems: cuda:r under NCCL, cpu under gloo)."""
+    if not isinstance(check, dict) or not ran(check):
+        return []
+    p = "checks.collectives"
+    cuda = device.get("cuda") if isinstance(device.get("cuda"), dict) else {}
+    build = device.get("torch_build") if isinstance(device.get("torch_build"), dict) else {}
+    counted, gpus, world = _count(cuda.get("device_count")), check.get("visible_gpus"), check.get("world_size")
+    found = []
+    if gpus is not None and (_count(gpus) is None or gpus > (counted or 0)):
+        found.append(f"{p}.visible_gpus is {gpus!r}, the device worker counted {cuda.get('device_count')!r} GPU(s) "
+                     "(device.cuda.device_count)")
+    device_type = check.get("device_type")
+    if device_type in ("cuda", "rocm"):
+        key = "hip" if device_type == "rocm" else "cuda"
+        if not build.get(key):
+            found.append(f"{p}.device_type is {device_type!r}, but device.torch_build.{key} is {build.get(key)!r}: "
+                         f"the installed torch has no {device_type} backend")
+        enough = _count(world) is not None and counted is not None and counted >= world
+        if device.get("type") != device_type and not enough:
+            found.append(f"{p}.device_type is {device_type!r} with world_size {world!r}, but device.type is "
+                         f"{device.get('type')!r} and device.cuda.device_count {cuda.get('device_count')!r}")
+    elif device_type == "cpu" and check.get("backend") not in (None, BACKENDS["cpu"]):
+        found.append(f"{p}.backend is {check.get('backend')!r}: on the cpu only {BACKENDS['cpu']!r}")
+    return found

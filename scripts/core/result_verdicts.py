@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from core import trust
+from core import collectives, trust
 from core.device_verdicts import device_kind, load_safety_problems
 from core.facts import get, number, obj
 from core.torch_build_rules import MISSING_TORCH, recorded_cross_check
@@ -66,6 +66,12 @@ def collectives_ran(result: dict[str, Any]) -> list[str]:
         return []
     return [f"checks.collectives is missing, but arguments.collectives asked for {asked!r}: what was asked did "
             "not run"]
+
+
+def collectives_device(result: dict[str, Any]) -> list[str]:
+    """The collective check ran on the devices the result's own device facts show (core.collectives)."""
+    check = obj(result, "checks").get("collectives")
+    return collectives.device_problems(check, obj(result, "device")) if isinstance(check, dict) else []
 
 
 def load_safety(result: dict[str, Any]) -> list[str]:

@@ -37,6 +37,7 @@ from core.result_verdicts import (  # noqa: F401 - re-exported
     NFS_TYPES,
     build_cross_check,
     cleanup_agrees,
+    collectives_device,
     collectives_ran,
     device_agrees,
     device_views,
@@ -82,6 +83,7 @@ GATE_RESULT_RULES: dict[str, Rule] = {
     "workspace_name": workspace_name,
     "durations": durations,
     "collectives_ran": collectives_ran,
+    "collectives_device": collectives_device,
     "gate_parameters": gate_parameters.gate_parameters,  # the values the gate always runs with
     "missing_fields": result_format.missing_fields,  # a current result lacks no field its gate always writes
 }

@@ -199,3 +199,62 @@ def test_the_committed_nfs_result_holds_filesystem_nfs_and_the_real_one_its_own_
     assert requirements.problems_of(nfs, "filesystem=nfs") == []
     assert requirements.problems_of(nfs, f"filesystem={nfs['filesystem']['type']}") == []
     assert requirements.problems_of(real, f"filesystem={real['filesystem']['type']}") == []
+
+
+# --- 1. a collective check agrees with the result's own device facts -------------------------------------------
+
+def _with_collectives(document: dict, world: int, device_type: str, **facts) -> dict:
+    from tests.gate.test_collective_rules import passing_record
+
+    check = {"ok": True, "duration_s": 9.5, "reason": None, **passing_record(world, device_type),
+             "visible_gpus": world if device_type != "cpu" else 0, **facts}
+    document["checks"]["collectives"] = check
+    document["arguments"].update(collectives=str(world), collectives_timeout_s=60.0)
+    document["arguments"]["require"].append("collectives")
+    document["requirements"].append({"name": "collectives", "ok": True, "reason": "2 ranks answered"})
+    return document
+
+
+@pytest.mark.parametrize("device_type, facts, words", [
+    # Finding 1: two NCCL ranks on cuda:0/cuda:1, on a CPU-only result (device.type cpu, no GPU counted: --device
+    # cpu records no device.cuda at all).
+    ("cuda", {}, "checks.collectives.visible_gpus is 2, the device worker counted"),
+    ("cuda", {"visible_gpus": 0}, "device.torch_build.cuda is None: the installed torch has no cuda backend"),
+    ("cuda", {"visible_gpus": 0}, "checks.collectives.device_type is 'cuda' with world_size 2, but device.type is "
+                                  "'cpu' and device.cuda.device_count"),
+    ("rocm", {"visible_gpus": 0}, "device.torch_build.hip is None"),
+    ("cpu", {"visible_gpus": 3}, "checks.collectives.visible_gpus is 3"),
+])
+def test_a_collective_world_the_device_facts_refute_is_not_authentic(tmp_path, real, device_type, facts, words):  # noqa: F811
+    document = _with_collectives(copy.deepcopy(real), 2, device_type, **facts)
+    assert document["ok"] is True
+    verified, report = index_and_verify(tmp_path, document)
+    assert verified.returncode == 3, verified.stdout
+    assert any(words in p for p in report["problems"]), report["problems"]
+    assert any("is recorded True" in p for p in report["problems"]), report["problems"]
+
+
+def test_a_gloo_world_on_the_cpu_result_agrees_with_its_device_facts(real):  # noqa: F811
+    """The control: the same block as gloo ranks on the CPU this result ran on is judged by its own rule only."""
+    from core import requirements
+
+    document = _with_collectives(copy.deepcopy(real), 2, "cpu")
+    assert verdicts.result_problems(document) == []
+    assert requirements.problems_of(document, "collectives") == []
+    assert judge(document).ok is True
+
+
+def test_an_nccl_rank_on_the_committed_h200_result_agrees_with_its_device_facts():
+    """The control on a real CUDA result: one NCCL rank on the one GPU its device worker counted."""
+    import json
+
+    from core import result_verdicts
+
+    from tests.conftest import ROOT
+
+    cuda = json.loads((ROOT / "evidence" / "cuda" / "run" / "platform-runtime-cuda.json").read_text())
+    document = _with_collectives(cuda, 1, "cuda")
+    assert result_verdicts.collectives_device(document) == []
+    document["checks"]["collectives"]["visible_gpus"] = 2  # ... and two GPUs it never counted are refused
+    assert any("visible_gpus is 2, the device worker counted 1" in p
+               for p in result_verdicts.collectives_device(document))
