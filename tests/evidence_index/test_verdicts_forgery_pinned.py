@@ -258,3 +258,30 @@ def test_an_nccl_rank_on_the_committed_h200_result_agrees_with_its_device_facts(
     document["checks"]["collectives"]["visible_gpus"] = 2  # ... and two GPUs it never counted are refused
     assert any("visible_gpus is 2, the device worker counted 1" in p
                for p in result_verdicts.collectives_device(document))
+
+
+# --- 18. the NFS harness's unmount: its last umount exited 0 --------------------------------------------------
+
+@pytest.mark.parametrize("codes", [[32, 32], [0, 32], ["0"]])
+def test_an_unmount_whose_umount_failed_is_not_authentic(tmp_path, codes):
+    from tests.evidence_index.test_crossfile_forgery import HARNESS_FILES, assert_refused, edit_json, nfs_copy
+    from tests.evidence_index.test_crossfile_forgery import rebuild_and_verify as rebuild
+
+    folder = nfs_copy(tmp_path)
+    edit_json(folder / "nfs-harness.json", lambda d: d["unmount"].update(umount_exit_codes=codes))
+    code, report = rebuild(folder, *HARNESS_FILES)
+    assert_refused(code, report, "unmount.unmounted is recorded True, its facts say False")
+
+
+def test_a_busy_umount_retried_until_it_unmounted_is_an_unmount():
+    """The control: the committed record ([0]) and a retried one ([32, 0], as nfs_teardown.unmount retries)."""
+    import json
+
+    from core.harness_judge import derived_flags
+
+    from tests.conftest import ROOT
+
+    harness = json.loads((ROOT / "evidence" / "nfs" / "nfs-harness.json").read_text())
+    assert derived_flags(harness)["unmounted"] is True
+    harness["unmount"]["umount_exit_codes"] = [32, 0]
+    assert derived_flags(harness)["unmounted"] is True
