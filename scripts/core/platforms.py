@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from core import mount_options
 from core.verdicts import NFS_TYPES
 
 WINDOWS_FS_METHOD = "win32-GetVolumeInformationW"
@@ -248,7 +249,8 @@ def filesystem_problems(wanted: str, fs: dict[str, Any], platform: dict[str, Any
         return [f"the work dir's file system is {fs_type or 'unknown'}, not {wanted}"]
     if fs_type in NFS_TYPES:
         return nfs_problems(platform or {}, fs, facts)
-    foreign = [key for key in NFS_OPTION_KEYS if key in _options(fs)]
+    foreign = [key for key in NFS_OPTION_KEYS if key in _options(fs)
+               and fs_type not in mount_options.OPTION_TYPES.get(key, mount_options.NFS)]  # SMB shows vers=, sec=
     problems = [f"filesystem.mount_options name {', '.join(k + '=' for k in foreign)} (NFS's own) on a {fs_type} "
                 "mount"] if foreign else []
     if fs.get("nfs_version") is not None:

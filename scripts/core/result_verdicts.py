@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from core import collectives, trust
+from core import collectives, mount_options, trust
 from core.device_verdicts import device_kind, load_safety_problems
 from core.facts import get, number, obj
 from core.torch_build_rules import MISSING_TORCH, recorded_cross_check
@@ -158,3 +158,8 @@ def durations(result: dict[str, Any]) -> list[str]:
 
     walk(result, "")
     return found
+
+
+def filesystem_agrees(result: dict[str, Any]) -> list[str]:
+    """The work dir's recorded file-system type against the mount options recorded beside it."""
+    return mount_options.type_problems(result.get("filesystem"))

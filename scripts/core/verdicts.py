@@ -42,6 +42,7 @@ from core.result_verdicts import (  # noqa: F401 - re-exported
     device_agrees,
     device_views,
     durations,
+    filesystem_agrees,
     load_safety,
     missing_reads_allowed,
     source_files,
@@ -74,6 +75,7 @@ GATE_CHECK_FLAGS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
 # contradicted record is the most direct one (the build and view rules then list what follows from it).
 GATE_RESULT_RULES: dict[str, Rule] = {
     "device_agrees": device_agrees,
+    "filesystem_agrees": filesystem_agrees,  # the type against the options mountinfo showed
     "cleanup_agrees": cleanup_agrees,
     "source_files": source_files,
     "build_cross_check": build_cross_check,
