@@ -138,9 +138,9 @@ def test_the_untouched_real_result_indexes_and_verifies(tmp_path, real):
     assert report["outcome"] == "pass"
 
 
-@pytest.mark.parametrize("name", sorted(FORGERIES))
-def test_each_forged_measurement_is_not_authentic(tmp_path, real, name):
-    edit, field = FORGERIES[name]
+def expect_not_authentic(tmp_path, real: dict, edit, field: str) -> None:
+    """One forgery of the real result (its flags left as recorded), indexed and verified: exit 3, the field
+    named, and the flag the forger left true named with both values."""
     document = copy.deepcopy(real)
     edit(document)
     assert document["ok"] is True  # every flag left as the real run recorded it
@@ -148,18 +148,27 @@ def test_each_forged_measurement_is_not_authentic(tmp_path, real, name):
     assert verified.returncode == 3, verified.stdout
     assert report["outcome"] == "not-authentic"
     assert any(field in problem for problem in report["problems"]), report["problems"]
-    if "is recorded" not in field:  # the flag the forger left true is named with both values
+    if "is recorded" not in field:
         assert any("is recorded True" in problem for problem in report["problems"]), report["problems"]
 
 
-@pytest.mark.parametrize("name", sorted(FORGERIES))
-def test_each_rule_fails_its_edit_in_the_judge_too(real, name):
-    edit, field = FORGERIES[name]
+def expect_judge_refuses(real: dict, edit, field: str) -> None:
+    """The same forgery through the judge in this process: not ok, forged, the field named."""
     document = copy.deepcopy(real)
     edit(document)
     judgement = judge(document)
     assert judgement.ok is False and judgement.forged
     assert any(field in reason for reason in judgement.reasons), judgement.reasons
+
+
+@pytest.mark.parametrize("name", sorted(FORGERIES))
+def test_each_forged_measurement_is_not_authentic(tmp_path, real, name):
+    expect_not_authentic(tmp_path, real, *FORGERIES[name])
+
+
+@pytest.mark.parametrize("name", sorted(FORGERIES))
+def test_each_rule_fails_its_edit_in_the_judge_too(real, name):
+    expect_judge_refuses(real, *FORGERIES[name])
 
 
 def test_a_real_result_s_flags_equal_the_rules(real):

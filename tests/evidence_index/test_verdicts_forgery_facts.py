@@ -4,12 +4,15 @@ edited one measurement at a time, every `ok` left true, indexed and verified. Ea
 
 from __future__ import annotations
 
-import copy
-
 import pytest
 from core.contract import judge
 
-from tests.evidence_index.test_verdicts_forgery import index_and_verify, real  # noqa: F401 - the fixture
+from tests.evidence_index.test_verdicts_forgery import (  # noqa: F401 - real: the fixture
+    expect_judge_refuses,
+    expect_not_authentic,
+    index_and_verify,
+    real,
+)
 
 
 def _device(**facts):
@@ -151,25 +154,12 @@ FORGERIES = {
 
 @pytest.mark.parametrize("name", sorted(FORGERIES))
 def test_each_forged_measurement_is_not_authentic(tmp_path, real, name):  # noqa: F811
-    edit, field = FORGERIES[name]
-    document = copy.deepcopy(real)
-    edit(document)
-    assert document["ok"] is True  # every flag left as the real run recorded it
-    verified, report = index_and_verify(tmp_path, document)
-    assert verified.returncode == 3, verified.stdout
-    assert report["outcome"] == "not-authentic"
-    assert any(field in problem for problem in report["problems"]), report["problems"]
-    assert any("is recorded True" in problem for problem in report["problems"]), report["problems"]
+    expect_not_authentic(tmp_path, real, *FORGERIES[name])
 
 
 @pytest.mark.parametrize("name", sorted(FORGERIES))
 def test_each_rule_fails_its_edit_in_the_judge_too(real, name):  # noqa: F811
-    edit, field = FORGERIES[name]
-    document = copy.deepcopy(real)
-    edit(document)
-    judgement = judge(document)
-    assert judgement.ok is False and judgement.forged
-    assert any(field in reason for reason in judgement.reasons), judgement.reasons
+    expect_judge_refuses(real, *FORGERIES[name])
 
 
 def test_a_version_1_result_without_the_later_fields_is_judged_by_its_own(real):  # noqa: F811
