@@ -36,8 +36,11 @@ REQUIRED: dict[str, tuple[str, tuple[str, ...]]] = {
     "concurrent_replace": ("writes", ("roles", "final_version", "final_version_complete", "temp_files_left",
                                       "failed_processes", "writer_busy_rename_retries", "tolerate_missing")),
     "jsonl_append": ("processes", ("roles", "failed_processes", "lock_probe.while_held", "lock_probe.after_release")),
-    "device_compute": ("stage", ("error", "checkpoint.load")),
+    "device_compute": ("stage", ("error",)),
 }
+# ... and of a device check that finished (stage "done"): one that stopped earlier (a checkpoint that could not be
+# saved on a full disk) never reached the load, and fails by its own rule and error.
+REQUIRED_DONE_DEVICE_CHECK = ("checkpoint.load",)
 # ... and of the result, once the device worker reported (checks.device_compute.stage is "done").
 REQUIRED_DEVICE = ("views", "load_safety", "torch_build.found_in", "build_cross_check")
 
@@ -77,6 +80,8 @@ def missing_fields(result: dict[str, Any]) -> list[str]:
         if isinstance(check, dict) and marker in check:
             problems += [f"checks.{name}.{field} is missing: {why}" for field in fields if not _has(check, field)]
     if isinstance(checks.get("device_compute"), dict) and checks["device_compute"].get("stage") == "done":
+        problems += [f"checks.device_compute.{field} is missing: {why}" for field in REQUIRED_DONE_DEVICE_CHECK
+                     if not _has(checks["device_compute"], field)]
         device = obj(result, "device")
         problems += [f"device.{field} is missing: {why}" for field in REQUIRED_DEVICE if not _has(device, field)]
         record = obj(obj(device, "views"), "record")
