@@ -41,6 +41,8 @@ def type_problems(fs: Any) -> list[str]:
     if not isinstance(fs, dict) or not str(fs.get("method") or "").startswith("linux-mountinfo"):
         return []
     fs_type, keys = fs.get("type"), option_keys(fs)
+    if not isinstance(fs_type, str):  # the schema refuses it; this rule must not raise on it
+        return [f"filesystem.type is {fs_type!r}, not a file-system type"]
     problems = []
     for key in dict.fromkeys(keys):
         allowed = OPTION_TYPES.get(key)
