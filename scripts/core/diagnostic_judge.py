@@ -7,18 +7,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from core.facts import obj
+
 EXPECTED_LOSS = 196.0  # ((1,2),(3,4)) @ ((2,0),(1,2)), squared and summed: the diagnostic's known answer
 PASSING_CODES = {"CPU_CHECK_PASSED": "cpu", "GPU_CHECK_PASSED": "gpu"}
 
 
-def _dict(obj: Any, key: str) -> dict[str, Any]:
-    value = obj.get(key) if isinstance(obj, dict) else None
-    return value if isinstance(value, dict) else {}
-
-
 def judge_diagnostic(document: dict[str, Any]) -> tuple[list[str], list[str]]:
-    execution = _dict(document, "execution")
-    checks = _dict(execution, "checks")
+    execution = obj(document, "execution")
+    checks = obj(execution, "checks")
     loss = execution.get("loss")
     forged: list[str] = []
     if "loss" in checks and checks["loss"] != (loss == EXPECTED_LOSS):

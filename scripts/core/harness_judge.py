@@ -8,15 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-
-def _dict(obj: Any, key: str) -> dict[str, Any]:
-    value = obj.get(key) if isinstance(obj, dict) else None
-    return value if isinstance(value, dict) else {}
+from core.facts import obj
 
 
 def derived_flags(document: dict[str, Any]) -> dict[str, Any]:
     """{field: the value its facts give} for every flag the record derives."""
-    delete, unmount, server = (_dict(document, k) for k in ("export_side_delete", "unmount", "server"))
+    delete, unmount, server = (obj(document, k) for k in ("export_side_delete", "unmount", "server"))
     # As scripts/steps/nfs_teardown.unmount decides it: gone from mountinfo, and not by detaching a mount whose
     # umount hung (a dead server's share is detached, never unmounted).
     # Its umount attempts were busy retries until the last one, which unmounted it: exit 0 (none ran when the
@@ -54,9 +51,9 @@ def judge_nfs_harness(document: dict[str, Any]) -> tuple[list[str], list[str]]:
         present, recorded = _recorded(document, path)
         if present and recorded != value:
             forged.append(f"{path} is recorded {recorded!r}, its facts say {value!r}")
-    delete = _dict(document, "export_side_delete")
+    delete = obj(document, "export_side_delete")
     wanted = [
-        (flags["unmounted"], f"unmount.still_mounted_as is {_dict(document, 'unmount').get('still_mounted_as')!r}: "
+        (flags["unmounted"], f"unmount.still_mounted_as is {obj(document, 'unmount').get('still_mounted_as')!r}: "
                              "the share was not unmounted"),
         (flags["server_stopped"], f"server is {document.get('server')!r}: the NFS server was not stopped"),
         (document.get("gate_workspace_status") == "retained",
@@ -67,7 +64,7 @@ def judge_nfs_harness(document: dict[str, Any]) -> tuple[list[str], list[str]]:
                                     "workspace was not verified gone from the export"),
         (delete.get("error") is None, f"export_side_delete.error is {delete.get('error')!r}"),
         (document.get("problems") == [], f"problems is {document.get('problems')!r}"),
-        (_dict(document, "setup").get("ok") is True, f"setup.ok is {_dict(document, 'setup').get('ok')!r}"),
+        (obj(document, "setup").get("ok") is True, f"setup.ok is {obj(document, 'setup').get('ok')!r}"),
     ]
     reasons = [why for held, why in wanted if not held]
     if document.get("ok") is True and reasons:
@@ -88,9 +85,9 @@ def mount_problems(harness: dict[str, Any], gate: dict[str, Any]) -> list[str]:
     (setup.mount.fstype) is the gate's filesystem.type, the version the harness mounted (nfs_version) the
     gate's, and the server the harness started enables that version (setup.nfsd_versions). Each where the
     harness recorded it; the harness records no mount options, so there are none to compare."""
-    setup, fs = _dict(harness, "setup"), _dict(gate, "filesystem")
+    setup, fs = obj(harness, "setup"), obj(gate, "filesystem")
     problems = []
-    fstype = _dict(setup, "mount").get("fstype")
+    fstype = obj(setup, "mount").get("fstype")
     if fstype is not None and fstype != fs.get("type"):
         problems.append(f"setup.mount.fstype is {fstype!r} (the NFS harness's record), the gate's filesystem.type is "
                         f"{fs.get('type')!r}")
@@ -110,7 +107,7 @@ def harness_gate_problems(harness: dict[str, Any], gate: dict[str, Any]) -> list
     """The workspace the harness deleted on the export is the one its gate retained, with the status the gate
     recorded, on the mount the harness made (mount_problems): a cross-file fact, the evidence index and the NFS
     VM's verdict both call this."""
-    cleanup, delete = _dict(gate, "workspace_cleanup"), _dict(harness, "export_side_delete")
+    cleanup, delete = obj(gate, "workspace_cleanup"), obj(harness, "export_side_delete")
     problems = mount_problems(harness, gate)
     if delete.get("workspace") != cleanup.get("workspace"):
         problems.append(f"export_side_delete.workspace is {delete.get('workspace')!r}, the gate's "

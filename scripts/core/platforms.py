@@ -16,6 +16,7 @@ import re
 from typing import Any
 
 from core import mount_options
+from core.facts import get
 from core.verdicts import NFS_TYPES
 
 WINDOWS_FS_METHOD = "win32-GetVolumeInformationW"
@@ -38,17 +39,9 @@ NFS_OPTION_KEYS = ("vers", "nfsvers", "proto", "sec")
 NFS_SHOWN_OPTIONS = ("proto", "sec")
 
 
-def _get(document: Any, path: str) -> Any:
-    for key in path.split("."):
-        if not isinstance(document, dict):
-            return None
-        document = document.get(key)
-    return document
-
-
 def os_facts(document: Any) -> dict[str, Any]:
     """The recorded values of every fact that speaks to the OS (None where not recorded)."""
-    return {path: _get(document, path) for path in OS_FACT_PATHS}
+    return {path: get(document, path) for path in OS_FACT_PATHS}
 
 
 def _release(value: str) -> set[str] | None:

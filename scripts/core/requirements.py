@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from core import collectives, isolation_judge, trust, verdicts
+from core.facts import obj
 from core.gpu_view import gpu_view_problems
 from core.platforms import filesystem_problems, nfs_problems, os_facts, os_problems, windows_problems
 from core.torch_build_rules import BACKEND_LIBRARIES
@@ -25,14 +26,9 @@ ALLOCATING_PHASES = ("matmul", "training", "checkpoint_load")
 MPS_FALLBACK = "PYTORCH_ENABLE_MPS_FALLBACK"
 
 
-def _dict(obj: Any, key: str) -> dict[str, Any]:
-    value = obj.get(key) if isinstance(obj, dict) else None
-    return value if isinstance(value, dict) else {}
-
-
 def phase_problems(device: dict[str, Any], kind: str) -> list[str]:
     """A GPU claim holds phase by phase: tensors on the device, a synchronize, and bytes on the device."""
-    phases = _dict(device, "phases")
+    phases = obj(device, "phases")
     problems = [f"phase {name} was not measured" for name in verdicts.PHASES if name not in phases]
     for name, record in phases.items():
         record = record if isinstance(record, dict) else {}
@@ -86,7 +82,7 @@ def build_kind_problems(build: dict[str, Any], torch: dict[str, Any], kind: str)
 
 def backend_problems(device: dict[str, Any], kind: str) -> list[str]:
     """The torch that ran is a build of that backend, by its files (torch_build) and the worker's report."""
-    build, torch = _dict(device, "torch_build"), _dict(device, "torch")
+    build, torch = obj(device, "torch_build"), obj(device, "torch")
     problems = []
     if kind == "cuda" and not (build.get("cuda") and not build.get("hip") and torch.get("cuda")):
         problems.append(f"the torch build is not a CUDA one (torch_build.cuda {build.get('cuda')!r}, "
@@ -95,7 +91,7 @@ def backend_problems(device: dict[str, Any], kind: str) -> list[str]:
         problems.append(f"the torch build is not a ROCm one (torch_build.hip {build.get('hip')!r}, "
                         f"the worker's torch.hip {torch.get('hip')!r})")
     elif kind == "mps":
-        mps = _dict(device, "mps")
+        mps = obj(device, "mps")
         if mps.get("built") is not True or mps.get("available") is not True:
             problems.append(f"MPS was not built and available (device.mps {mps or None!r})")
         if mps.get("fallback_env_set") is not False:
@@ -141,17 +137,17 @@ def device_problems(device: dict[str, Any], kind: str, compute_ok: bool, environ
 
 
 def _compute_ok(result: dict[str, Any]) -> bool:
-    return not verdicts.check_problems("device_compute", _dict(result, "checks").get("device_compute"))
+    return not verdicts.check_problems("device_compute", obj(result, "checks").get("device_compute"))
 
 
 def problems_of(result: dict[str, Any], name: str, environment: dict[str, Any] | None = None) -> list[str]:
     """Why the requirement `name` (cuda, rocm, mps, windows, nfs, device=X, filesystem=X) does not hold for
     this result's facts; empty when it does."""
-    device, platform, fs = _dict(result, "device"), _dict(result, "platform"), _dict(result, "filesystem")
+    device, platform, fs = obj(result, "device"), obj(result, "platform"), obj(result, "filesystem")
     # Issue 19: a view that could be rewritten proves no platform. Gates before that rule recorded no
     # `isolation.allowed` (their `present` was information only), and are judged by their other facts; a
     # result that any field shows is a current gate's is never exempt (core.isolation_judge).
-    allowed = _dict(result, "isolation").get("allowed")
+    allowed = obj(result, "isolation").get("allowed")
     if name not in trust.INJECTION_EXEMPT and isolation_judge.is_current(result) and not isinstance(allowed, bool):
         return [f"isolation.allowed is {allowed!r} on a current gate's result: whether its view could have been "
                 "rewritten is not recorded"]
@@ -162,7 +158,7 @@ def problems_of(result: dict[str, Any], name: str, environment: dict[str, Any] |
         kind = name.removeprefix("device=")
         return device_problems(device, kind, _compute_ok(result), environment or {}, os_facts(result))
     if name == "collectives":  # issue 23's rule, written once in core.collectives
-        held, why = collectives.requirement(_dict(result, "checks").get("collectives"))
+        held, why = collectives.requirement(obj(result, "checks").get("collectives"))
         return [] if held else [why]
     if name == "windows":
         return windows_problems(platform, fs, os_facts(result))
@@ -175,7 +171,7 @@ def problems_of(result: dict[str, Any], name: str, environment: dict[str, Any] |
 
 def asked(result: dict[str, Any]) -> list[str]:
     """The requirements the result's arguments asked for, in the order the gate records them."""
-    arguments = _dict(result, "arguments")
+    arguments = obj(result, "arguments")
     require = arguments.get("require")
     names = [n for n in require if isinstance(n, str)] if isinstance(require, list) else []
     if arguments.get("require_device"):
