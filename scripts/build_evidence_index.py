@@ -58,7 +58,8 @@ exit codes:
   2  usage error (unreadable index, missing folder, --logs needed)
   3  not authentic: a digest mismatch, a missing file, an unknown _type / predicateType / predicate version
      / kind, a recorded file without its subject, a recorded judgement the bytes contradict, or a result
-     whose own recorded flag (a check's ok, loss_decreased...) its measurements contradict (core.verdicts)"""
+     whose own recorded flag (a check's ok, loss_decreased...) its measurements contradict (core.verdicts),
+     or a result naming another source list or format version than its source root's (core.source_sets)"""
 VERDICT_HELP = "also write {schema, ok, reasons, index_sha256} here (what run_local.py reads as the step's result)"
 
 
@@ -106,7 +107,8 @@ def parser() -> argparse.ArgumentParser:
     local.add_argument("--results", type=Path, required=True,
                        help="folder of results: every file in it is bound (a whole training run, say)")
     local.add_argument("--output", type=Path, required=True)
-    local.add_argument("--source-root", type=Path, help="checkout to compare source hashes with (default: this one)")
+    local.add_argument("--source-root", type=Path,
+                       help="checkout to compare source hashes, lists and result version with (default: this one)")
     local.add_argument("--result", action="append", dest="names", metavar="RELPATH",
                        help="bind exactly this file under --results, and every file of its sub-folder when it "
                             "lies in one (repeatable; a missing one fails); default: every file under --results")
@@ -120,7 +122,9 @@ def parser() -> argparse.ArgumentParser:
     check.add_argument("--logs", type=Path, help="folder that `logs/...` subjects live in (needed when it has any)")
     check.add_argument("--source-root", type=Path, metavar="DIR",
                        help="re-hash the source files the index recorded against this checkout; the verdict fails "
-                            "(exit 1) when they differ. Without it the recorded source hashes are taken as recorded")
+                            "(exit 1) when they differ; a result naming another source list or result version than "
+                            "this checkout's is not authentic (exit 3). Without it the recorded source hashes and "
+                            "lists are taken as recorded")
     check.add_argument("--allow-offline", action="store_true",
                        help="let an index built --offline (under act: no job log read) pass")
     check.add_argument("--json", type=Path, metavar="FILE",
@@ -138,7 +142,8 @@ def _add_build(commands: argparse._SubParsersAction) -> None:
     build.add_argument("--logs-dir", type=Path, help="keep the downloaded job logs here")
     build.add_argument("--download-dir", type=Path,
                        help="without --artifacts-dir: keep the downloaded zips and their contents here")
-    build.add_argument("--source-root", type=Path, help="checkout of the head commit, to compare source hashes")
+    build.add_argument("--source-root", type=Path, help="checkout of the head commit, to compare source hashes, source "
+                       "lists and result version with")
     build.add_argument("--platforms", type=_platforms, metavar="LIST",
                        help="platforms that must have run (comma-separated or a JSON list, as the plan job "
                             "outputs it); each one missing or skipped fails the verdict")

@@ -3,7 +3,10 @@ since version 2) or, for a result that records none, the gate sources it names. 
 writes is never excused as "legacy" because it is absent: only a result that is older by those recorded facts
 (version 1: no `schema_version`, and none of the sources that write those fields among its `source.files`) may
 lack them. Deleting a field never makes a current result old; deleting `schema_version` too does not either,
-while the result still names the sources of the current gate.
+while the result still names the sources of the current gate. A result judged at version 1 names exactly the
+version-1 gate's list (V1_SOURCES, the only such gate), and one declaring a later version names this file, where
+that version is written: so cutting `source.files` down to an older list is seen without a source root. With
+one, core.source_sets makes the list and the version facts of that root's files.
 
 Stdlib only.
 """
@@ -28,6 +31,7 @@ V1_SOURCES = frozenset({
     "scripts/platform_runtime/torch_build.py", "scripts/platform_runtime_check.py",
     "scripts/platform_runtime_worker.py"})
 GATE_MODULES = ("scripts/core/", "scripts/platform_runtime/")
+THIS_FILE = "scripts/core/result_format.py"  # every gate that writes a schema_version hashes where it is written
 
 # What the current gate always writes, per check, once the check recorded its measurements (`marker`): a check
 # whose process gave no payload has only its outcome, and fails by its own rule.
@@ -43,6 +47,7 @@ REQUIRED: dict[str, tuple[str, tuple[str, ...]]] = {
 REQUIRED_DONE_DEVICE_CHECK = ("checkpoint.load",)
 # ... and of the result, once the device worker reported (checks.device_compute.stage is "done").
 REQUIRED_DEVICE = ("views", "load_safety", "torch_build.found_in", "build_cross_check")
+MAX_NAMED = 6  # paths named in a refusal (the rest counted)
 
 
 def _has(record: Any, path: str) -> bool:
@@ -50,6 +55,22 @@ def _has(record: Any, path: str) -> bool:
     for part in parents:
         record = record.get(part) if isinstance(record, dict) else None
     return isinstance(record, dict) and key in record
+
+
+def _listed(paths: set[str]) -> str:
+    named = sorted(paths)
+    return ", ".join(named[:MAX_NAMED]) + (f" and {len(named) - MAX_NAMED} more" if len(named) > MAX_NAMED else "")
+
+
+def set_problems(field: str, claimed: Any, expected: list[str], whose: str) -> list[str]:
+    """`field` must name exactly `expected`: the missing and the extra paths, named."""
+    names = set(claimed) if isinstance(claimed, dict) else set()
+    missing, extra = set(expected) - names, names - set(expected)
+    if not missing and not extra:
+        return []
+    parts = ([f"missing {len(missing)}: {_listed(missing)}"] if missing else []) + (
+        [f"extra {len(extra)}: {_listed(extra)}"] if extra else [])
+    return [f"{field} names {len(names)} path(s), {whose} {len(expected)}: {'; '.join(parts)}"]
 
 
 def version_of(result: dict[str, Any]) -> tuple[int | None, list[str]]:
@@ -60,12 +81,16 @@ def version_of(result: dict[str, Any]) -> tuple[int | None, list[str]]:
     current_sources = sorted(n for n in names if n.startswith(GATE_MODULES) and n not in V1_SOURCES)
     if "schema_version" in result and (type(declared) is not int or not 1 <= declared <= SCHEMA_VERSION):
         return None, [f"schema_version is {declared!r}: this judge knows versions 1 to {SCHEMA_VERSION}"]
-    if declared is None:
-        return (SCHEMA_VERSION if current_sources else 1), []
-    if declared < SCHEMA_VERSION and current_sources:
+    if declared is not None and declared < SCHEMA_VERSION and current_sources:
         return SCHEMA_VERSION, [f"schema_version is {declared}, but source.files names the current gate's "
                                 f"{current_sources[0]}: the result is judged as version {SCHEMA_VERSION}"]
-    return declared, []
+    version = declared if declared is not None else SCHEMA_VERSION if current_sources else 1
+    if version == 1:
+        return 1, set_problems("source.files", files, sorted(V1_SOURCES), "the version-1 gate hashed")
+    if THIS_FILE not in names:
+        return version, [f"schema_version is {version}, but source.files does not name {THIS_FILE}, "
+                         "which every gate that writes a version hashes"]
+    return version, []
 
 
 def missing_fields(result: dict[str, Any]) -> list[str]:

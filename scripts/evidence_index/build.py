@@ -27,6 +27,7 @@ from .github import GitHubClient
 from .index_judge import Observed, judge_run
 from .logparse import LogScanner
 from .results import MAX_RESULT_BYTES, MAX_SIDECAR_BYTES, REPO_ROOT, SIDECAR_SUFFIX, keep_max, parse_json
+from .root_sets import root_facts
 from .runfacts import api_subject, artifact_record, jobs_of_attempt, plan_job, run_record, split_jobs
 from .statement import make_statement, now_utc
 from .zipsafe import Caps, UnsafeArchive, safe_extract
@@ -67,6 +68,8 @@ def check_options(options: BuildOptions) -> None:
         raise InputError(f"--artifacts-dir {options.artifacts_dir} is not a folder")
     if options.source_root is not None and not options.source_root.is_dir():
         raise InputError(f"--source-root {options.source_root} is not a folder")
+    if options.source_root is not None:
+        root_facts(options.source_root)  # its lists must read as literals, before the first request
     if options.download_dir is not None and options.download_dir.exists() and any(options.download_dir.iterdir()):
         raise InputError(f"--download-dir {options.download_dir} is not empty")
     if options.offline and (options.platform_artifacts is None or options.artifacts_dir is None):
@@ -149,7 +152,8 @@ def _bind_api(state: _Build, documents: dict[str, Any]) -> None:
 
 
 def _source_root(options: BuildOptions, observed: Observed) -> dict[str, Any]:
-    """The head commit's checkout, hashed at the paths the gate results name (read from their bytes)."""
+    """The head commit's checkout, hashed at the paths the gate results name (read from their bytes), with the
+    source lists and result format version its files define (`sets`: every result is judged against them)."""
     root: dict[str, Any] = {"given": options.source_root is not None}
     if options.source_root is None:
         return root
@@ -162,6 +166,7 @@ def _source_root(options: BuildOptions, observed: Observed) -> dict[str, Any]:
     root["resolved"] = {}
     root["files"] = hash_sources(options.source_root, claimed, root["resolved"])
     root["files_sha256"] = digest_of_files(root["files"])
+    root["sets"] = root_facts(options.source_root)
     return root
 
 

@@ -21,6 +21,7 @@ from core.fleet import box_of
 from .crossfile import check as cross_check
 from .index_verdict import decide_local, decide_run
 from .results import is_result, parse_json, read_result_bytes, too_large
+from .root_sets import bind_to_root
 from .runfacts import facts_from_api
 
 # The fields of a log record that come from scanning its bytes (the rest is how it was fetched).
@@ -44,8 +45,9 @@ class Observed:
     root: Path | None = None
 
 
-def _results_under(prefix: str, observed: Observed) -> list[dict[str, Any]]:
-    """Every result bound under `prefix` (a results folder or one artifact), judged from its bytes."""
+def _results_under(prefix: str, observed: Observed, sets: Any = None) -> list[dict[str, Any]]:
+    """Every result bound under `prefix` (a results folder or one artifact), judged from its bytes, and against
+    the source lists and version of the root the index compares with (`sets`, when it records them)."""
     records = []
     for subject in sorted(observed.json):
         if not subject.startswith(prefix):
@@ -58,6 +60,7 @@ def _results_under(prefix: str, observed: Observed) -> list[dict[str, Any]]:
         record["subject"] = subject
         records.append(record)
     cross_check(records, observed)
+    bind_to_root(records, observed.json, sets)
     return records
 
 
@@ -69,7 +72,8 @@ def _unbound(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def judge_local(predicate: dict[str, Any], observed: Observed) -> dict[str, Any]:
     """A local index's predicate with its results and verdict derived from the bytes (a new dict)."""
     judged = copy.deepcopy(predicate)
-    judged["results"] = _unbound(judged.get("results") or []) + _results_under("artifacts/", observed)
+    sets = (judged.get("source_root") or {}).get("sets")
+    judged["results"] = _unbound(judged.get("results") or []) + _results_under("artifacts/", observed, sets)
     judged["verdict"] = decide_local(judged)
     return judged
 
@@ -118,7 +122,8 @@ def judge_run(predicate: dict[str, Any], observed: Observed) -> dict[str, Any]:
             attempt = job.get("run_attempt") or (judged.get("run") or {}).get("attempt")
             artifact["name"] = result_artifact_name(entry["platform"], entry.get("box"), attempt)
         _compare_digests(artifact, observed, bool((judged.get("run") or {}).get("offline")))
-        bound = _results_under(f"artifacts/{artifact.get('name')}/", observed) if artifact.get("name") else []
+        sets = (judged.get("source_root") or {}).get("sets")
+        bound = _results_under(f"artifacts/{artifact.get('name')}/", observed, sets) if artifact.get("name") else []
         entry["results"] = _unbound(entry.get("results") or []) + bound
         entry["runner"] = _runner(entry)
     plan = judged.get("plan")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from core.contract import RESTATING_KINDS, job_label, platform_of, prove_platform
+from core.source_sets import recorded_problems
 from core.trust import unproven_requirements
 
 from .checkout_hashes import digest_of_files
@@ -42,6 +43,15 @@ def _gate_document(gate: dict[str, Any]) -> dict[str, Any]:
 def _source_mismatches(claimed: dict[str, Any], actual: dict[str, Any]) -> list[str]:
     differing = [path for path in sorted(claimed) if actual.get(path) is None or actual.get(path) != claimed[path]]
     return differing
+
+
+def _root_reasons(root: dict[str, Any], what: str) -> list[str]:
+    """Sources not compared are not proven: no root at all, or root facts recorded in another shape. An index
+    that records no `sets` (built before they were read) compared the hashes only (docs/verdicts.md)."""
+    if root.get("given") is not True:
+        return [f"no --source-root: the sources the results name were not compared with {what}"]
+    sets = root.get("sets")
+    return [] if sets is None else [f"predicate.{p}" for p in recorded_problems(sets)]
 
 
 def _job_and_log_reasons(name: str, job: dict[str, Any], log: dict[str, Any], run: dict[str, Any]) -> list[str]:
@@ -192,6 +202,7 @@ def decide_run(predicate: dict[str, Any]) -> dict[str, Any]:
     if not root.get("given"):
         reasons.append("no --source-root: the sources the platforms ran were not compared with the head commit")
     else:
+        reasons += _root_reasons(root, "the head commit")
         actual = root.get("files") or {}
         for entry in selected:
             claimed = _gate_sources(entry)
@@ -219,7 +230,9 @@ def decide_local(predicate: dict[str, Any]) -> dict[str, Any]:
     elif all(r.get("kind") in RESTATING_KINDS for r in results):
         # A verdict document restates some index's verdict; on its own it is evidence of nothing.
         reasons.append("only evidence-verdict documents: a restated verdict proves nothing on its own")
-    actual = (predicate.get("source_root") or {}).get("files") or {}
+    root = predicate.get("source_root") if isinstance(predicate.get("source_root"), dict) else {}
+    reasons += _root_reasons(root, "a checkout")
+    actual = root.get("files") or {}
     for result in results:
         reasons += _result_reasons(result, "")
         claimed = result.get("source_files")

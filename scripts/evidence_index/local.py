@@ -21,6 +21,7 @@ from .checkout_hashes import digest_of_files, hash_sources, indexer_files
 from .common import InputError, hash_stream, is_safe_relative
 from .index_judge import Observed, judge_local
 from .results import MAX_RESULT_BYTES, REPO_ROOT, SIDECAR_SUFFIX, keep_max, parse_json, unreadable
+from .root_sets import root_facts
 from .statement import make_statement, now_utc
 
 NOT_RESULTS = ("evidence-index", "evidence-verdict")  # an index (or its verdict) of an earlier run
@@ -85,6 +86,7 @@ def build_local_index(results_dir: Path, output: Path | None = None, source_root
     """Index `names` (paths relative to results_dir; a missing one fails), or every file under results_dir."""
     root = source_root or REPO_ROOT
     _check_inputs(results_dir, root, names)
+    sets = root_facts(root)  # before anything is read: a root without readable lists is the user's mistake
     skip = output.resolve() if output is not None else None
     subjects: dict[str, str] = {}
     observed = Observed(root=results_dir)
@@ -107,7 +109,7 @@ def build_local_index(results_dir: Path, output: Path | None = None, source_root
         "host": {"system": host_platform.system(), "release": host_platform.release(),
                  "machine": host_platform.machine()},
         "source_root": {"given": True, "git": git_state(root), "files": files,
-                        "files_sha256": digest_of_files(files), "resolved": resolved},
+                        "files_sha256": digest_of_files(files), "resolved": resolved, "sets": sets},
         "results": unbound,
         "skipped": skipped,
     }

@@ -7,9 +7,9 @@ link leading outside its root, is a problem, never followed.
 
 Outcomes (`Report.outcome`): "pass" (authentic, the verdict recomputed from the bytes passes), "fail"
 (authentic, that verdict fails, or the recorded sources differ from `source_root` when one is given),
-"not-authentic" (a digest mismatch, a missing file, an unknown type or
-version, a recorded file without its subject, a recorded judgement the bytes contradict, or a result whose
-own recorded flags its measurements contradict (core.verdicts)).
+"not-authentic" (a result naming other sources or another format version than `source_root`'s, a digest
+mismatch, a missing file, an unknown type or version, a recorded file without its subject, a recorded judgement
+the bytes contradict, or a result whose own recorded flags its measurements contradict (core.verdicts)).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from .common import InputError, hash_stream, is_safe_relative
 from .index_judge import Observed, differences, judge_index
 from .logparse import LogScanner
 from .results import MAX_RESULT_BYTES, SIDECAR_SUFFIX, keep_max, parse_json
+from .root_sets import root_facts
 from .runfacts import API_DOCUMENTS, api_subject
 from .zipsafe import UnsafeArchive, safe_extract
 
@@ -180,11 +181,23 @@ def source_differences(predicate: dict[str, Any], root: Path) -> list[str]:
     return [f"{len(differing)} recorded source file(s) differ from --source-root: {listed}"]
 
 
+def _against(predicate: dict[str, Any], sets: dict[str, Any] | None) -> dict[str, Any]:
+    """The predicate to judge: with --source-root, every result is judged against the source lists and result
+    version read from that checkout's files (`sets`, core.source_sets), whatever the index recorded."""
+    if sets is None:
+        return predicate
+    judged = copy.deepcopy(predicate)
+    root = judged.get("source_root") if isinstance(judged.get("source_root"), dict) else {"given": True}
+    judged["source_root"] = dict(root, sets=sets)
+    return judged
+
+
 def verify(statement: dict[str, Any], roots: dict[str, Path | None], allow_offline: bool = False,
            source_root: Path | None = None) -> Report:
     """Hash every subject, run the index's judge on those bytes, and compare what the index records with it.
     An index built --offline (act: no job log was read) passes only with allow_offline: otherwise editing a
     real run's index into an "offline" one would be a way to drop its logs from the judgement."""
+    sets = root_facts(source_root) if source_root is not None else None  # unreadable lists: exit 2, first
     report = Report(problems=check_envelope(statement))
     if report.problems:
         return report
@@ -213,10 +226,11 @@ def verify(statement: dict[str, Any], roots: dict[str, Path | None], allow_offli
                             for name in API_DOCUMENTS if api_subject(name) not in names]
     try:  # a predicate edited into another shape is not one this verifier vouches for
         report.problems += recorded_without_subject(statement)
-        recomputed = judge_index(predicate, observed)
+        recomputed = judge_index(_against(predicate, sets), observed)
     except (AttributeError, KeyError, TypeError, ValueError) as error:
         report.problems.append(f"the predicate is malformed ({type(error).__name__}: {str(error)[:200]})")
         return report
+    recomputed["source_root"] = copy.deepcopy(predicate.get("source_root"))  # context, compared below, not judged
     report.problems += differences(predicate, recomputed)
     report.problems += forged_results(recomputed)
     if predicate.get("kind") == "github-run":  # a local results folder may hold any zip of its own
@@ -225,8 +239,10 @@ def verify(statement: dict[str, Any], roots: dict[str, Path | None], allow_offli
         report.problems += zip_disagreements(statement["subject"], [r for r in report.rows if r["name"] in unpacked],
                                              roots.get("artifacts"))
     report.verdict = copy.deepcopy(recomputed["verdict"])
+    if source_root is None and not (predicate.get("source_root") or {}).get("sets"):
+        report.sources += " (the index records no source lists: the results' lists and versions were not compared)"
     if source_root is not None:
-        report.sources = "re-hashed against --source-root"
+        report.sources = "re-hashed against --source-root, whose source lists and result version each result names"
         differing = source_differences(predicate, source_root)
         if differing:
             report.verdict["pass"] = False

@@ -658,6 +658,44 @@ def source_hashes(root: Path, paths: list[str]) -> dict[str, str]:
     return {path: hashlib.sha256((root / path).read_bytes()).hexdigest() for path in paths}
 
 
+# The fake gate results are version-1 shaped (none of the fields a schema_version 2 gate always writes): they
+# name exactly the version-1 gate's sources (core.result_format), and are compared with a checkout whose gate
+# lists exactly those (fake_source_root), as the committed evidence/cuda results are with 7f0a071's.
+def _v1_sources() -> list[str]:
+    from core.result_format import V1_SOURCES  # scripts/ is on sys.path under pytest and in main()
+
+    return sorted(V1_SOURCES)
+
+
+FAKE_SOURCES = _v1_sources()
+_FAKE_ROOT: list[Path] = []
+
+
+def fake_source_root() -> Path:
+    """A git checkout (made once per session) of this repository's version-1 gate files as they are here, whose
+    sources.py lists exactly FAKE_SOURCES, plus this checkout's reprise (the real reprise results beside the
+    fake gate ones name its files)."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    if _FAKE_ROOT:
+        return _FAKE_ROOT[0]
+    repo = Path(__file__).resolve().parents[2]
+    root = Path(tempfile.mkdtemp(prefix="fake-source-root-"))
+    for relative in FAKE_SOURCES + [str(p.relative_to(repo)) for p in (repo / "scripts" / "reprise").iterdir()
+                                    if p.is_file()]:
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(repo / relative, root / relative)
+    listed = "".join(f"    {name!r},\n" for name in FAKE_SOURCES)
+    (root / "scripts/platform_runtime/sources.py").write_text(f"GATE_SOURCES = (\n{listed})\n", encoding="utf-8")
+    for command in (["init", "-q"], ["add", "-A"], ["-c", "user.name=fake", "-c", "user.email=fake@localhost",
+                                                    "commit", "-q", "-m", "fake source root"]):
+        subprocess.run(["git", "-C", str(root), *command], check=True, capture_output=True)
+    _FAKE_ROOT.append(root)
+    return root
+
+
 def standard_run(fake: FakeGitHub, platforms: tuple[str, ...], sources: dict[str, str], *,
                  caller: str | None = "platform-runtime", first_job_id: int = 99239323400,
                  first_artifact_id: int = 3901000100) -> dict[str, tuple[FakeJob, FakeArtifact]]:

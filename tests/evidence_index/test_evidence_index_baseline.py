@@ -16,7 +16,14 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, SCRIPTS
-from tests.evidence_index.fake_github import FakeArtifact, FakeGitHub, source_hashes, standard_run
+from tests.evidence_index.fake_github import (
+    FAKE_SOURCES,
+    FakeArtifact,
+    FakeGitHub,
+    fake_source_root,
+    source_hashes,
+    standard_run,
+)
 from tests.evidence_index.test_evidence_index_diff import cli, run_index
 
 STEP = SCRIPTS / "steps" / "review.py"
@@ -37,12 +44,13 @@ def zip_folder(folder: Path) -> bytes:
 def baseline(tmp_path):
     """A served run whose evidence job uploaded its index and job logs, as the workflow's evidence job does."""
     with FakeGitHub(run_id=BASELINE_RUN) as fake:
-        standard_run(fake, ("linux", "windows"), source_hashes(ROOT, ["scripts/build_evidence_index.py"]))
+        standard_run(fake, ("linux", "windows"), source_hashes(fake_source_root(), FAKE_SOURCES))
         out = tmp_path / "baseline-job"
         env = dict(os.environ, GITHUB_API_URL=fake.api_url, GITHUB_TOKEN=fake.token)
         built = cli("build", "--repository", fake.repository, "--run-id", BASELINE_RUN, "--output",
                     out / "evidence" / "platform-runtime-evidence.json", "--logs-dir", out / "evidence" / "logs",
-                    "--download-dir", out / "artifacts", "--source-root", ROOT, "--log-patience", "0", env=env)
+                    "--download-dir", out / "artifacts", "--source-root", fake_source_root(),
+                    "--log-patience", "0", env=env)
         assert built.returncode == 0, built.stdout + built.stderr
         fake.artifacts.append(FakeArtifact(id=3901000999, name="platform-runtime-evidence-attempt-1",
                                            content=zip_folder(out / "evidence")))
@@ -144,14 +152,15 @@ def test_a_run_of_another_workflow_is_not_a_baseline(tmp_path, baseline):
 def serve_evidence_of(tmp_path: Path, fake: FakeGitHub, **run: object) -> None:
     """`fake`'s run, whose evidence artifact holds the index of the run `run` describes (another repository,
     run or workflow) with the platform zips that index binds uploaded beside it byte for byte: it verifies."""
-    sources = source_hashes(ROOT, ["scripts/build_evidence_index.py"])
+    sources = source_hashes(fake_source_root(), FAKE_SOURCES)
     with FakeGitHub(**run) as other:
         standard_run(other, ("linux", "windows"), sources)
         out = tmp_path / "other-job"
         env = dict(os.environ, GITHUB_API_URL=other.api_url, GITHUB_TOKEN=other.token)
         built = cli("build", "--repository", other.repository, "--run-id", other.run_id, "--output",
                     out / "evidence" / "platform-runtime-evidence.json", "--logs-dir", out / "evidence" / "logs",
-                    "--download-dir", out / "artifacts", "--source-root", ROOT, "--log-patience", "0", env=env)
+                    "--download-dir", out / "artifacts", "--source-root", fake_source_root(),
+                    "--log-patience", "0", env=env)
         assert built.returncode == 0, built.stdout + built.stderr
         zips = {artifact.name: artifact.content for artifact in other.artifacts}
     standard_run(fake, ("linux", "windows"), sources)

@@ -14,12 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, SCRIPTS, validate
+from tests.conftest import SCRIPTS, validate
 from tests.evidence_index.fake_github import (
+    FAKE_SOURCES,
     FakeArtifact,
     FakeGitHub,
     FakeJob,
     Fault,
+    fake_source_root,
     gate_result,
     make_zip,
     runner_log,
@@ -28,7 +30,7 @@ from tests.evidence_index.fake_github import (
 )
 
 CLI = SCRIPTS / "build_evidence_index.py"
-SOURCES = ["scripts/build_evidence_index.py", "scripts/evidence_index/build.py", "schemas/evidence-index.schema.json"]
+SOURCES = FAKE_SOURCES  # the fake gate results are version-1 shaped, compared with fake_source_root()
 
 
 def sha256(data: bytes) -> str:
@@ -43,7 +45,7 @@ def fake():
 
 @pytest.fixture
 def sources():
-    return source_hashes(ROOT, SOURCES)
+    return source_hashes(fake_source_root(), SOURCES)
 
 
 class Built:
@@ -70,7 +72,10 @@ class Built:
         return {s["name"]: s["digest"]["sha256"] for s in self.index["subject"]}
 
 
-def build(fake: FakeGitHub, out: Path, *extra: str, source_root: Path | None = ROOT, token: str | None = None,
+FAKE = Path("fake-source-root")  # build()'s default: fake_source_root(), made when first asked
+
+
+def build(fake: FakeGitHub, out: Path, *extra: str, source_root: Path | None = FAKE, token: str | None = None,
           run_id: int | None = None, keep: bool = True) -> Built:
     env = dict(os.environ, GITHUB_API_URL=fake.api_url, GITHUB_TOKEN=token or fake.token or "")
     args = [sys.executable, "-B", str(CLI), "build", "--repository", fake.repository,
@@ -83,7 +88,7 @@ def build(fake: FakeGitHub, out: Path, *extra: str, source_root: Path | None = R
     if keep and "--artifacts-dir" not in extra:
         args += ["--download-dir", str(out / "artifacts")]
     if source_root is not None:
-        args += ["--source-root", str(source_root)]
+        args += ["--source-root", str(fake_source_root() if source_root == FAKE else source_root)]
     completed = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
     built = Built(completed, out)
     if built.index is not None:
@@ -317,14 +322,14 @@ def test_an_extra_result_that_is_not_ok_fails_its_platform(fake, sources, tmp_pa
 def test_source_hashes_must_agree_across_platforms_and_with_the_head_commit(fake, sources, tmp_path):
     made = standard_run(fake, ("linux", "windows"), sources)
     job, artifact = made["windows"]
-    crlf = dict(sources, **{"scripts/build_evidence_index.py": "e" * 64})  # e.g. a CRLF checkout on Windows
+    crlf = dict(sources, **{"scripts/platform_runtime_check.py": "e" * 64})  # e.g. a CRLF checkout on Windows
     artifact.content = make_zip({"platform-runtime-windows.json": json.dumps(
         gate_result("windows", sources=crlf, run_id=fake.run_id, job_id=job.id)).encode()})
     artifact.digest = None
     built = build(fake, tmp_path)
     assert built.code == 1
     assert any(r.startswith("source hashes differ across platforms") for r in built.verdict["reasons"])
-    assert ("windows: 1 source file(s) differ from the head commit: scripts/build_evidence_index.py"
+    assert ("windows: 1 source file(s) differ from the head commit: scripts/platform_runtime_check.py"
             in built.verdict["reasons"])
 
 
@@ -622,7 +627,8 @@ def test_large_logs_and_zips_are_indexed_in_constant_memory(fake, sources, tmp_p
     launcher = ("import os, subprocess, sys; child = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL); "
                 "_, status, usage = os.wait4(child.pid, 0); print(os.waitstatus_to_exitcode(status), usage.ru_maxrss)")
     done = subprocess.run([sys.executable, "-c", launcher, sys.executable, "-B", str(CLI), "build", "--repository",
-                           fake.repository, "--run-id", str(fake.run_id), "--source-root", str(ROOT), "--output",
+                           fake.repository, "--run-id", str(fake.run_id), "--source-root", str(fake_source_root()),
+                           "--output",
                            str(tmp_path / "index.json")], env=env, capture_output=True, text=True, timeout=300)
     code, peak_kib = map(int, done.stdout.split())
     assert code == 0

@@ -16,7 +16,15 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, SCRIPTS
-from tests.evidence_index.fake_github import FakeGitHub, make_zip, measured_checks, source_hashes, standard_run
+from tests.evidence_index.fake_github import (
+    FAKE_SOURCES,
+    FakeGitHub,
+    fake_source_root,
+    make_zip,
+    measured_checks,
+    source_hashes,
+    standard_run,
+)
 
 CLI = SCRIPTS / "build_evidence_index.py"
 FILESYSTEMS = ROOT / "evidence" / "local" / "filesystems"
@@ -250,7 +258,7 @@ def run_index(tmp_path: Path, name: str, run_id: int, edit: Callable[[str, dict]
     from tests.evidence_index.fake_github import gate_result
 
     out = tmp_path / name
-    sources = source_hashes(ROOT, ["scripts/build_evidence_index.py"])
+    sources = source_hashes(fake_source_root(), FAKE_SOURCES)
     with FakeGitHub(run_id=run_id, head_sha=head_sha) as fake:
         made = standard_run(fake, ("linux", "windows", "mps", "cuda", "nfs"), sources)
         for platform, (job, artifact) in made.items():
@@ -261,7 +269,7 @@ def run_index(tmp_path: Path, name: str, run_id: int, edit: Callable[[str, dict]
             artifact.content = make_zip({f"platform-runtime-{platform}.json": json.dumps(document, indent=2).encode()})
         env = dict(os.environ, GITHUB_API_URL=fake.api_url, GITHUB_TOKEN=fake.token)
         done = cli("build", "--repository", fake.repository, "--run-id", run_id, "--output", out / "index.json",
-                   "--logs-dir", out / "logs", "--download-dir", out / "artifacts", "--source-root", ROOT,
+                   "--logs-dir", out / "logs", "--download-dir", out / "artifacts", "--source-root", fake_source_root(),
                    "--log-patience", "0", env=env)
     assert done.returncode in (0, 1), done.stdout + done.stderr
     return out

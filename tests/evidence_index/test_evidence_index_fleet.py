@@ -12,13 +12,14 @@ from tests.evidence_index.fake_github import (
     FakeArtifact,
     FakeGitHub,
     FakeJob,
+    fake_source_root,
     gate_result,
     make_zip,
     plan_log,
     runner_log,
     source_hashes,
 )
-from tests.evidence_index.test_evidence_index_build import ROOT, SOURCES, build
+from tests.evidence_index.test_evidence_index_build import SOURCES, build
 
 BOXES = ("a100", "h100")
 
@@ -32,7 +33,7 @@ def fake():
 def fleet_run(fake: FakeGitHub, failing: str | None = None) -> dict[str, FakeArtifact]:
     from core.contract import plan_log_line
 
-    sources = source_hashes(ROOT, SOURCES)
+    sources = source_hashes(fake_source_root(), SOURCES)
     prefix = "platform-runtime / "
     fake.jobs.append(FakeJob(id=5100, name=f"{prefix}plan", log=plan_log((plan_log_line(("cuda",)),))))
     made = {}

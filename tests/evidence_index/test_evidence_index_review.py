@@ -10,6 +10,7 @@ import copy
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,16 +19,19 @@ import pytest
 from evidence_index.results import read_result_bytes
 
 from tests.conftest import ROOT, SCRIPTS
-from tests.evidence_index.fake_github import gate_result, source_hashes
+from tests.evidence_index.fake_github import FAKE_SOURCES, fake_source_root, gate_result, source_hashes
 
 CLI = SCRIPTS / "build_evidence_index.py"
-SOURCES = ["scripts/build_evidence_index.py", "scripts/evidence_index/local.py"]
+SOURCES = FAKE_SOURCES  # the fake gate results are version-1 shaped: compared with fake_source_root()
 REPRISE = next((ROOT / "evidence" / "local" / "run-local").glob("reprise-*/verification.json"))
 NFS_HARNESS = ROOT / "evidence" / "nfs" / "nfs-harness.json"
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
+    """The CLI; a local index of this module's fake gate results is compared with fake_source_root()."""
     env = {k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"}
+    if args[:1] == ("local",) and "--source-root" not in args:
+        args = (*args, "--source-root", str(fake_source_root()))
     return subprocess.run([sys.executable, "-B", str(CLI), *args], capture_output=True, text=True, timeout=60, env=env)
 
 
@@ -45,7 +49,7 @@ def gate_folder(tmp_path) -> Path:
     """A folder whose one gate result passes on its own (made by this checkout's sources)."""
     folder = tmp_path / "results"
     folder.mkdir()
-    gate = gate_result("linux", sources=source_hashes(ROOT, SOURCES), in_actions=False)
+    gate = gate_result("linux", sources=source_hashes(fake_source_root(), SOURCES), in_actions=False)
     (folder / "platform-runtime-cpu.json").write_text(json.dumps(gate, indent=2))
     return folder
 
@@ -163,13 +167,11 @@ def test_verify_rehashes_the_recorded_sources_against_a_source_root(gate_folder,
     assert built.returncode == 0
     plain = verify(index, gate_folder)
     assert plain.returncode == 0 and "source hashes taken as recorded" in plain.stdout.splitlines()[-1]
-    same = verify(index, gate_folder, "--source-root", str(ROOT))
+    same = verify(index, gate_folder, "--source-root", str(fake_source_root()))
     assert same.returncode == 0 and "re-hashed against --source-root" in same.stdout.splitlines()[-1], same.stdout
     other = tmp_path / "checkout"
-    for path in SOURCES:
-        (other / path).parent.mkdir(parents=True, exist_ok=True)
-        (other / path).write_bytes((ROOT / path).read_bytes())
-    (other / SOURCES[1]).write_bytes((ROOT / SOURCES[1]).read_bytes() + b"# edited\n")
+    shutil.copytree(fake_source_root(), other)
+    (other / SOURCES[1]).write_bytes((other / SOURCES[1]).read_bytes() + b"# edited\n")
     edited = verify(index, gate_folder, "--source-root", str(other))
     assert edited.returncode == 1, edited.stdout
     assert f"1 recorded source file(s) differ from --source-root: {SOURCES[1]}" in edited.stdout

@@ -13,17 +13,20 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, SCRIPTS, validate
-from tests.evidence_index.fake_github import gate_result, source_hashes
+from tests.evidence_index.fake_github import FAKE_SOURCES, fake_source_root, gate_result, source_hashes
 
 CLI = SCRIPTS / "build_evidence_index.py"
-SOURCES = ["scripts/build_evidence_index.py", "scripts/evidence_index/local.py"]
+SOURCES = FAKE_SOURCES  # the fake gate results are version-1 shaped: compared with fake_source_root()
 DIAGNOSTIC = ROOT / "evidence" / "local" / "run-local" / "kernodeck-diagnostic-cpu.json"
 REPRISE = next((ROOT / "evidence" / "local" / "run-local").glob("reprise-*/verification.json"))
 FAILED_DIAGNOSTIC = json.dumps(dict(json.loads(DIAGNOSTIC.read_text()), status="failed", exit_code=1))
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
+    """The CLI; a local index of this module's fake gate results is compared with fake_source_root()."""
     env = {k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"}
+    if args[:1] == ("local",) and "--source-root" not in args:
+        args = (*args, "--source-root", str(fake_source_root()))
     return subprocess.run([sys.executable, "-B", str(CLI), *args], capture_output=True, text=True, timeout=60, env=env)
 
 
@@ -31,7 +34,7 @@ def cli(*args: str) -> subprocess.CompletedProcess:
 def results(tmp_path) -> Path:
     folder = tmp_path / "results"
     folder.mkdir()
-    sources = source_hashes(ROOT, SOURCES)
+    sources = source_hashes(fake_source_root(), SOURCES)
     gate = gate_result("linux", sources=sources, in_actions=False)
     (folder / "platform-runtime-cpu.json").write_text(json.dumps(gate, indent=2))
     shutil.copyfile(DIAGNOSTIC, folder / "extra-check.json")  # a real diagnostic report, under another name
@@ -60,7 +63,7 @@ def test_local_results_that_are_ok_pass_and_are_bound_to_their_bytes_and_sources
         (results / "platform-runtime-cpu.json").read_bytes()).hexdigest()
     predicate = index["predicate"]
     assert predicate["verdict"] == {"pass": True, "reasons": []}
-    assert predicate["source_root"]["files"] == source_hashes(ROOT, SOURCES)
+    assert predicate["source_root"]["files"] == source_hashes(fake_source_root(), SOURCES)
     assert predicate["source_root"]["git"]["head"]
     gate = next(r for r in predicate["results"] if r["kind"] == "gate")
     assert gate["schema_valid"] is True and gate["ok"] is True
@@ -241,21 +244,22 @@ def test_a_named_result_outside_the_folder_is_a_usage_error(results, tmp_path):
 
 
 def test_a_source_named_by_its_tail_is_compared_with_the_one_tracked_file_it_names(results, tmp_path):
-    real = source_hashes(ROOT, ["scripts/build_evidence_index.py"])["scripts/build_evidence_index.py"]
-    tail_named = gate_result("linux", sources={"build_evidence_index.py": real}, in_actions=False)
-    (results / "resume.json").write_text(json.dumps(tail_named))
+    # a real reprise verification names its sources by their tails (train.py, for scripts/reprise/train.py)
+    shutil.copytree(REPRISE.parent, results / "resume-run")
     completed, index = index_local(results, tmp_path / "index.json")
     assert completed.returncode == 0, completed.stdout
     resolved = index["predicate"]["source_root"]["resolved"]
-    assert resolved == {"build_evidence_index.py": "scripts/build_evidence_index.py"}
+    assert resolved["train.py"] == "scripts/reprise/train.py"
+    assert resolved["verify_resume.py"] == "scripts/reprise/verify_resume.py"
     # a tail that names several tracked files (or none) is not guessed: it differs
-    tail_named["source"]["files"] = {"__init__.py": real}
-    (results / "resume.json").write_text(json.dumps(tail_named))
+    verification = results / "resume-run" / "verification.json"
+    document = json.loads(verification.read_text())
+    document["source"]["files"]["__init__.py"] = document["source"]["files"].pop("train.py")
+    verification.write_text(json.dumps(document))
     completed, index = index_local(results, tmp_path / "index.json")
     assert completed.returncode == 1
     reasons = index["predicate"]["verdict"]["reasons"]
-    assert "resume.json: 1 source file(s) differ from this checkout: __init__.py" in reasons
-
+    assert "resume-run/verification.json: 1 source file(s) differ from this checkout: __init__.py" in reasons
 
 def test_a_result_of_a_known_kind_must_validate_against_its_schema(results, tmp_path):
     # check_training_run.py's results have a schema: a document that merely says ok is not one of them

@@ -12,6 +12,7 @@ import pytest
 from core.contract import judge
 
 from tests.conftest import ROOT
+from tests.evidence_index.checkouts import CUDA_COMMIT, checkout_of
 from tests.evidence_index.fake_github import runner_log
 from tests.evidence_index.test_evidence_index_forgery import build_run
 from tests.evidence_index.test_verdicts_forgery import index_and_verify, real  # noqa: F401 - the fixture
@@ -92,10 +93,15 @@ def test_the_committed_cuda_result_made_a_cpu_one_is_not_authentic(tmp_path, edi
 
 
 def test_the_committed_cuda_result_untouched_stays_authentic(tmp_path):
-    verified, report = index_and_verify(tmp_path, CUDA_RESULT.read_bytes())
-    assert report["outcome"] != "not-authentic", report["problems"]
-    # It ran older sources than this checkout: that, and only that, fails it here.
-    assert all("source file(s) differ" in reason for reason in report["verdict"]["reasons"])
+    """Against the sources that ran it (7f0a071) it passes; against this checkout, whose gate hashes another
+    list and writes another version, it is refused for that and only that (core.source_sets)."""
+    verified, report = index_and_verify(tmp_path / "own", CUDA_RESULT.read_bytes(), checkout_of(CUDA_COMMIT))
+    assert verified.returncode == 0 and report["outcome"] == "pass", report["problems"]
+    verified, report = index_and_verify(tmp_path / "here", CUDA_RESULT.read_bytes())
+    assert verified.returncode == 3, report["problems"]
+    assert all("source.files names 19 path(s), the gate at the source root hashes" in p
+               or "the gate at the source root writes version 2" in p or p.startswith("predicate.")
+               for p in report["problems"]), report["problems"]
 
 
 def test_an_online_index_re_derives_the_requirement_too(tmp_path, real):  # noqa: F811

@@ -29,14 +29,16 @@ def real(tmp_path_factory) -> dict:
     return run.result
 
 
-def index_and_verify(folder: Path, document: dict | bytes) -> tuple[subprocess.CompletedProcess, dict]:
+def index_and_verify(folder: Path, document: dict | bytes,
+                     source_root: Path = ROOT) -> tuple[subprocess.CompletedProcess, dict]:
+    """Index the document against source_root (this checkout: the sources a result made now ran), verify."""
     results = folder / "results"
     results.mkdir(parents=True)
     data = document if isinstance(document, bytes) else json.dumps(document, indent=2).encode()
     (results / "platform-runtime-cpu.json").write_bytes(data)
     index = folder / "index.json"
     built = subprocess.run([sys.executable, "-B", str(CLI), "local", "--results", str(results), "--output",
-                            str(index), "--source-root", str(ROOT)], capture_output=True, text=True, timeout=120)
+                            str(index), "--source-root", str(source_root)], capture_output=True, text=True, timeout=120)
     assert index.is_file(), built.stderr
     verified = subprocess.run([sys.executable, "-B", str(CLI), "verify", str(index), "--artifacts", str(results),
                                "--json", str(folder / "report.json")], capture_output=True, text=True, timeout=120)
