@@ -121,6 +121,14 @@ def test_a_version_1_claim_must_name_exactly_the_version_1_list_even_without_a_c
     assert any("extra 1: tools/extra.py" in why for why in judge(grown).forged)
 
 
+def test_a_later_version_names_the_file_its_version_is_written_in_even_without_a_checkout():
+    current = json.loads((ROOT / "evidence" / "local" / "run-local" / "platform-runtime-cpu.json").read_text())
+    assert current["schema_version"] == 2 and judge(current).ok is True
+    del current["source"]["files"]["scripts/core/result_format.py"]
+    assert any("schema_version is 2, but source.files does not name scripts/core/result_format.py" in why
+               for why in judge(current).forged)
+
+
 # (b) a missing or an extra source path
 
 def test_a_gate_result_missing_one_source_of_the_checkout_is_not_authentic(tmp_path, real):  # noqa: F811
