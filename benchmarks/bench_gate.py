@@ -4,9 +4,11 @@ each round also runs the gate with `--collectives N` (gloo on the CPU) and print
 the gate without it, and its ranks' time per op (no goal: it is a cost to know, not a budget). Each round also
 times the torch RECORD check alone (every file of torch's dist-info RECORD hashed and sized, in a fresh
 process, as the gate's parent runs it in a thread beside the device worker) and prints it against the
-baseline: what it would add if it did not hide behind torch's import, and the gate's own record of it.
+baseline: what it would add if it did not hide behind torch's import, and the gate's own record of it. With
+--against DIR each round also runs the gate of another checkout (say `git archive main | tar -x -C DIR`), in
+alternating order with this one, so a change is measured against what it changes under the same load.
 
-    .venv/bin/python benchmarks/bench_gate.py [--rounds 5] [--collectives 2]
+    .venv/bin/python benchmarks/bench_gate.py [--rounds 5] [--collectives 2] [--against DIR]
 """
 
 from __future__ import annotations
@@ -88,17 +90,28 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--collectives", type=int, metavar="N", help="also time the gate with --collectives N")
+    parser.add_argument("--against", type=Path, metavar="DIR",
+                        help="also time the gate of the checkout in DIR (its scripts/), in the same rounds")
     args = parser.parse_args()
-    gate_times, baseline_times, with_times, with_results = [], [], [], []
+    if args.against is not None and not (args.against / "scripts" / "platform_runtime_check.py").is_file():
+        parser.error("--against: no scripts/platform_runtime_check.py in that folder")
+    gate_times, baseline_times, with_times, with_results, other_times = [], [], [], [], []
     record_times, record_reports, in_gate, loads = [], [], [], []
     with tempfile.TemporaryDirectory() as work:
         gate = [sys.executable, "-B", str(ROOT / "scripts" / "platform_runtime_check.py"), "--device", "cpu",
                 "--output", str(Path(work) / "result.json")]
         baseline = [sys.executable, "-B", "-c", BASELINE]
-        for _ in range(args.rounds):
+        other = None if args.against is None else [sys.executable, "-B", str(
+            args.against.resolve() / "scripts" / "platform_runtime_check.py"), "--device", "cpu", "--output",
+            str(Path(work) / "other.json")]
+        for index in range(args.rounds):
             loads.append(os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan"))
             baseline_times.append(timed(baseline, Path(work)))
+            if other is not None and index % 2 == 0:
+                other_times.append(timed(other, Path(work)))
             gate_times.append(timed(gate, Path(work)))
+            if other is not None and index % 2 == 1:
+                other_times.append(timed(other, Path(work)))
             views = json.loads((Path(work) / "result.json").read_text(encoding="utf-8"))["device"].get("views") or {}
             in_gate.append((views.get("record") or {}).get("duration_s"))
             seconds, report = record_check(Path(work))
@@ -116,6 +129,11 @@ def main() -> int:
     print("per round, gate/baseline (1-min load average before it): "
           + ", ".join(f"{g / b:.2f}x ({load:.1f})" for g, b, load in zip(gate_times, baseline_times, loads)))
     print(f"ratio gate/baseline: {ratio:.2f}x (goal <= {GOAL:.2f}x) -> {'OK' if ratio <= GOAL else 'OVER'}")
+    if other_times:
+        other_median = statistics.median(other_times)
+        print(f"gate of {args.against}: median {other_median:.2f} s  [{listed(other_times)}]  ratio "
+              f"{other_median / baseline_median:.2f}x; this gate / that one: {gate_median / other_median:.2f}x "
+              "(per round: " + ", ".join(f"{g / o:.2f}x" for g, o in zip(gate_times, other_times)) + ")")
     record_median = statistics.median(record_times)
     print(f"torch RECORD check alone ({record_reports[0]['files']} files, {record_reports[0]['bytes'] / 1e6:.0f} MB, "
           f"verified {all(r['verified'] for r in record_reports)}): median {record_median:.2f} s  "

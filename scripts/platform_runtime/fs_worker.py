@@ -6,7 +6,8 @@ through the entry script (`python -I -B scripts/platform_runtime_worker.py fs_wo
     replace WORKSPACE [--writers 4] [--replaces 50] [--readers 2] [--min-versions 10] [--tolerate-missing]
     append WORKSPACE [--writers 8] [--records 200]   (a lock-exclusion probe first)
     cleanup WORKSPACE [--wait-for-go]
-(and the roles the coordinators start: replace-writer, replace-reader, append-writer, lock-attempt)
+(and the roles the coordinators start: replace-writer, replace-reader, append-writer, lock-attempt; on POSIX
+each a fork of its coordinator, platform_runtime.forked; elsewhere a fresh interpreter on this entry)
 
 Each prints one JSON object on its last stdout line; one that ends with an exception prints the error that
 ended it (platform_runtime/roles.py). The gate gives each check a deadline (`--deadline-at`, a wall-clock
@@ -23,7 +24,6 @@ import json
 import os
 import shutil
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -223,10 +223,7 @@ def concurrent_replace(workspace: Path, writers: int, replaces: int, readers: in
     reader_roles = [roles.start("replace-reader", f"r{i}", deadline, str(target), str(stop), f"{reading_for:.3f}",
                                 *(["--tolerate-missing"] if tolerate_missing else [])) for i in range(readers)]
     for role in reader_roles:  # writers start only once every reader is reading
-        assert role.process.stdout is not None
-        ready = threading.Thread(target=role.process.stdout.readline, daemon=True)
-        ready.start()
-        ready.join(deadline.for_role())
+        roles.wait_ready(role, deadline.for_role())
     writer_roles = [roles.start("replace-writer", f"w{i}", deadline, str(target), str(i), str(replaces))
                     for i in range(writers)]
     writer_outcomes = [roles.collect(role) for role in writer_roles]
@@ -387,4 +384,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(roles.guarded(main, sys.argv[1:]))
+    sys.exit(roles.launch(main, sys.argv[1:]))

@@ -9,6 +9,10 @@ A role's outcome is one of:
   property under test failing;
 - "no-result": it exited (a code or a signal) without a result.
 
+On POSIX each role is a fork of its check's process (platform_runtime.forked: about 1 ms, where a fresh
+interpreter costs 55-65 ms of CPU); on Windows a fresh interpreter on the worker entry. Either way it is a
+separate process, and what ends it is reported the same way (guarded).
+
 A check's deadline reaches its process as a wall-clock instant (`--deadline-at`), so the time its own
 interpreter took to start counts against it exactly as it does for the gate, which kills it on its own
 monotonic clock whatever happens; every role's deadline is what is left of it, less a reserve for the
@@ -21,15 +25,18 @@ import errno
 import json
 import linecache
 import re
+import select
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from core.outcomes import error_text
 
-from platform_runtime.children import KILL_GRACE_S, describe_returncode, parse_last_json, worker_command
+from platform_runtime import forked
+from platform_runtime.children import KILL_GRACE_S, WORKER_ENTRY, describe_returncode, parse_last_json, worker_command
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent  # scripts/
 # What a check keeps for itself after its roles' deadline: killing a late role and reading what it left.
@@ -105,15 +112,38 @@ def describe_error(exc: BaseException) -> dict:
 class Role:
     role: str
     name: str
-    process: subprocess.Popen
+    process: subprocess.Popen | forked.ForkedProcess
     started: float
     deadline_s: float
 
 
+# The main of the check's process (fs_worker.main), set by launch(): where it is set and the platform forks,
+# each role is a fork of the check's process (platform_runtime.forked); otherwise a fresh interpreter.
+_LAUNCHER: list = []
+
+
 def start(role: str, name: str, deadline: CheckDeadline, *args: str) -> Role:
-    process = subprocess.Popen(worker_command("fs_worker", role, *args), stdout=subprocess.PIPE,
-                               stdin=subprocess.DEVNULL)
+    if forked.FORK and _LAUNCHER:
+        argv = [str(WORKER_ENTRY), "fs_worker", role, *args]  # what a fresh role's sys.argv is at start-up
+        process = forked.start(argv, lambda role_argv: guarded(_LAUNCHER[0], role_argv), [role, *args])
+    else:
+        process = subprocess.Popen(worker_command("fs_worker", role, *args), stdout=subprocess.PIPE,
+                                   stdin=subprocess.DEVNULL)
     return Role(role, name, process, time.monotonic(), round(deadline.for_role(), 3))
+
+
+def wait_ready(role: Role, seconds: float) -> None:
+    """Wait up to `seconds` for the role's first line (a reader's "ready"). A forked role's pipe is waited on
+    with select, so that no thread is alive in this process when it forks the next role."""
+    stdout = role.process.stdout
+    assert stdout is not None
+    if isinstance(role.process, forked.ForkedProcess):
+        if select.select([stdout.fileno()], [], [], max(seconds, 0.0))[0]:
+            stdout.readline()
+        return
+    ready = threading.Thread(target=stdout.readline, daemon=True)
+    ready.start()
+    ready.join(seconds)
 
 
 def collect(role: Role) -> dict:
@@ -148,6 +178,12 @@ def record(outcome: dict) -> dict:
 
 def results(outcomes: list[dict]) -> list[dict]:
     return [o["result"] for o in outcomes if o["answer"] == "answered"]
+
+
+def launch(main, argv: list[str]) -> int:
+    """The check's process: run main(argv) guarded, with main as the entry of the roles it forks."""
+    _LAUNCHER[:] = [main]
+    return guarded(main, argv)
 
 
 def guarded(run, argv: list[str]) -> int:

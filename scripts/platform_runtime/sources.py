@@ -54,6 +54,7 @@ GATE_SOURCES: tuple[str, ...] = (
     "scripts/platform_runtime/device_worker.py",
     "scripts/platform_runtime/driver_access.py",
     "scripts/platform_runtime/filesystem.py",
+    "scripts/platform_runtime/forked.py",
     "scripts/platform_runtime/fs_worker.py",
     "scripts/platform_runtime/gate.py",
     "scripts/platform_runtime/isolation.py",

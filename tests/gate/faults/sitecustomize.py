@@ -11,16 +11,24 @@ import os
 import sys
 
 FAULT = os.environ.get("PLATFORM_RUNTIME_FAULT", "")
-SCRIPT = os.path.basename(sys.argv[0]) if sys.argv else ""
-# The gate starts file-system roles as `platform_runtime_worker.py fs_worker ROLE ...`, the device worker as its file.
-if SCRIPT == "platform_runtime_worker.py" and sys.argv[1:2] == ["fs_worker"] and len(sys.argv) > 2:
-    ROLE, ROLE_ARGS = sys.argv[2], sys.argv[3:]
-elif "--multiprocessing-fork" in sys.argv:  # a rank of the collective check, started by spawn
-    ROLE, ROLE_ARGS = "rank", []
-elif SCRIPT == "platform_runtime_worker.py" and sys.argv[1:3] == ["killed_writer", "writer"]:
-    ROLE, ROLE_ARGS = "killed-writer", sys.argv[3:]
-else:
-    ROLE, ROLE_ARGS = ("device" if SCRIPT == "device_worker.py" else ""), []
+AUDIT_DIR = os.environ.get("PLATFORM_RUNTIME_AUDIT_DIR")
+
+
+def _role_of(argv):
+    """(script, role, role args) from a command line. The gate starts file-system checks as
+    `platform_runtime_worker.py fs_worker MODE ...`, the device worker as its file; on POSIX a check forks its
+    roles, each with sys.argv set to the command line it would have had (see _forked below)."""
+    script = os.path.basename(argv[0]) if argv else ""
+    if script == "platform_runtime_worker.py" and argv[1:2] == ["fs_worker"] and len(argv) > 2:
+        return script, argv[2], argv[3:]
+    if "--multiprocessing-fork" in argv:  # a rank of the collective check, started by spawn
+        return script, "rank", []
+    if script == "platform_runtime_worker.py" and argv[1:3] == ["killed_writer", "writer"]:
+        return script, "killed-writer", argv[3:]
+    return script, ("device" if script == "device_worker.py" else ""), []
+
+
+SCRIPT, ROLE, ROLE_ARGS = _role_of(sys.argv)
 
 
 def _torch_faults():
@@ -155,165 +163,199 @@ def _killed_writer_fault():
         os.unlink = lambda path, *a, **k: None if str(path).endswith(".tmp") else real_unlink(path, *a, **k)
 
 
-if ROLE == "rank" and FAULT.startswith("rank-"):
-    _after_import("torch.distributed.distributed_c10d", _rank_faults)
-elif ROLE == "device" and FAULT == "device-hangs":
-    import time
+def _inject():
+    """Break, in this process, what FAULT names for ROLE."""
+    if ROLE == "rank" and FAULT.startswith("rank-"):
+        _after_import("torch.distributed.distributed_c10d", _rank_faults)
+    elif ROLE == "device" and FAULT == "device-hangs":
+        import time
 
-    time.sleep(3600)
-elif ROLE == "device" and FAULT == "device-escapes-holding-output":
-    # Stands in for a process the kill cannot reap in time (uninterruptible sleep on a hung NFS mount): a
-    # grandchild leaves the process group and keeps the worker's output open.
-    import time
-
-    if os.fork() == 0:
-        os.setsid()
-        with open(os.environ["PLATFORM_RUNTIME_FAULT_PIDFILE"], "w") as handle:
-            handle.write(str(os.getpid()))
         time.sleep(3600)
-        os._exit(0)
-    time.sleep(3600)
-elif ROLE == "device" and FAULT == "device-crashes":
-    import signal
+    elif ROLE == "device" and FAULT == "device-escapes-holding-output":
+        # Stands in for a process the kill cannot reap in time (uninterruptible sleep on a hung NFS mount): a
+        # grandchild leaves the process group and keeps the worker's output open.
+        import time
 
-    os.kill(os.getpid(), signal.SIGKILL)
-elif ROLE == "device" and FAULT:
-    _torch_faults()
-elif ROLE == "probe" and FAULT == "probe-killed-after-report":
-    # The probe's own report is written, then a signal ends it (as a racer that wrote a line into its stdout
-    # and SIGKILLed it would): a report from a child that did not exit by itself must not count.
-    import atexit
-    import signal
+        if os.fork() == 0:
+            os.setsid()
+            with open(os.environ["PLATFORM_RUNTIME_FAULT_PIDFILE"], "w") as handle:
+                handle.write(str(os.getpid()))
+            time.sleep(3600)
+            os._exit(0)
+        time.sleep(3600)
+    elif ROLE == "device" and FAULT == "device-crashes":
+        import signal
 
-    def _die() -> None:
-        sys.stdout.flush()
         os.kill(os.getpid(), signal.SIGKILL)
+    elif ROLE == "device" and FAULT:
+        _torch_faults()
+    elif ROLE == "probe" and FAULT == "probe-killed-after-report":
+        # The probe's own report is written, then a signal ends it (as a racer that wrote a line into its stdout
+        # and SIGKILLed it would): a report from a child that did not exit by itself must not count.
+        import atexit
+        import signal
 
-    atexit.register(_die)
-elif ROLE == "probe" and FAULT == "probe-hangs-after-mkdir":
-    # The probe makes the workspace, then hangs (a stuck mount): the global timeout must not leave it behind.
-    import pathlib
-    import time
+        def _die() -> None:
+            sys.stdout.flush()
+            os.kill(os.getpid(), signal.SIGKILL)
 
-    real_mkdir = pathlib.Path.mkdir
+        atexit.register(_die)
+    elif ROLE == "probe" and FAULT == "probe-hangs-after-mkdir":
+        # The probe makes the workspace, then hangs (a stuck mount): the global timeout must not leave it behind.
+        import pathlib
+        import time
 
-    def mkdir(self, *args, **kwargs):
-        real_mkdir(self, *args, **kwargs)
+        real_mkdir = pathlib.Path.mkdir
+
+        def mkdir(self, *args, **kwargs):
+            real_mkdir(self, *args, **kwargs)
+            time.sleep(3600)
+
+        pathlib.Path.mkdir = mkdir
+    elif ROLE == "failing-writer" and FAULT == "writer-in-place":
+        # The "temporary" file is the target itself: a writer that dies mid-write destroys the old file.
+        import tempfile
+
+        def mkstemp(suffix=None, prefix=None, dir=None, text=False):
+            target = os.path.join(dir, prefix.strip(".").rsplit(".", 1)[0])  # ".<name>.<pid>-" -> "<name>"
+            return os.open(target, os.O_RDWR | os.O_CREAT | os.O_TRUNC), target
+
+        tempfile.mkstemp = mkstemp
+    elif ROLE == "killed-writer" and FAULT.startswith("killed-writer-"):
+        _killed_writer_fault()
+    elif ROLE == "failing-writer" and FAULT.startswith("killed-writer-") and hasattr(os, "register_at_fork"):
+        # On POSIX the stage forks its writers from the failing-writer process: break only those children.
+        os.register_at_fork(after_in_child=_killed_writer_fault)
+    elif ROLE == "failing-writer" and FAULT == "temp-left-behind":
+        real_unlink = os.unlink
+        os.unlink = lambda path, *a, **k: None if str(path).endswith(".tmp") else real_unlink(path, *a, **k)
+    elif ROLE == "replace-writer" and FAULT == "replace-not-atomic":
+        # A "replace" that truncates the target and writes it in two halves: readers can see half a file.
+        import time
+
+        def replace(src, dst):
+            with open(src, "rb") as handle:
+                data = handle.read()
+            with open(dst, "wb") as handle:
+                handle.write(data[: len(data) // 2])
+                handle.flush()
+                time.sleep(0.002)
+                handle.write(data[len(data) // 2:])
+            os.unlink(src)
+
+        os.replace = replace
+    elif ROLE == "append-writer" and FAULT in ("lost-line", "torn-line", "duplicated-line"):
+        real_write = os.write
+
+        def write(fd, data):
+            if b'"pad": "003-00007-' in bytes(data):
+                if FAULT == "lost-line":
+                    return len(data)
+                if FAULT == "torn-line":
+                    real_write(fd, bytes(data)[:40])
+                    return len(data)
+                real_write(fd, data)
+            return real_write(fd, data)
+
+        os.write = write
+    elif ROLE in ("append", "append-writer", "lock-attempt") and FAULT == "lock-noop":
+        # A lock that does not lock: every call returns as if it had been granted.
+        import fcntl
+
+        fcntl.lockf = lambda *a, **k: None
+    elif ROLE == "lock-attempt" and FAULT == "lock-attempt-silent":
+        # A lock attempt that never answers (an interpreter that takes forever to start on a loaded machine).
+        import time
+
         time.sleep(3600)
+    elif ROLE == "lock-attempt" and FAULT in ("lock-granted-late", "lock-never-granted") and "0.000" not in ROLE_ARGS:
+        # The attempts after the release are refused: the first three (a release that reaches the server late),
+        # or all of them (a lock that stays taken).
+        import errno
+        import fcntl
 
-    pathlib.Path.mkdir = mkdir
-elif ROLE == "failing-writer" and FAULT == "writer-in-place":
-    # The "temporary" file is the target itself: a writer that dies mid-write destroys the old file.
-    import tempfile
+        real_lockf, refusals = fcntl.lockf, []
 
-    def mkstemp(suffix=None, prefix=None, dir=None, text=False):
-        target = os.path.join(dir, prefix.strip(".").rsplit(".", 1)[0])  # ".<name>.<pid>-" -> "<name>"
-        return os.open(target, os.O_RDWR | os.O_CREAT | os.O_TRUNC), target
+        def lockf(fd, command, *args):
+            if command & fcntl.LOCK_NB and (FAULT == "lock-never-granted" or len(refusals) < 3):
+                refusals.append(1)
+                raise BlockingIOError(errno.EAGAIN, "Resource temporarily unavailable")
+            return real_lockf(fd, command, *args)
 
-    tempfile.mkstemp = mkstemp
-elif ROLE == "killed-writer" and FAULT.startswith("killed-writer-"):
-    _killed_writer_fault()
-elif ROLE == "failing-writer" and FAULT.startswith("killed-writer-") and hasattr(os, "register_at_fork"):
-    # On POSIX the stage forks its writers from the failing-writer process: break only those children.
-    os.register_at_fork(after_in_child=_killed_writer_fault)
-elif ROLE == "failing-writer" and FAULT == "temp-left-behind":
-    real_unlink = os.unlink
-    os.unlink = lambda path, *a, **k: None if str(path).endswith(".tmp") else real_unlink(path, *a, **k)
-elif ROLE == "replace-writer" and FAULT == "replace-not-atomic":
-    # A "replace" that truncates the target and writes it in two halves: readers can see half a file.
-    import time
+        fcntl.lockf = lockf
+    elif ROLE == "append-writer" and FAULT == "appender-disk-full" and ROLE_ARGS[1:2] == ["5"]:  # writer 5
+        import errno
 
-    def replace(src, dst):
-        with open(src, "rb") as handle:
-            data = handle.read()
-        with open(dst, "wb") as handle:
-            handle.write(data[: len(data) // 2])
-            handle.flush()
-            time.sleep(0.002)
-            handle.write(data[len(data) // 2:])
-        os.unlink(src)
+        def write(fd, data):
+            raise OSError(errno.ENOSPC, "No space left on device")
 
-    os.replace = replace
-elif ROLE == "append-writer" and FAULT in ("lost-line", "torn-line", "duplicated-line"):
-    real_write = os.write
+        os.write = write
+    elif ROLE == "replace-writer" and FAULT == "replace-writer-silent" and ROLE_ARGS[1:2] == ["2"]:  # writer 2
+        import time
 
-    def write(fd, data):
-        if b'"pad": "003-00007-' in bytes(data):
-            if FAULT == "lost-line":
-                return len(data)
-            if FAULT == "torn-line":
-                real_write(fd, bytes(data)[:40])
-                return len(data)
-            real_write(fd, data)
-        return real_write(fd, data)
+        time.sleep(3600)
+    elif ROLE == "replace-writer" and FAULT == "replace-unlinks-first":
+        # A replace that is not one step: the name is absent for a moment (what NFS clients may show readers).
+        import time
 
-    os.write = write
-elif ROLE in ("append", "append-writer", "lock-attempt") and FAULT == "lock-noop":
-    # A lock that does not lock: every call returns as if it had been granted.
-    import fcntl
+        def replace(src, dst):
+            try:
+                os.unlink(dst)
+            except FileNotFoundError:  # another writer's unlink came first
+                pass
+            time.sleep(0.005)
+            os.rename(src, dst)
 
-    fcntl.lockf = lambda *a, **k: None
-elif ROLE == "lock-attempt" and FAULT == "lock-attempt-silent":
-    # A lock attempt that never answers (an interpreter that takes forever to start on a loaded machine).
-    import time
+        os.replace = replace
+    elif ROLE == "append-writer" and FAULT == "appender-crashes" and ROLE_ARGS[1:2] == ["5"]:  # writer 5
+        os._exit(3)
+    elif ROLE == "cleanup" and FAULT in ("cleanup-hangs", "cleanup-does-nothing"):
+        import shutil
+        import time
 
-    time.sleep(3600)
-elif ROLE == "lock-attempt" and FAULT in ("lock-granted-late", "lock-never-granted") and "0.000" not in ROLE_ARGS:
-    # The attempts after the release are refused: the first three (a release that reaches the server late),
-    # or all of them (a lock that stays taken).
-    import errno
-    import fcntl
+        shutil.rmtree = (lambda *a, **k: time.sleep(3600)) if FAULT == "cleanup-hangs" else (lambda *a, **k: None)
 
-    real_lockf, refusals = fcntl.lockf, []
 
-    def lockf(fd, command, *args):
-        if command & fcntl.LOCK_NB and (FAULT == "lock-never-granted" or len(refusals) < 3):
-            refusals.append(1)
-            raise BlockingIOError(errno.EAGAIN, "Resource temporarily unavailable")
-        return real_lockf(fd, command, *args)
+_inject()
 
-    fcntl.lockf = lockf
-elif ROLE == "append-writer" and FAULT == "appender-disk-full" and ROLE_ARGS[1:2] == ["5"]:  # writer 5
-    import errno
 
-    def write(fd, data):
-        raise OSError(errno.ENOSPC, "No space left on device")
+def _forked():
+    """A process forked with another command line (a role forked from its check's process) is that role:
+    its faults are injected at the fork, as they would be at a fresh interpreter's start-up."""
+    global SCRIPT, ROLE, ROLE_ARGS
+    script, role, role_args = _role_of(sys.argv)
+    if (role, role_args) != (ROLE, ROLE_ARGS):
+        SCRIPT, ROLE, ROLE_ARGS = script, role, role_args
+        _inject()
+        if AUDIT_DIR:  # it ends with os._exit, which runs no exit handler: its record is written first
+            import time
 
-    os.write = write
-elif ROLE == "replace-writer" and FAULT == "replace-writer-silent" and ROLE_ARGS[1:2] == ["2"]:  # writer 2
-    import time
+            STARTED[:] = ["fork", time.monotonic()]
+            real_exit = os._exit
 
-    time.sleep(3600)
-elif ROLE == "replace-writer" and FAULT == "replace-unlinks-first":
-    # A replace that is not one step: the name is absent for a moment (what NFS clients may show readers).
-    import time
+            def _exit(code):
+                _record()
+                real_exit(code)
 
-    def replace(src, dst):
-        try:
-            os.unlink(dst)
-        except FileNotFoundError:  # another writer's unlink came first
-            pass
-        time.sleep(0.005)
-        os.rename(src, dst)
+            os._exit = _exit
 
-    os.replace = replace
-elif ROLE == "append-writer" and FAULT == "appender-crashes" and ROLE_ARGS[1:2] == ["5"]:  # writer 5
-    os._exit(3)
-elif ROLE == "cleanup" and FAULT in ("cleanup-hangs", "cleanup-does-nothing"):
-    import shutil
-    import time
 
-    shutil.rmtree = (lambda *a, **k: time.sleep(3600)) if FAULT == "cleanup-hangs" else (lambda *a, **k: None)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked)
 
-AUDIT_DIR = os.environ.get("PLATFORM_RUNTIME_AUDIT_DIR")
 if AUDIT_DIR:
     # Record, at exit, whether this process imported torch: only the device worker may.
     import atexit
     import json
+    import time
+
+    STARTED = ["interpreter", time.monotonic()]  # how this process became its role, and when
 
     def _record():
         name = f"{os.getpid()}.json"
         with open(os.path.join(AUDIT_DIR, name), "w") as handle:
-            json.dump({"script": SCRIPT, "role": ROLE, "torch": "torch" in sys.modules}, handle)
+            json.dump({"script": SCRIPT, "role": ROLE, "role_args": ROLE_ARGS, "torch": "torch" in sys.modules,
+                       "pid": os.getpid(), "ppid": os.getppid(), "started": STARTED[0],
+                       "ran": [STARTED[1], time.monotonic()]}, handle)
 
     atexit.register(_record)
