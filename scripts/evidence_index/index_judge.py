@@ -17,6 +17,7 @@ from typing import Any
 
 from core.contract import PLAN_JOB, platform_of, result_artifact_name
 from core.fleet import box_of
+from core.one_run import run_problems
 
 from .crossfile import check as cross_check
 from .index_verdict import decide_local, decide_run
@@ -48,20 +49,34 @@ class Observed:
 def _results_under(prefix: str, observed: Observed, sets: Any = None) -> list[dict[str, Any]]:
     """Every result bound under `prefix` (a results folder or one artifact), judged from its bytes, and against
     the source lists and version of the root the index compares with (`sets`, when it records them)."""
-    records = []
+    records, documents = [], []
     for subject in sorted(observed.json):
         if not subject.startswith(prefix):
             continue
         relative = subject[len(prefix):]
         data, sha256, size = observed.json[subject]
-        if not is_result(relative, parse_json(data)):
+        document = parse_json(data)
+        if not is_result(relative, document):
             continue
         record = read_result_bytes(data, relative) if data is not None else too_large(relative, sha256, size)
         record["subject"] = subject
         records.append(record)
+        documents.append(document)
     cross_check(records, observed)
     bind_to_root(records, observed.json, sets)
+    _one_run(records, documents)
     return records
+
+
+def _one_run(records: list[dict[str, Any]], documents: list[Any]) -> None:
+    """Results of one folder (or artifact) that disagree about the machine they ran on (core.one_run) are not
+    this folder's run: not authentic, each naming its field and the result(s) it disagrees with."""
+    found = run_problems([(r["name"], str(r.get("kind")), d) for r, d in zip(records, documents)])
+    for record, problems in zip(records, found):
+        if problems:
+            record["not_authentic"] = list(record.get("not_authentic") or []) + problems
+            record["reasons"] = list(record.get("reasons") or []) + [f"not authentic: {p}" for p in problems]
+            record["ok"] = False
 
 
 def _unbound(results: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -30,12 +30,20 @@ def cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-B", str(CLI), *args], capture_output=True, text=True, timeout=60, env=env)
 
 
+def local_gate(sources: dict) -> dict:
+    """A gate result beside the real diagnostic: it records the interpreter the diagnostic ran (the results of
+    one folder are one machine's run: core.one_run)."""
+    gate = gate_result("linux", sources=sources, in_actions=False)
+    gate["platform"]["python"] = json.loads(DIAGNOSTIC.read_text())["runtime"]["python"]
+    return gate
+
+
 @pytest.fixture
 def results(tmp_path) -> Path:
     folder = tmp_path / "results"
     folder.mkdir()
     sources = source_hashes(fake_source_root(), SOURCES)
-    gate = gate_result("linux", sources=sources, in_actions=False)
+    gate = local_gate(sources)
     (folder / "platform-runtime-cpu.json").write_text(json.dumps(gate, indent=2))
     shutil.copyfile(DIAGNOSTIC, folder / "extra-check.json")  # a real diagnostic report, under another name
     (folder / "platform-runtime-cpu.log").write_text("not a result\n")

@@ -1,0 +1,79 @@
+"""The results of one folder describe one machine and one run: the rule, as a pure function of the facts each
+result records about the machine it ran on.
+
+A local index's folder (and an online index's artifact) is what one machine made in one checkout: the gate,
+the diagnostic beside it, a reprise verification and its summaries. Each of them records some of the same facts
+(the interpreter, the kernel, the torch build), in its own field. Where two results of one folder record the
+same fact, they must record the same value: a GPU diagnostic, another machine's gate or a VM's result copied in
+beside this machine's results disagrees with them on at least one of these, and is not this folder's run. The
+result(s) off the folder's most common value are named (every one, where no value is the most common).
+
+A fact a result does not record (null, or a kind that has no field for it) is not compared. Stdlib only.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from core.facts import get
+
+# kind -> {fact: the field that records it}. The gate's `device.torch.version` is the device worker's torch (the
+# gate's own cross-check ties it to the installed build); the summaries' and verification's `environment` is
+# the reprise process's.
+FIELDS: dict[str, dict[str, str]] = {
+    "gate": {
+        "python": "platform.python", "python_build": "platform.python_build",
+        "python_compiler": "platform.python_compiler", "python_implementation": "platform.python_implementation",
+        "system": "platform.system", "release": "platform.release", "machine": "platform.machine",
+        "torch": "device.torch.version", "torch_record": "device.torch_build.record_sha256",
+    },
+    "diagnostic": {"python": "runtime.python", "system": "runtime.system", "torch": "pytorch.version"},
+    "reprise-summary": {"python": "environment.python", "torch": "environment.torch", "numpy": "environment.numpy"},
+    "reprise-verification": {"python": "environment.python", "torch": "environment.torch",
+                             "numpy": "environment.numpy"},
+}
+CASELESS = ("system",)  # the gate records platform.system() ("Linux"), the diagnostic sys.platform-like "linux"
+MAX_WITNESSES = 2
+WHY = "the results of one folder describe one machine and one run"
+
+
+def facts_of(kind: str, document: Any) -> dict[str, tuple[str, Any]]:
+    """{fact: (field, value)} for every machine fact this result records (null ones left out)."""
+    found = {}
+    for fact, path in FIELDS.get(kind, {}).items():
+        value = get(document, path)
+        if value is not None:
+            found[fact] = (path, value)
+    return found
+
+
+def _key(fact: str, value: Any) -> Any:
+    return value.casefold() if fact in CASELESS and isinstance(value, str) else repr(value)
+
+
+def run_problems(results: Sequence[tuple[str, str, Any]]) -> list[list[str]]:
+    """For (name, kind, document) of each result of one folder: the problems of each, in the same order (an empty
+    list where it agrees with the others on every fact both record)."""
+    facts = [facts_of(kind, document) for _, kind, document in results]
+    problems: list[list[str]] = [[] for _ in results]
+    for fact in sorted({fact for found in facts for fact in found}):
+        holders = [i for i, found in enumerate(facts) if fact in found]
+        counts = Counter(_key(fact, facts[i][fact][1]) for i in holders)
+        if len(counts) < 2:
+            continue
+        top = max(counts.values())
+        common = [key for key, seen in counts.items() if seen == top]
+        majority = common[0] if len(common) == 1 else None
+        for i in holders:
+            path, value = facts[i][fact]
+            if _key(fact, value) == majority:
+                continue
+            others = [j for j in holders if _key(fact, facts[j][fact][1]) != _key(fact, value)]
+            named = ", ".join(f"{results[j][0]} records {facts[j][fact][0]} {facts[j][fact][1]!r}"
+                              for j in others[:MAX_WITNESSES])
+            extra = len(others) - MAX_WITNESSES
+            more = f" (and {extra} other result(s) like them)" if extra > 0 else ""
+            problems[i].append(f"{results[i][0]}: {path} is {value!r}, but {named}{more}: {WHY}")
+    return problems

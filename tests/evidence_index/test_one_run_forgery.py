@@ -1,0 +1,131 @@
+"""One folder, one machine, one run (core.one_run): real committed results copied to another folder of real
+results, as the outside review did (F1, F3), then re-indexed (`build_evidence_index.py local`) and verified.
+Each is refused as not authentic (exit 3) naming the field and the result it disagrees with; the untouched
+copies stay authentic. (The committed results ran older gate sources than this checkout, so a rebuilt index of
+them fails on that, and only on that: exit 1.)"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from core.one_run import run_problems
+
+from tests.evidence_index.fake_github import runner_log
+from tests.evidence_index.test_crossfile_forgery import EVIDENCE, assert_refused, copy, rebuild_and_verify
+from tests.evidence_index.test_evidence_index_forgery import build_run, real_result  # noqa: F401 - the fixture
+
+GPU_DIAGNOSTIC = EVIDENCE / "cuda" / "run" / "kernodeck-diagnostic-gpu.json"
+RUN_LOCAL = ("platform-runtime-cpu.json", "kernodeck-diagnostic-cpu.json")
+
+
+def run_local_pair(tmp_path: Path) -> Path:
+    """The run-local folder's gate result and CPU diagnostic (its reprise run left out: a torch load each)."""
+    folder = tmp_path / "run-local"
+    folder.mkdir()
+    for name in RUN_LOCAL:
+        shutil.copy2(EVIDENCE / "local" / "run-local" / name, folder / name)
+    return folder
+
+
+def assert_authentic(code: int, report: dict) -> None:
+    assert (report["outcome"], code) in (("pass", 0), ("fail", 1)) and not report["problems"], report["problems"]
+    assert all("source file(s) differ from this checkout" in r for r in report["verdict"]["reasons"]), \
+        report["verdict"]["reasons"]
+
+
+# --- the controls ------------------------------------------------------------------------------------------
+
+def test_the_run_local_gate_and_its_diagnostic_are_one_run(tmp_path):
+    assert_authentic(*rebuild_and_verify(run_local_pair(tmp_path)))
+
+
+def test_the_filesystems_results_are_one_machine(tmp_path):
+    assert_authentic(*rebuild_and_verify(copy(tmp_path, "local/filesystems")))
+
+
+def test_the_cuda_gate_and_its_gpu_diagnostic_are_one_run(tmp_path):
+    folder = tmp_path / "cuda"
+    folder.mkdir()
+    for name in ("platform-runtime-cuda.json", "kernodeck-diagnostic-gpu.json"):
+        shutil.copy2(EVIDENCE / "cuda" / "run" / name, folder / name)
+    assert_authentic(*rebuild_and_verify(folder))
+
+
+# --- F1: a GPU diagnostic is bound to the folder's run ----------------------------------------------------
+
+def test_a_gpu_diagnostic_swapped_in_for_the_cpu_one_is_not_authentic(tmp_path):
+    folder = run_local_pair(tmp_path)
+    shutil.copy2(GPU_DIAGNOSTIC, folder / "kernodeck-diagnostic-cpu.json")
+    assert_refused(*rebuild_and_verify(folder),
+                   "kernodeck-diagnostic-cpu.json: runtime.python is '3.12.3', but platform-runtime-cpu.json "
+                   "records platform.python '3.11.7'",
+                   "kernodeck-diagnostic-cpu.json: pytorch.version is '2.11.0+cu130', but platform-runtime-cpu.json "
+                   "records device.torch.version '2.13.0+cpu'")
+
+
+def test_a_gpu_diagnostic_added_beside_the_run_local_results_is_not_authentic(tmp_path):
+    folder = run_local_pair(tmp_path)
+    shutil.copy2(GPU_DIAGNOSTIC, folder / "kernodeck-diagnostic-gpu.json")
+    code, report = rebuild_and_verify(folder)
+    assert_refused(code, report, "kernodeck-diagnostic-gpu.json: runtime.python is '3.12.3'")
+    assert not any(p.startswith("artifacts/platform-runtime-cpu.json") for p in report["problems"]), \
+        "the folder's own results are not the odd ones"
+
+
+def test_a_gpu_diagnostic_added_to_the_filesystems_folder_is_not_authentic(tmp_path):
+    folder = copy(tmp_path, "local/filesystems")
+    shutil.copy2(GPU_DIAGNOSTIC, folder / "kernodeck-diagnostic-gpu.json")
+    assert_refused(*rebuild_and_verify(folder), "kernodeck-diagnostic-gpu.json: pytorch.version is '2.11.0+cu130'")
+
+
+# --- F3: another machine's (or kernel's) results in a local folder ------------------------------------------
+
+def test_the_nfs_vm_gate_added_to_the_filesystems_folder_is_not_authentic(tmp_path):
+    folder = copy(tmp_path, "local/filesystems")
+    shutil.copy2(EVIDENCE / "nfs" / "platform-runtime-nfs.json", folder / "platform-runtime-nfs.json")
+    assert_refused(*rebuild_and_verify(folder),
+                   "platform-runtime-nfs.json: platform.release is '6.1.0-57-amd64', but "
+                   "platform-runtime-cpu-btrfs-loop.json records platform.release '6.18.44-fc-v1045'",
+                   "platform-runtime-nfs.json: platform.python_build is 'main May 12 2026 05:17:27'")
+
+
+def test_the_cuda_gate_added_to_the_filesystems_folder_is_not_authentic(tmp_path):
+    folder = copy(tmp_path, "local/filesystems")
+    shutil.copy2(EVIDENCE / "cuda" / "run" / "platform-runtime-cuda.json", folder / "platform-runtime-cuda.json")
+    assert_refused(*rebuild_and_verify(folder), "platform-runtime-cuda.json: platform.release is "
+                   "'6.18.44-fc-v657-gpu'")
+
+
+# --- the rule itself, and the online index -----------------------------------------------------------------
+
+def test_where_no_value_is_the_most_common_every_result_is_named():
+    gate = json.loads((EVIDENCE / "local" / "run-local" / "platform-runtime-cpu.json").read_text())
+    other = json.loads((EVIDENCE / "nfs" / "platform-runtime-nfs.json").read_text())
+    found = run_problems([("a.json", "gate", gate), ("b.json", "gate", other)])
+    assert any("a.json: platform.release is '6.18.44-fc-v1045', but b.json records" in p for p in found[0])
+    assert any("b.json: platform.release is '6.1.0-57-amd64', but a.json records" in p for p in found[1])
+
+
+def test_a_fact_a_result_does_not_record_is_not_compared():
+    gate = json.loads((EVIDENCE / "local" / "run-local" / "platform-runtime-cpu.json").read_text())
+    diagnostic = json.loads((EVIDENCE / "local" / "run-local" / "kernodeck-diagnostic-cpu.json").read_text())
+    diagnostic["runtime"]["python"] = None
+    assert run_problems([("g.json", "gate", gate), ("d.json", "diagnostic", diagnostic)]) == [[], []]
+    diagnostic["runtime"]["system"] = "win32"
+    assert run_problems([("g.json", "gate", gate), ("d.json", "diagnostic", diagnostic)]) == [
+        ["g.json: platform.system is 'Linux', but d.json records runtime.system 'win32': the results of one "
+         "folder describe one machine and one run"],
+        ["d.json: runtime.system is 'win32', but g.json records platform.system 'Linux': the results of one "
+         "folder describe one machine and one run"]]
+
+
+def test_a_gpu_diagnostic_in_a_linux_jobs_artifact_is_not_authentic(tmp_path, real_result):  # noqa: F811
+    files = {"platform-runtime-linux.json": real_result, "kernodeck-diagnostic-gpu.json": GPU_DIAGNOSTIC.read_bytes()}
+    run = build_run(tmp_path / "run", "linux", files, runner_log("linux"))
+    assert run.build_code == 1
+    completed = run.verify()
+    assert completed.returncode == 3, completed.stdout
+    assert "kernodeck-diagnostic-gpu.json: runtime.python is '3.12.3', but platform-runtime-linux.json records " \
+           f"platform.python '{json.loads(real_result)['platform']['python']}'" in completed.stdout
