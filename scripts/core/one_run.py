@@ -13,6 +13,7 @@ A fact a result does not record (null, or a kind that has no field for it) is no
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -34,7 +35,9 @@ FIELDS: dict[str, dict[str, str]] = {
     "reprise-verification": {"python": "environment.python", "torch": "environment.torch",
                              "numpy": "environment.numpy"},
 }
-CASELESS = ("system",)  # the gate records platform.system() ("Linux"), the diagnostic sys.platform-like "linux"
+# The gate records platform.system() ("Linux", "Windows", "Darwin"); the diagnostic the family of sys.platform
+# (scripts/kernodeck_diagnostic.runtime_facts: linux, windows for win32 and cygwin, macos, other): compared as families.
+FAMILIES = {"linux": "linux", "windows": "windows", "cygwin": "windows", "darwin": "macos", "macos": "macos"}
 MAX_WITNESSES = 2
 WHY = "the results of one folder describe one machine and one run"
 
@@ -50,7 +53,12 @@ def facts_of(kind: str, document: Any) -> dict[str, tuple[str, Any]]:
 
 
 def _key(fact: str, value: Any) -> Any:
-    return value.casefold() if fact in CASELESS and isinstance(value, str) else repr(value)
+    if fact == "python" and isinstance(value, str):  # the diagnostic writes X.Y.Z of sys.version_info, the gate
+        release = re.match(r"\d+\.\d+\.\d+", value)  # platform.python_version() ("3.14.0rc1" for a candidate)
+        return release.group(0) if release else value
+    if fact == "system" and isinstance(value, str):
+        return next((family for prefix, family in FAMILIES.items() if value.casefold().startswith(prefix)), "other")
+    return repr(value)
 
 
 def run_problems(results: Sequence[tuple[str, str, Any]]) -> list[list[str]]:

@@ -113,12 +113,20 @@ def test_a_fact_a_result_does_not_record_is_not_compared():
     diagnostic = json.loads((EVIDENCE / "local" / "run-local" / "kernodeck-diagnostic-cpu.json").read_text())
     diagnostic["runtime"]["python"] = None
     assert run_problems([("g.json", "gate", gate), ("d.json", "diagnostic", diagnostic)]) == [[], []]
-    diagnostic["runtime"]["system"] = "win32"
+    diagnostic["runtime"]["system"] = "windows"
     assert run_problems([("g.json", "gate", gate), ("d.json", "diagnostic", diagnostic)]) == [
-        ["g.json: platform.system is 'Linux', but d.json records runtime.system 'win32': the results of one "
+        ["g.json: platform.system is 'Linux', but d.json records runtime.system 'windows': the results of one "
          "folder describe one machine and one run"],
-        ["d.json: runtime.system is 'win32', but g.json records platform.system 'Linux': the results of one "
+        ["d.json: runtime.system is 'windows', but g.json records platform.system 'Linux': the results of one "
          "folder describe one machine and one run"]]
+
+
+def test_the_diagnostics_system_family_is_the_gates_system():
+    gate = json.loads((EVIDENCE / "local" / "run-local" / "platform-runtime-cpu.json").read_text())
+    diagnostic = json.loads((EVIDENCE / "local" / "run-local" / "kernodeck-diagnostic-cpu.json").read_text())
+    for system, family in (("Linux", "linux"), ("Windows", "windows"), ("Darwin", "macos"), ("FreeBSD", "other")):
+        gate["platform"]["system"], diagnostic["runtime"]["system"] = system, family
+        assert run_problems([("g.json", "gate", gate), ("d.json", "diagnostic", diagnostic)]) == [[], []], system
 
 
 def test_a_gpu_diagnostic_in_a_linux_jobs_artifact_is_not_authentic(tmp_path, real_result):  # noqa: F811
