@@ -8,7 +8,9 @@ same fact, they must record the same value: a GPU diagnostic, another machine's 
 beside this machine's results disagrees with them on at least one of these, and is not this folder's run. The
 result(s) off the folder's most common value are named (every one, where no value is the most common).
 
-A fact a result does not record (null, or a kind that has no field for it) is not compared. Stdlib only.
+A fact a result does not record (null, or a kind that has no field for it) is not compared. Stdlib only. The
+judge's, not the gate's: the gate never loads it, so it is not among GATE_SOURCES (core.source_sets holds a result's
+list to exactly the gate's).
 """
 
 from __future__ import annotations

@@ -28,7 +28,6 @@ GATE_SOURCES: tuple[str, ...] = (
     "scripts/core/harness_judge.py",
     "scripts/core/isolation_judge.py",
     "scripts/core/mount_options.py",
-    "scripts/core/one_run.py",
     "scripts/core/outcomes.py",
     "scripts/core/platforms.py",
     "scripts/core/provenance.py",

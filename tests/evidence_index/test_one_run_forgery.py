@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 from core.one_run import run_problems
 
+from tests.evidence_index.checkouts import CUDA_COMMIT, checkout_of
 from tests.evidence_index.fake_github import runner_log
-from tests.evidence_index.test_crossfile_forgery import EVIDENCE, assert_refused, copy, rebuild_and_verify
+from tests.evidence_index.test_crossfile_forgery import CLI, EVIDENCE, assert_refused, copy, rebuild_and_verify
 from tests.evidence_index.test_evidence_index_forgery import build_run, real_result  # noqa: F401 - the fixture
 
 GPU_DIAGNOSTIC = EVIDENCE / "cuda" / "run" / "kernodeck-diagnostic-gpu.json"
@@ -27,6 +30,26 @@ def run_local_pair(tmp_path: Path) -> Path:
     for name in RUN_LOCAL:
         shutil.copy2(EVIDENCE / "local" / "run-local" / name, folder / name)
     return folder
+
+
+def cuda_pair(tmp_path: Path) -> Path:
+    """The committed CUDA run's gate result and GPU diagnostic (its reprise run left out)."""
+    folder = tmp_path / "cuda"
+    folder.mkdir()
+    for name in ("platform-runtime-cuda.json", "kernodeck-diagnostic-gpu.json"):
+        shutil.copy2(EVIDENCE / "cuda" / "run" / name, folder / name)
+    return folder
+
+
+def rebuild_and_verify_at(folder: Path, root: Path) -> tuple[int, dict]:
+    """rebuild_and_verify, against the checkout that made the results (the CUDA run ran 7f0a071's sources)."""
+    index, report = folder.parent / "index.json", folder.parent / "report.json"
+    subprocess.run([sys.executable, "-B", str(CLI), "local", "--results", str(folder), "--output", str(index),
+                    "--source-root", str(root)], capture_output=True, text=True, timeout=120)
+    verified = subprocess.run([sys.executable, "-B", str(CLI), "verify", str(index), "--artifacts", str(folder),
+                               "--source-root", str(root), "--json", str(report)],
+                              capture_output=True, text=True, timeout=120)
+    return verified.returncode, json.loads(report.read_text())
 
 
 def assert_authentic(code: int, report: dict) -> None:
@@ -46,11 +69,8 @@ def test_the_filesystems_results_are_one_machine(tmp_path):
 
 
 def test_the_cuda_gate_and_its_gpu_diagnostic_are_one_run(tmp_path):
-    folder = tmp_path / "cuda"
-    folder.mkdir()
-    for name in ("platform-runtime-cuda.json", "kernodeck-diagnostic-gpu.json"):
-        shutil.copy2(EVIDENCE / "cuda" / "run" / name, folder / name)
-    assert_authentic(*rebuild_and_verify(folder))
+    code, report = rebuild_and_verify_at(cuda_pair(tmp_path), checkout_of(CUDA_COMMIT))
+    assert (code, report["outcome"]) == (0, "pass"), (report["problems"], report["verdict"])
 
 
 # --- F1: a GPU diagnostic is bound to the folder's run ----------------------------------------------------
@@ -78,6 +98,18 @@ def test_a_gpu_diagnostic_added_to_the_filesystems_folder_is_not_authentic(tmp_p
     folder = copy(tmp_path, "local/filesystems")
     shutil.copy2(GPU_DIAGNOSTIC, folder / "kernodeck-diagnostic-gpu.json")
     assert_refused(*rebuild_and_verify(folder), "kernodeck-diagnostic-gpu.json: pytorch.version is '2.11.0+cu130'")
+
+
+def test_this_machines_cpu_diagnostic_added_to_the_cuda_run_is_not_authentic(tmp_path):
+    folder = cuda_pair(tmp_path)
+    cpu = EVIDENCE / "local" / "run-local" / "kernodeck-diagnostic-cpu.json"
+    shutil.copy2(cpu, folder / "kernodeck-diagnostic.json")
+    code, report = rebuild_and_verify_at(folder, checkout_of(CUDA_COMMIT))
+    # the odd one is named; the CUDA run's own two results agree and are not
+    assert_refused(code, report, "kernodeck-diagnostic.json: runtime.python is '3.11.7', but "
+                   "kernodeck-diagnostic-gpu.json records runtime.python '3.12.3', platform-runtime-cuda.json records "
+                   "platform.python '3.12.3'")
+    assert not any(p.startswith("artifacts/platform-runtime-cuda.json") for p in report["problems"])
 
 
 # --- F3: another machine's (or kernel's) results in a local folder ------------------------------------------
