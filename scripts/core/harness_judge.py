@@ -117,3 +117,28 @@ def harness_gate_problems(harness: dict[str, Any], gate: dict[str, Any]) -> list
                         f"workspace_cleanup.status is {cleanup.get('status')!r}")
     return problems
 
+
+
+HARNESS_NAME = "nfs-harness.json"
+ACTION_SCENARIO = "action"
+
+
+def scenario_of_name(name: str) -> str | None:
+    """The scenario a harness record's file name says: nfs-harness.json the action's, <scenario>-nfs-harness.json
+    a VM scenario's (tools/nfsvm/evidence.py names them so); None for a name of neither form."""
+    base = name.rsplit("/", 1)[-1]
+    if base == HARNESS_NAME:
+        return ACTION_SCENARIO
+    prefix = base[:-len(HARNESS_NAME)] if base.endswith("-" + HARNESS_NAME) else ""
+    return prefix[:-1] or None
+
+
+def scenario_problems(name: str, harness: dict[str, Any]) -> list[str]:
+    """A record that names its scenario (`scenario`, written from the teardown's --scenario) lies under a file
+    name of that scenario: the server-restart scenario's record and its gate cannot stand as the action's run.
+    A record without one (made before it was written) is not compared."""
+    recorded, named = harness.get("scenario"), scenario_of_name(name)
+    if recorded is None or named is None or recorded == named:
+        return []
+    return [f"scenario is {recorded!r}, but its file name {name.rsplit('/', 1)[-1]} is the {named!r} run's "
+            f"(nfs-harness.json is the action's, <scenario>-nfs-harness.json a scenario's)"]

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from core.contract import parse_strict
-from core.harness_judge import harness_gate_problems
+from core.harness_judge import HARNESS_NAME, harness_gate_problems, scenario_problems
 
 from .results import REPO_ROOT
 
@@ -337,9 +337,6 @@ def training_run_problems(subject: str, document: dict[str, Any], observed: Any)
     return [f"{where} re-run on {run_dir}: {line}" for line in differences(document, recomputed, "check")]
 
 
-HARNESS_NAME = "nfs-harness.json"
-
-
 def harness_gate(subject: str) -> str:
     """The gate result an NFS harness record belongs to, by the names the nfs job and the VM give them:
     nfs-harness.json beside platform-runtime-nfs.json, <p>nfs-harness.json beside <p>gate.json."""
@@ -351,12 +348,14 @@ def harness_gate(subject: str) -> str:
 
 def harness_problems(subject: str, document: dict[str, Any], observed: Any) -> list[str]:
     """The workspace the harness deleted on the export is the one its gate retained, with the status the
-    gate recorded."""
+    gate recorded; the scenario it names is the one its file name says (core.harness_judge.scenario_problems)."""
     if document.get("ok") is not True:
         return []
     where, gate_subject = subject.removeprefix("artifacts/"), harness_gate(subject)
+    named = [f"{where}: {problem}" for problem in scenario_problems(subject, document)]
     gate = _parse((observed.json.get(gate_subject) or (None,))[0])
     if not isinstance(gate, dict):
-        return [f"{UNVERIFIABLE}{where}: its gate result {gate_subject.removeprefix('artifacts/')} is not bound"]
-    return [f"{where}: {problem}" for problem in harness_gate_problems(document, gate)]
+        gate_name = gate_subject.removeprefix("artifacts/")
+        return named + [f"{UNVERIFIABLE}{where}: its gate result {gate_name} is not bound"]
+    return named + [f"{where}: {problem}" for problem in harness_gate_problems(document, gate)]
 

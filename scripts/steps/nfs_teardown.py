@@ -139,10 +139,13 @@ def read_setup_state(export: Path) -> dict:
         return {}
 
 
-def teardown(export: Path, mount: Path, gate_result: Path, umount_timeout: float = UMOUNT_TIMEOUT_S) -> dict:
+def teardown(export: Path, mount: Path, gate_result: Path, umount_timeout: float = UMOUNT_TIMEOUT_S,
+             scenario: str | None = None) -> dict:
     setup_state = read_setup_state(export)
     record: dict = {"schema": SCHEMA, "nfs_version": "4.2", "setup": setup_state, "export_side_delete": None,
                     "server": None, "problems": []}
+    if scenario is not None:  # which run this is (the action's, a VM scenario's): its files' names must agree
+        record["scenario"] = scenario
     record["unmount"] = unmount(mount, umount_timeout=umount_timeout)
     record["unmounted"] = record["unmount"]["unmounted"]
     try:

@@ -119,6 +119,25 @@ def test_after_a_real_unmount_the_workspace_is_deleted_from_the_export_and_verif
     validate(record, "nfs-harness.schema.json")
 
 
+@needs_root
+def test_the_teardown_records_the_scenario_its_caller_names(tmp_path, share):
+    export, mount, gate = share
+    bin_dir = tmp_path / "bin"
+    for name in ("rpc.nfsd", "exportfs"):
+        fake_bin(bin_dir, name, "exit 0")
+    _, record = teardown(tmp_path, export, mount, gate, bin_dir, "--scenario", "server-restart")
+    assert record["scenario"] == "server-restart"
+    validate(record, "nfs-harness.schema.json")
+
+
+def test_a_scenario_that_is_not_a_plain_name_is_a_usage_error(tmp_path):
+    done = subprocess.run([sys.executable, "-B", str(HARNESS), "teardown", "--export", str(tmp_path), "--mount",
+                           str(tmp_path / "m"), "--gate-result", str(tmp_path / "g.json"), "--record",
+                           str(tmp_path / "r.json"), "--scenario", "../Action"], capture_output=True, text=True)
+    assert done.returncode == 2 and "--scenario '../Action' is not a lower-case name" in done.stderr
+    assert not (tmp_path / "r.json").exists()
+
+
 def test_the_schema_refuses_ok_without_an_unmount():
     record = {"schema": "kernodeck.nfs-harness/v1", "ok": True, "nfs_version": "4.2", "setup": {},
               "unmount": {"unmounted": False, "umount_exit_codes": [32], "still_mounted_as": ["nfs4", "127.0.0.1:/"]},

@@ -130,7 +130,7 @@ def action_phase(job: dict, out: Path, boot_seconds: float, before_gate=lambda: 
     verdict_seconds = uptime()
     after_gate = packaged_units(job)  # before the teardown, which stops the harness's own server
     steps["teardown"] = harness(job, "teardown", "--export", f"{nfs}/export", "--mount", f"{nfs}/mount",
-                                "--gate-result", str(gate_result), "--record", str(record))
+                                "--gate-result", str(gate_result), "--record", str(record), "--scenario", "action")
     copy_out(results, out / "action")
     state = nfs / "nfs-harness-setup.json"
     if state.exists():
@@ -265,7 +265,8 @@ def server_restart_phase(job: dict, out: Path, _boot: float) -> dict:
         report["gate"] = judge_fault(document, code, elapsed, timeout)
     record = results / "nfs-harness.json"
     report["teardown"] = harness(job, "teardown", "--export", str(export), "--mount", str(mount),
-                                 "--gate-result", str(gate_result), "--record", str(record))
+                                 "--gate-result", str(gate_result), "--record", str(record),
+                                 "--scenario", "server-restart")  # evidence.py names it server-restart-nfs-harness.json
     report["ok"] = bool(report.get("gate", {}).get("pass")) and report["teardown"]["exit_code"] == 0
     copy_out(results, out / "server_restart")
     (out / "server_restart" / "server-restart.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
