@@ -54,7 +54,9 @@ exit codes:
   0  authentic, and the verdict recomputed from the bytes passes
   1  authentic, but that verdict fails (its reasons are printed); with --source-root DIR, also when the
      source files the index recorded differ from DIR (without it they are taken as recorded, and the
-     verdict line says so)
+     verdict line says so); and when this Python has no torch, so a checkpoint's load that a claim rests on
+     could not be repeated (--allow-without-torch accepts that: PASS, the verdict line counting the loads
+     taken as recorded)
   2  usage error (unreadable index, missing folder, --logs needed)
   3  not authentic: a digest mismatch, a missing file, an unknown _type / predicateType / predicate version
      / kind, a recorded file without its subject, a recorded judgement the bytes contradict, or a result
@@ -127,6 +129,10 @@ def parser() -> argparse.ArgumentParser:
                             "lists are taken as recorded")
     check.add_argument("--allow-offline", action="store_true",
                        help="let an index built --offline (under act: no job log read) pass")
+    check.add_argument("--allow-without-torch", action="store_true",
+                       help="let a folder whose proof needs a checkpoint's torch load pass in a Python without torch "
+                            "(the loads are then taken as recorded, and the verdict line says how many); without it "
+                            "such a verify fails (exit 1)")
     check.add_argument("--json", type=Path, metavar="FILE",
                        help="also write the machine-readable report here (`-`: print it instead of the text)")
     add_review_parsers(commands)
@@ -241,8 +247,10 @@ def _verify_lines(report: Report) -> list[str]:
         lines.append(f"verdict: NOT AUTHENTIC ({len(report.problems)} problem(s); {matched} subject(s) match)")
     else:
         word = "PASS" if report.outcome == "pass" else "FAIL"
+        loads = (f"; {len(report.taken_as_recorded)} checkpoint load(s) taken as recorded (no torch)"
+                 if report.taken_as_recorded else "")
         lines.append(f"verdict: {word} (authentic: {matched} subject(s) match and every recorded judgement is "
-                     f"what the bytes say; source hashes {report.sources})")
+                     f"what the bytes say; source hashes {report.sources}{loads})")
         lines += [f"  - {reason}" for reason in (report.verdict or {}).get("reasons", [])]
     return lines
 
@@ -267,7 +275,7 @@ def run_verify(args: argparse.Namespace) -> int:
     if args.source_root is not None and not args.source_root.is_dir():
         raise InputError(f"--source-root {args.source_root} is not a folder")
     report = verify(statement, {"artifacts": args.artifacts, "logs": args.logs}, allow_offline=args.allow_offline,
-                    source_root=args.source_root)
+                    source_root=args.source_root, allow_without_torch=args.allow_without_torch)
     if args.json is not None and str(args.json) == "-":
         sys.stdout.write(encode_json(report.as_dict()).decode("utf-8"))
     else:

@@ -13,7 +13,12 @@ A reprise summary records its checkpoint's contents (the weights and Adam tensor
 progress, the scheduler), and the verification compares summaries only: wherever torch imports, each bound
 reprise checkpoint is loaded with the reprise code's own loader (torch.load(weights_only=True), then its
 validation) and compared with its summary (reprise_compare.summary_checkpoint_problems), so a checkpoint
-swapped under an unchanged summary is not authentic. Without torch that account is taken as recorded.
+swapped under an unchanged summary is not authentic. Without torch that account is taken as recorded, and
+each such load is listed in `observed.taken_as_recorded` (verify then refuses to say PASS unless told).
+
+The verification's own record (its processes, side by side, environment, process logs) and the torch-free
+view of "bit for bit" (the resumed checkpoint's bytes are the continuous run's, no control's are) are judged
+by reprise_compare.protocol_problems, the rule verify_resume.py applies to its report before writing it.
 """
 
 from __future__ import annotations
@@ -40,8 +45,7 @@ import verify_resume  # noqa: E402
 
 MAX_LISTED = 12
 # The run folders of a verification, as scripts/reprise/verify_resume.compare loads them.
-RUN_FOLDERS = (verify_resume.CONTINUOUS, verify_resume.CUT, verify_resume.RESUMED, verify_resume.INCOMPLETE,
-               *(f"{verify_resume.CONTROLS}/omit-{rng}" for rng in reprise_common.RNG_NAMES))
+RUN_FOLDERS = (verify_resume.CONTINUOUS, verify_resume.CUT, verify_resume.RESUMED, *verify_resume.NEGATIVE)
 UNVERIFIABLE = "could not be re-derived: "  # a problem that is a missing fact, not a contradicted one
 WEIGHTS_PROBLEM = "not_weights_only_loadable"
 
@@ -128,8 +132,12 @@ def summary_problems(subject: str, document: dict[str, Any], observed: Any) -> l
     checkpoint = document.get("checkpoint") if isinstance(document.get("checkpoint"), dict) else {}
     folder, where = posixpath.dirname(subject), subject.removeprefix("artifacts/")
     problems = checkpoint_problems(folder, checkpoint.get("sha256"), observed, where)
-    if problems or not torch_importable():
-        return problems  # without torch the summary's account of the checkpoint is taken as recorded
+    if problems:
+        return problems
+    if not torch_importable():  # without torch the summary's account of the checkpoint is taken as recorded
+        observed.taken_as_recorded.append(f"{where}: what it records of {folder.removeprefix('artifacts/')}/"
+                                          f"{reprise_common.CHECKPOINT_NAME} (weights, history, final_mse_eval)")
+        return problems
     name = f"{folder}/{reprise_common.CHECKPOINT_NAME}"
     loaded = _loaded(name, observed, document)
     if isinstance(loaded, str):
@@ -235,7 +243,26 @@ def verification_problems(subject: str, document: dict[str, Any], observed: Any)
     conclusions = [line for line in lines if line.split(":", 1)[0] in order or line.startswith(sections)]
     flags = [line for line in lines if line not in conclusions and (".passed: " in line or "_detected: " in line)]
     facts = [line for line in lines if line not in conclusions and line not in flags]
-    return [f"{where}: {line}" for line in conclusions + facts + flags] + bindings
+    # Its own record (processes, environment) and the torch-free view of "bit for bit": the program's rule.
+    logs, unread = _process_logs(base, observed)
+    recorded = reprise_compare.protocol_problems(document, verify_resume.plan(), runs,
+                                                 (verify_resume.CONTINUOUS, verify_resume.RESUMED),
+                                                 list(verify_resume.NEGATIVE), logs)
+    return [f"{where}: {line}" for line in conclusions + facts + flags + recorded] + bindings + unread
+
+
+def _process_logs(base: str, observed: Any) -> tuple[dict[str, str], list[str]]:
+    """{process: its bound log's text} for the verification's processes, and what could not be read."""
+    logs, unread = {}, []
+    for spec in verify_resume.plan():
+        name = f"{base}/logs/{spec['name']}.log"
+        data = _bound_bytes(name, observed) if name in observed.digests else None
+        if data is None:
+            unread.append(f"{UNVERIFIABLE}{name.removeprefix('artifacts/')} is not bound and readable: its lines "
+                          "are not compared with the runs")
+        else:
+            logs[spec["name"]] = data.decode("utf-8", "replace")
+    return logs, unread
 
 
 def roles() -> dict[str, tuple[int, bool, list[str]]]:
@@ -270,7 +297,7 @@ def bindings_problems(base: str, runs: dict[str, Any], observed: Any) -> list[st
             problems += [f"{UNVERIFIABLE}{name}: {line}" for line in missing]
             continue
         problems += [f"{name}: {line}" for line in missing]
-        recomputed = _check_folder(folder, {})
+        recomputed = _check_folder(folder, {}, observed)
         problems += [f"{name}: {p['message']} (training-run contract: {p['code']})" for p in recomputed["problems"]]
     return problems
 
@@ -285,9 +312,14 @@ def _unpacked(relative: str, observed: Any) -> tuple[Path | None, list[str]]:
     return folder, ([f"the run folder holds files that are not bound: {', '.join(unbound[:3])}"] if unbound else [])
 
 
-def _check_folder(folder: Path, document: dict[str, Any]) -> dict[str, Any]:
-    """The training-run check on a folder, its torch load too where torch imports (else as `document` records)."""
-    return training_run_contract.check_run_dir(folder) if torch_importable() else _without_torch(folder, document)
+def _check_folder(folder: Path, document: dict[str, Any], observed: Any) -> dict[str, Any]:
+    """The training-run check on a folder, its torch load too where torch imports (else as `document` records,
+    and said so in `observed.taken_as_recorded`)."""
+    if torch_importable():
+        return training_run_contract.check_run_dir(folder)
+    observed.taken_as_recorded.append(f"{folder.name}: the weights_only load of its checkpoint(s) and what the "
+                                      "summary records of them")
+    return _without_torch(folder, document)
 
 
 def torch_importable() -> bool:
@@ -331,7 +363,7 @@ def training_run_problems(subject: str, document: dict[str, Any], observed: Any)
         return [f"{UNVERIFIABLE}{where}: {line}" for line in missing]
     if missing:
         return [f"{where}: {line}" for line in missing]
-    recomputed = _check_folder(folder, document)  # re-run whole, its weights_only load included where torch is
+    recomputed = _check_folder(folder, document, observed)  # re-run whole, its torch load too where torch is
     from .index_judge import differences
 
     return [f"{where} re-run on {run_dir}: {line}" for line in differences(document, recomputed, "check")]

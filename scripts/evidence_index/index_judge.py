@@ -44,6 +44,10 @@ class Observed:
     digests: dict[str, str] = field(default_factory=dict)
     sidecars: dict[str, bytes] = field(default_factory=dict)
     root: Path | None = None
+    # What a rule could only take as recorded in this interpreter (a checkpoint's torch load without torch):
+    # not part of the judgement (an index built with torch and verified without it stays the same), reported
+    # by verify beside it so a PASS that rests on a recorded load never reads like one that repeated it.
+    taken_as_recorded: list[str] = field(default_factory=list)
 
 
 def _results_under(prefix: str, observed: Observed, sets: Any = None) -> list[dict[str, Any]]:

@@ -47,6 +47,8 @@ class Report:
     problems: list[str] = field(default_factory=list)  # each makes the index not authentic
     verdict: dict[str, Any] | None = None  # recomputed from the bytes
     sources: str = "taken as recorded"  # or "re-hashed against --source-root"
+    # What this interpreter could not re-derive and took as recorded (no torch: the checkpoints' loads).
+    taken_as_recorded: list[str] = field(default_factory=list)
 
     @property
     def outcome(self) -> str:
@@ -56,7 +58,7 @@ class Report:
 
     def as_dict(self) -> dict[str, Any]:
         return {"outcome": self.outcome, "problems": self.problems, "verdict": self.verdict, "sources": self.sources,
-                "subjects": self.rows}
+                "taken_as_recorded": self.taken_as_recorded, "subjects": self.rows}
 
 
 def load_statement(path: Path) -> dict[str, Any]:
@@ -192,8 +194,12 @@ def _against(predicate: dict[str, Any], sets: dict[str, Any] | None) -> dict[str
     return judged
 
 
+WITHOUT_TORCH = ("checkpoint load(s) not repeated: this Python has no torch, so what they prove is taken as recorded "
+                 "(verify with the gate's venv, or --allow-without-torch to accept that)")
+
+
 def verify(statement: dict[str, Any], roots: dict[str, Path | None], allow_offline: bool = False,
-           source_root: Path | None = None) -> Report:
+           source_root: Path | None = None, allow_without_torch: bool = False) -> Report:
     """Hash every subject, run the index's judge on those bytes, and compare what the index records with it.
     An index built --offline (act: no job log was read) passes only with allow_offline: otherwise editing a
     real run's index into an "offline" one would be a way to drop its logs from the judgement."""
@@ -247,6 +253,13 @@ def verify(statement: dict[str, Any], roots: dict[str, Path | None], allow_offli
         if differing:
             report.verdict["pass"] = False
             report.verdict["reasons"] += differing
+    report.taken_as_recorded = list(dict.fromkeys(observed.taken_as_recorded))
+    if report.taken_as_recorded and not allow_without_torch:
+        # A claim that rests on a load nobody repeated is not re-derived: no PASS unless the user accepts it.
+        report.verdict["pass"] = False
+        report.verdict["reasons"].append(f"{len(report.taken_as_recorded)} {WITHOUT_TORCH}: "
+                                         + "; ".join(report.taken_as_recorded[:4])
+                                         + (" ..." if len(report.taken_as_recorded) > 4 else ""))
     if (predicate.get("run") or {}).get("offline") and not allow_offline:
         report.verdict["pass"] = False
         report.verdict["reasons"].append("built --offline: no job log was read (verify --allow-offline accepts that)")

@@ -250,7 +250,36 @@ def summary_checkpoint_problems(summary: dict[str, Any], loaded: Any, core: Any)
              "source.data_sha256": (source.get("data_sha256"), loaded.get("data_sha256"))}
     problems += [f"{name} differs from the checkpoint's" for name, (recorded, held) in facts.items()
                  if recorded != held]
-    return problems
+    return problems + eval_mse_problems(summary, loaded, core)
+
+
+def eval_mse_problems(summary: dict[str, Any], loaded: dict[str, Any], core: Any) -> list[str]:
+    """The run's headline number re-derived: the checkpoint's weights (the run's last state: eval consumes no
+    randomness and changes no weight) evaluated on data.csv, the file the run trained on by SHA-256, must give
+    the summary's final_mse_eval (atol 1e-12: another torch build may round its last bit otherwise)."""
+    recorded = summary.get("final_mse_eval")
+    source = summary.get("source") if isinstance(summary.get("source"), dict) else {}
+    try:
+        data_sha256, rows = common.load_data()
+    except common.RepriseError as error:
+        return [f"final_mse_eval cannot be recomputed: {error}"]
+    if data_sha256 != source.get("data_sha256"):
+        return [f"final_mse_eval cannot be recomputed: data.csv here is {data_sha256[:16]}..., the run trained on "
+                f"{str(source.get('data_sha256'))[:16]}..."]
+    try:
+        model = core.build_model()
+        model.load_state_dict(loaded["model"])
+        value = core.eval_mse(model, core.data_tensor(rows))
+    except Exception as error:  # the weights do not fit the model: nothing to evaluate
+        return [f"final_mse_eval cannot be recomputed: the checkpoint's weights do not load into the model "
+                f"({type(error).__name__}: {str(error)[:80]})"]
+    if not _finite_number(recorded) or abs(value - recorded) > common.ATOL:
+        return [f"final_mse_eval is {recorded!r}, the checkpoint's weights on data.csv give {value!r}"]
+    return []
+
+
+def _finite_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def role_problems(config: Any, summary: dict[str, Any], steps: int, resumed_from: dict | None,
@@ -271,4 +300,114 @@ def role_problems(config: Any, summary: dict[str, Any], steps: int, resumed_from
     if summary.get("resumed_from") != resumed_from:
         problems.append(f"summary.json resumed_from is {summary.get('resumed_from')!r}, the verification expects "
                         f"{resumed_from!r}")
+    return problems
+
+
+def process_records(plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What verify_resume records for each process of `plan` that exited 0 (its wall time aside)."""
+    return [{"name": spec["name"], "phase": spec["phase"], "argv": ["python", "-B", "train.py", *spec["args"]],
+             "cwd": "<output>", "exit_code": 0, "log": f"logs/{spec['name']}.log"} for spec in plan]
+
+
+def _side_by_side(plan: list[dict[str, Any]]) -> list[list[str]]:
+    phases = sorted({spec["phase"] for spec in plan})
+    return [[spec["name"] for spec in plan if spec["phase"] == phase] for phase in phases]
+
+
+def process_log_lines(spec: dict[str, Any], runs: dict[str, Run]) -> list[str]:
+    """The lines train.py prints for one process of the plan (stdout), from the runs it wrote."""
+    args = spec["args"]
+    output = args[args.index("--output") + 1]
+    summary = runs[output].summary
+    lines = [f"train.py: {summary['steps_done']} steps done, final MSE (eval) {summary['final_mse_eval']:.12g}, "
+             f"wrote {output}"]
+    if "--per-rng-controls" in args:
+        folder = args[args.index("--per-rng-controls") + 1]
+        lines += [f"train.py: control omitting the {rng} RNG restore, wrote {folder}/omit-{rng}"
+                  for rng in common.RNG_NAMES]
+    return lines
+
+
+def process_log_problems(plan: list[dict[str, Any]], runs: dict[str, Run], logs: dict[str, str]) -> list[str]:
+    """Each process's log (logs/<name>.log: its stdout and stderr) against what train.py prints for the runs it
+    wrote: its `train.py: ` lines are exactly those (a warning another library prints may sit between)."""
+    problems = []
+    for spec in plan:
+        if spec["name"] not in logs:
+            continue
+        held = [line for line in logs[spec["name"]].splitlines() if line.startswith("train.py: ")]
+        try:
+            expected = process_log_lines(spec, runs)
+        except (KeyError, TypeError, ValueError):
+            continue  # the summaries it is rendered from are refused already
+        if held != expected:
+            index = next(i for i in range(max(len(held), len(expected)))
+                         if i >= len(held) or i >= len(expected) or held[i] != expected[i])
+            said = held[index][:120] if index < len(held) else "(no such line)"
+            want = expected[index][:120] if index < len(expected) else "(no such line)"
+            problems.append(f"logs/{spec['name']}.log train.py line {index + 1} is {said!r}; the runs it wrote make "
+                            f"train.py print {want!r}")
+    return problems
+
+
+def protocol_problems(report: dict[str, Any], plan: list[dict[str, Any]], runs: dict[str, Run],
+                      positive: tuple[str, str], controls: list[str], logs: dict[str, str]) -> list[str]:
+    """What a passing verification's own record must say beyond its comparisons: every process of the plan
+    ran with the plan's arguments and exited 0 (none missing, none added), side by side as planned; its
+    `environment` is the one every run's summary records; and the torch-free second view of "bit for bit":
+    the resumed checkpoint's bytes are the continuous one's (torch.save of the same state writes the same
+    bytes, as every recorded run shows), and no negative control's bytes are. Each problem names the field."""
+    protocol = report.get("protocol") if isinstance(report.get("protocol"), dict) else {}
+    problems = []
+    processes = protocol.get("processes")
+    expected = process_records(plan)
+    if not isinstance(processes, list) or len(processes) != len(expected):
+        count = len(processes) if isinstance(processes, list) else processes
+        problems.append(f"protocol.processes holds {count!r} record(s), the protocol runs {len(expected)} "
+                        f"({', '.join(spec['name'] for spec in plan)})")
+        processes = processes if isinstance(processes, list) else []
+    for index, (record, want) in enumerate(zip(processes, expected)):
+        record = record if isinstance(record, dict) else {}
+        for key, value in want.items():
+            if record.get(key) != value or key not in record:
+                problems.append(f"protocol.processes[{index}:{want['name']}].{key} is {record.get(key)!r}, the "
+                                f"protocol's is {value!r}")
+        wall = record.get("wall_s")
+        if not isinstance(wall, (int, float)) or isinstance(wall, bool) or not math.isfinite(wall) or wall < 0:
+            problems.append(f"protocol.processes[{index}:{want['name']}].wall_s is {wall!r}, not a duration")
+    if protocol.get("side_by_side") != _side_by_side(plan):
+        problems.append(f"protocol.side_by_side is {protocol.get('side_by_side')!r}, the protocol runs "
+                        f"{_side_by_side(plan)!r}")
+    problems += environment_problems(report.get("environment"), runs)
+    problems += process_log_problems(plan, runs, logs)
+    reference, resumed = (runs[name] for name in positive)
+    if resumed.checkpoint_sha256 != reference.checkpoint_sha256:
+        problems.append(f"{resumed.name}/{common.CHECKPOINT_NAME} is {resumed.checkpoint_sha256[:16]}..., "
+                        f"{reference.name}/{common.CHECKPOINT_NAME} is {reference.checkpoint_sha256[:16]}...: a resume "
+                        "bit for bit leaves the continuous run's checkpoint bytes")
+    problems += [f"{name}/{common.CHECKPOINT_NAME} is byte for byte {reference.name}'s: a negative control that "
+                 "diverged cannot hold the continuous run's checkpoint" for name in controls
+                 if runs[name].checkpoint_sha256 == reference.checkpoint_sha256]
+    return problems
+
+
+ENVIRONMENT_KEYS = ("python", "torch", "numpy")
+
+
+def environment_problems(environment: Any, runs: dict[str, Run]) -> list[str]:
+    """One interpreter ran every process (verify_resume starts train.py with its own): every summary's
+    environment is the same, and the verification's is that one (it copies it)."""
+    environment = environment if isinstance(environment, dict) else {}
+    views = {name: run.summary.get("environment") if isinstance(run.summary.get("environment"), dict) else {}
+             for name, run in runs.items()}
+    first = next(iter(runs))
+    problems = []
+    for key in ENVIRONMENT_KEYS:
+        held = {name: view.get(key) for name, view in views.items()}
+        if len(set(map(repr, held.values()))) > 1:
+            others = ", ".join(f"{name} {value!r}" for name, value in held.items() if value != held[first])
+            problems.append(f"environment.{key}: the runs' summaries disagree ({first} {held[first]!r}; {others})")
+        elif environment.get(key) != str(held[first]):
+            problems.append(f"environment.{key} is {environment.get(key)!r}, every run's summary records "
+                            f"{held[first]!r}")
     return problems

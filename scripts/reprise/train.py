@@ -109,20 +109,21 @@ def write_run(core, out: Path, outcome, *, steps: int, omit: frozenset[str], res
     common.write_json(out / contract.CONFIG_FILE, common.run_config(steps, resumed_from, sorted(omit)))
     first = outcome.progress.steps_done - steps
     metrics = []
-    log = [f"kernodeck reprise v1: {steps} extra step(s), resumed={resumed_from is not None}, "
-           f"omit_rng_restore={sorted(omit) or 'none'}"]
+    records = []
     for offset in range(steps):
         index = first + offset
         record = {"step": index + 1, "loss": outcome.history.losses[index], "lr": outcome.history.lrs[index],
                   "rows": outcome.history.rows[index]}
         metrics.append(common.json_line(record))
-        log.append(f"step {index + 1:2d}  loss {record['loss']:.12f}  lr {record['lr']:.6f}  rows {record['rows']}")
+        records.append(record)
     metrics.append(common.json_line({"event": "end", "steps_done": outcome.progress.steps_done,
                                      "final_mse_eval": outcome.final_mse_eval}))
-    log.append(f"final MSE (eval) {outcome.final_mse_eval:.12f}; progress {outcome.progress.as_dict()}")
+    # The log is rendered by the rule the checker re-renders it with (training_run_records).
+    log = contract.records.train_log_text(steps, resumed_from is not None, sorted(omit), records,
+                                          outcome.final_mse_eval, outcome.progress.as_dict())
     common.write_bytes_atomic(out / contract.METRICS_FILE, "".join(metrics).encode("utf-8"))
     (out / contract.LOG_FILE).parent.mkdir()
-    common.write_bytes_atomic(out / contract.LOG_FILE, ("\n".join(log) + "\n").encode("utf-8"))
+    common.write_bytes_atomic(out / contract.LOG_FILE, log.encode("utf-8"))
     common.write_bytes_atomic(out / common.CHECKPOINT_NAME, checkpoint_bytes)
     sidecar = contract.format_sha256_line(contract.sha256_bytes(checkpoint_bytes), common.CHECKPOINT_NAME)
     common.write_bytes_atomic(out / (common.CHECKPOINT_NAME + contract.SHA256_SUFFIX), sidecar.encode())

@@ -14,7 +14,9 @@ of them for a folder train.py wrote): ``config.json``'s ``steps`` is the number 
 after another from the step it resumed after; every ``loss`` is a finite number (a ``"nan"`` written as text
 is a failed run); the end record's and ``summary.json``'s ``steps_done`` are the last step; the summary's
 losses, learning rates, rows and final MSE are the metrics'; its ``device``, ``dtype`` and ``threads`` are the
-config's; and what it records about ``checkpoint.pt`` is what the checkpoint holds once loaded.
+config's; what it records about ``checkpoint.pt`` is what the checkpoint holds once loaded (its final MSE
+re-evaluated from the loaded weights); and ``logs/train.log`` is the log train.py renders from those files,
+line for line (a text nothing checks would be a story of its own).
 
 It lives inside scripts/reprise/ so that folder runs copied alone. Writers (train.py here) use the
 names and the ``.sha256`` format from here; the checker (scripts/check_training_run.py) imports this

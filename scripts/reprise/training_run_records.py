@@ -124,6 +124,8 @@ def agreement_problems(root: Path, config: Any, seen: dict[str, Any], problem) -
     if summary is None:
         return None
     _summary_agreement(config, summary, steps, end, reprise, problem)
+    if reprise:
+        log_problems(root, config, summary, steps, problem)
     return summary if reprise else None
 
 
@@ -152,6 +154,45 @@ def _summary_agreement(config: dict, summary: dict, steps: list, end: Any, repri
                     f"{summary[key]!r} ({SUMMARY_FILE})")
         elif reprise and key not in config:
             problem("missing", CONFIG, f"{CONFIG} does not record {key}")
+
+
+LOG = "logs/train.log"  # training_run_contract.LOG_FILE
+MAX_LOG_BYTES = 1 << 20
+PROGRESS_KEYS = ("permutation", "epoch", "cursor", "rows_consumed", "steps_done")
+
+
+def train_log_text(steps: int, resumed: bool, omit_rng_restore: list[str], step_records: list[dict],
+                   final_mse_eval: float, progress: dict) -> str:
+    """logs/train.log as train.py writes it: defined here once, so the log is a view the checker re-renders
+    from config.json, metrics.jsonl and summary.json (any other line in it is a story nothing else tells)."""
+    lines = [f"kernodeck reprise v1: {steps} extra step(s), resumed={resumed}, "
+             f"omit_rng_restore={sorted(omit_rng_restore) or 'none'}"]
+    lines += [f"step {r['step']:2d}  loss {r['loss']:.12f}  lr {r['lr']:.6f}  rows {r['rows']}" for r in step_records]
+    lines.append(f"final MSE (eval) {final_mse_eval:.12f}; progress "
+                 f"{ {key: progress.get(key) for key in PROGRESS_KEYS} }")
+    return "\n".join(lines) + "\n"
+
+
+def log_problems(root: Path, config: dict, summary: dict, steps: list, problem) -> None:
+    """A reprise run's logs/train.log, line by line, against the one its other files make train.py write."""
+    path = root / LOG
+    if not path.is_file() or path.stat().st_size > MAX_LOG_BYTES:
+        return  # the contract's own log check says what is wrong with it
+    actual = path.read_bytes().decode("utf-8", "replace").split("\n")
+    try:
+        expected = train_log_text(config["steps"], config.get("resume") is not None, config["omit_rng_restore"],
+                                  [record for _, record in steps], summary["final_mse_eval"],
+                                  summary["progress"]).split("\n")
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return  # the files it would be rendered from are refused already, field by field
+    for number, (held, want) in enumerate(zip(actual, expected), start=1):
+        if held != want:
+            problem("disagrees", f"{LOG}:{number}", f"{LOG}:{number} is {held[:120]!r}, train.py writes "
+                    f"{want[:120]!r} from config.json, metrics.jsonl and summary.json")
+            return
+    if len(actual) != len(expected):
+        problem("disagrees", LOG, f"{LOG} holds {len(actual) - 1} line(s), train.py writes {len(expected) - 1} "
+                "for this run")
 
 
 def checkpoint_problems(summary: dict, loaded: Any, rel: str, problem) -> None:

@@ -36,6 +36,8 @@ HERE = common.HERE
 REPORT = "verification.json"
 CONTINUOUS, CUT, RESUMED, INCOMPLETE, CONTROLS = "continu", "coupure", "reprise", "reprise-incomplete", "controles"
 VERIFY_FILES = ("verify_resume.py", "reprise_compare.py")
+# The negative controls: the resume without any RNG restore, then one per RNG (run inside its process).
+NEGATIVE = (INCOMPLETE, *(f"{CONTROLS}/omit-{rng}" for rng in common.RNG_NAMES))
 
 
 class CannotComplete(Exception):
@@ -204,9 +206,15 @@ def run_protocol(out: Path, timeout: float, report: dict[str, Any]) -> None:
         report["environment"].update({key: str(environment.get(key)) for key in ("torch", "numpy")})
         try:
             report.update(compare(out, source))
+            runs = {name: load(out, name) for name in (CONTINUOUS, CUT, RESUMED, *NEGATIVE)}
+            logs = {spec["name"]: (out / "logs" / f"{spec['name']}.log").read_text(encoding="utf-8", errors="replace")
+                    for spec in plan()}
+            recorded = rc.protocol_problems(report, plan(), runs, (CONTINUOUS, RESUMED), list(NEGATIVE), logs)
         except (KeyError, IndexError, TypeError, AttributeError) as error:
             # Evidence shaped unlike what train.py writes (a faulted process, an edited summary): a failure.
             raise ComparisonFailed(f"the runs' evidence is malformed: {type(error).__name__}: {error}") from None
+        if recorded:  # the same rule the evidence index applies to this report (reprise_compare)
+            raise ComparisonFailed("the verification's own record: " + "; ".join(recorded))
         report["completed"] = True
     except (CannotComplete, common.RepriseError, OSError) as error:
         report["errors"].append(str(error))
@@ -219,7 +227,9 @@ def conclude(report: dict[str, Any]) -> None:
     """The verdict: both the exact resume and the detected divergence of every negative control."""
     report["negative_divergence_detected"] = bool(report.get("negative_controls", {}).get("all_detected"))
     report["positive"] = bool(report.get("positive"))
-    report["all_checks_passed"] = report["completed"] and report["positive"] and report["negative_divergence_detected"]
+    # An error recorded after the comparisons (the report's own record refused) fails it too.
+    report["all_checks_passed"] = (report["completed"] and report["positive"] and report["negative_divergence_detected"]
+                                   and not report["errors"])
     report["ok"] = report["all_checks_passed"]
     report["exit_code"] = 0 if report["all_checks_passed"] else (1 if report["completed"] else 2)
 
