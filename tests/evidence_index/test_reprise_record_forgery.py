@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, SCRIPTS
+from tests.evidence_index.checkouts import checkout_of
 
 sys.path.insert(0, str(SCRIPTS / "reprise"))
 import reprise_compare  # noqa: E402
@@ -39,12 +40,21 @@ def copy(tmp_path: Path, relative: str) -> Path:
     return folder
 
 
+def made_by(folder: Path) -> Path:
+    """The checkout that made the folder (the commit its gate result records), so that what is refused is the
+    folder, not the gate sources that moved on since; a folder without a gate result: this checkout."""
+    heads = [json.loads(path.read_text()).get("source", {}).get("git", {}).get("head")
+             for path in sorted(folder.glob("platform-runtime-*.json"))]
+    return checkout_of(heads[0]) if heads else ROOT
+
+
 def judge(folder: Path, monkeypatch, torch: bool = False, allow_without_torch: bool = False) -> Report:
-    """build_evidence_index.py local, then verify, in this process (torch hidden from the judge unless asked)."""
+    """build_evidence_index.py local, then verify, in this process (torch hidden from the judge unless asked);
+    the judge is this checkout's, the sources compared are those of the checkout that made the folder."""
     if not torch:
         monkeypatch.setattr(crossfile, "torch_importable", lambda: False)
     index = folder.parent / f"{folder.name}-index.json"
-    index.write_bytes(encode_json(build_local_index(folder, output=index, source_root=ROOT, names=None)))
+    index.write_bytes(encode_json(build_local_index(folder, output=index, source_root=made_by(folder), names=None)))
     statement = json.loads(index.read_text())
     return verify(statement, {"artifacts": folder, "logs": None}, allow_without_torch=allow_without_torch)
 
