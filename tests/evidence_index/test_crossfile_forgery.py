@@ -1,7 +1,8 @@
 """Facts that span files, forged in copies of the committed evidence one fact at a time, then re-indexed
 (`build_evidence_index.py local`) and verified: each is refused as not authentic (exit 3) naming the field,
-and the untouched copy stays authentic. (evidence/local ran older sources than this checkout, so a rebuilt
-index of it fails on that, and only on that: exit 1.)"""
+and the untouched copy stays authentic. (evidence/local ran older sources than this checkout: each copy is
+indexed against the checkout its gate result records, so the gate sources that moved on since are not what is
+refused; a folder with no gate result, against this one, where its index fails on that alone: exit 1.)"""
 
 from __future__ import annotations
 
@@ -19,11 +20,26 @@ CLI = SCRIPTS / "build_evidence_index.py"
 EVIDENCE = ROOT / "evidence"
 
 
-def rebuild_and_verify(folder: Path, *names: str, env: dict | None = None) -> tuple[int, dict]:
+def made_by(folder: Path) -> Path:
+    """The checkout that made the folder (the commit its gate result records), so that what is refused is the
+    folder, not the gate sources that moved on since; a folder without a gate result: this checkout."""
+    from tests.evidence_index.checkouts import checkout_of
+
+    heads = [json.loads(path.read_text()).get("source", {}).get("git", {}).get("head")
+             for path in sorted(folder.glob("platform-runtime-*.json"))]
+    return checkout_of(heads[0]) if heads and heads[0] else ROOT
+
+
+def rebuild_and_verify(folder: Path, *names: str, env: dict | None = None, made_at: str | None = None
+                       ) -> tuple[int, dict]:
+    """`made_at`: the commit that made the folder, where its gate result cannot say (the VM has no git)."""
+    from tests.evidence_index.checkouts import checkout_of
+
     index = folder.parent / f"{folder.name}-index.json"
     results = [arg for name in names for arg in ("--result", name)]
+    root = checkout_of(made_at) if made_at else made_by(folder)
     subprocess.run([sys.executable, "-B", str(CLI), "local", "--results", str(folder), *results, "--output",
-                    str(index), "--source-root", str(ROOT)], capture_output=True, text=True, timeout=120, env=env)
+                    str(index), "--source-root", str(root)], capture_output=True, text=True, timeout=120, env=env)
     assert index.is_file()
     report = folder.parent / f"{folder.name}-report.json"
     verified = subprocess.run([sys.executable, "-B", str(CLI), "verify", str(index), "--artifacts", str(folder),
@@ -246,6 +262,7 @@ def test_a_training_run_check_naming_a_folder_that_is_not_there_fails(tmp_path):
 # --- the NFS harness record ------------------------------------------------------------------------------
 
 HARNESS_FILES = ("nfs-harness.json", "platform-runtime-nfs.json")
+NFS_COMMIT = "41719937c6108365794d645a099179766514b207"  # evidence/nfs/README.md: the commit the VM ran
 
 
 def nfs_copy(tmp_path: Path) -> Path:
@@ -257,7 +274,7 @@ def nfs_copy(tmp_path: Path) -> Path:
 
 
 def test_the_untouched_nfs_copy_stays_authentic(tmp_path):
-    code, report = rebuild_and_verify(nfs_copy(tmp_path), *HARNESS_FILES)
+    code, report = rebuild_and_verify(nfs_copy(tmp_path), *HARNESS_FILES, made_at=NFS_COMMIT)
     assert report["outcome"] != "not-authentic", report["problems"]
 
 
@@ -275,7 +292,7 @@ def test_the_untouched_nfs_copy_stays_authentic(tmp_path):
 def test_a_forged_harness_record_is_not_authentic(tmp_path, change, words):
     folder = nfs_copy(tmp_path)
     edit_json(folder / "nfs-harness.json", change)
-    code, report = rebuild_and_verify(folder, *HARNESS_FILES)
+    code, report = rebuild_and_verify(folder, *HARNESS_FILES, made_at=NFS_COMMIT)
     assert_refused(code, report, words)
 
 
