@@ -15,6 +15,7 @@ from core.torch_build_rules import version_tag_problem
 
 EXPECTED_LOSS = 196.0  # ((1,2),(3,4)) @ ((2,0),(1,2)), squared and summed: the diagnostic's known answer
 PASSING_CODES = {"CPU_CHECK_PASSED": "cpu", "GPU_CHECK_PASSED": "gpu"}
+LAST_STAGE = "verify"  # scripts/kernodeck_diagnostic.WORKER_STAGES: the exact comparison, after the compute
 
 
 def judge_diagnostic(document: dict[str, Any]) -> tuple[list[str], list[str]]:
@@ -38,6 +39,8 @@ def judge_diagnostic(document: dict[str, Any]) -> tuple[list[str], list[str]]:
         reasons.append(f"code is {code!r} but execution.device is {device or None!r}")
     elif wanted != document.get("requested_device") and document.get("requested_device") != "auto":
         reasons.append(f"code is {code!r} but requested_device is {document.get('requested_device')!r}")
+    if wanted is not None and document.get("stage") != LAST_STAGE:  # a pass is reached only after the comparison
+        reasons.append(f"code is {code!r} but stage is {document.get('stage')!r}: a pass ends at {LAST_STAGE!r}")
     if wanted == "gpu" and device:
         reasons += gpu_build_problems(document)
     elif wanted == "cpu" and execution.get("backend") != "cpu":
@@ -79,6 +82,10 @@ def gpu_build_problems(document: dict[str, Any]) -> list[str]:
         problems.append(f"pytorch.version: {tag}")
     if pytorch.get("gpu_available") is not True:
         problems.append(f"pytorch.gpu_available is {pytorch.get('gpu_available')!r}, a GPU pass needs true")
+    if not execution.get("gpu_model"):  # the diagnostic names every device it selects (or writes its neutral word)
+        problems.append(f"execution.gpu_model is {execution.get('gpu_model')!r}: a GPU pass names the device it ran on")
+    if backend == "cuda" and not execution.get("capability"):  # sm_XY from torch.cuda.get_device_capability
+        problems.append(f"execution.capability is {execution.get('capability')!r}: a CUDA pass records the device's")
     gpus = pytorch.get("gpu_count")
     index = re.fullmatch(r"cuda:(\d+)", str(execution.get("device") or ""))
     if not count(gpus) or gpus < 1:

@@ -44,6 +44,14 @@ FORGERIES = {
                    "pytorch.backend is 'none'"),
     "ran-on-another-backend": (lambda d: d["execution"].update(backend="cpu"),
                                "execution.backend is 'cpu', the build's pytorch.backend is 'cuda'"),
+    "no-cuda-version": (lambda d: d["pytorch"].update(cuda=None),
+                        "pytorch.backend is 'cuda', its pytorch.cuda None and pytorch.hip None declare 'none'"),
+    "hip-added": (lambda d: d["pytorch"].update(hip="x"),
+                  "pytorch.backend is 'cuda', its pytorch.cuda '13.0' and pytorch.hip 'x' declare 'rocm'"),
+    "no-gpu-model": (lambda d: d["execution"].update(gpu_model=None), "execution.gpu_model is None"),
+    "no-capability": (lambda d: d["execution"].update(capability=None), "execution.capability is None"),
+    "stopped-before-the-compute": (lambda d: d.update(stage="import"),
+                                   "code is 'GPU_CHECK_PASSED' but stage is 'import'"),
     "version-tag-another-cuda": (lambda d: d["pytorch"].update(version="2.11.0+cu128"),
                                  "pytorch.version: the installed build's version 2.11.0+cu128 names CUDA 12.8"),
 }
@@ -61,10 +69,15 @@ def test_a_cpu_pass_that_ran_on_a_gpu_backend_is_not_authentic(tmp_path):
     assert_refused(*rebuild_and_verify(folder), "code is 'CPU_CHECK_PASSED' but execution.backend is 'cuda'")
 
 
+def test_a_cpu_pass_that_stopped_at_the_import_is_not_authentic(tmp_path):
+    folder = alone(tmp_path, CPU, lambda d: d.update(stage="import"))
+    assert_refused(*rebuild_and_verify(folder), "code is 'CPU_CHECK_PASSED' but stage is 'import'")
+
+
 def test_a_rocm_pass_is_judged_by_its_hip_build():
     report = json.loads(GPU.read_text())
     report["pytorch"].update(version="2.11.0+rocm6.4", cuda=None, hip="6.4.43482", backend="rocm")
-    report["execution"]["backend"] = "rocm"
+    report["execution"].update(backend="rocm", capability="gfx942")
     assert judge(report).ok, judge(report).reasons
     report["pytorch"]["hip"] = "6.2.1"
     assert "names ROCm 6.4, its version.py HIP 6.2.1" in judge(report).forged[0]
