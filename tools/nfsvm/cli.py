@@ -5,7 +5,9 @@
         [--init busybox|systemd]
 
 (--phases may also name busy_rename, the gate's replace check ten times on one client counting ETXTBSY
-retries, and server_gone, the NFS server stopped for good under a running gate; never by default.)
+retries, rename_race, the raw replace pattern without the retry on one and two clients and on local tmpfs,
+counting each errno (where ETXTBSY comes from), and server_gone, the NFS server stopped for good under a
+running gate; never by default.)
 
 --init systemd boots the same kernel with systemd as PID 1 in an image WITHOUT nfs-kernel-server, installs
 it from its .debs in the running VM (its postinst starts nfs-server.service, as apt-get does on an ubuntu

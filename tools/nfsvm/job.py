@@ -18,9 +18,11 @@ from nfsvm import vm  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent.parent
 PHASES = ("action", "two_clients", "server_restart", "busy_unmount")  # what a plain run runs
 # Named with --phases only: busy_rename (the gate's replace check ten times on one client, counting the
-# busy renames retried) is an experiment; server_gone leaves the VM's NFS server stopped and a mount hung,
-# and adds about two minutes. They run after the others, server_gone last, whatever the order given.
-OPTIONAL_PHASES = ("busy_rename", "server_gone")
+# busy renames retried) and rename_race (the raw replace pattern without the retry, under conditions that
+# differ one at a time: where ETXTBSY comes from) are experiments; server_gone leaves the VM's NFS server
+# stopped and a mount hung, and adds about two minutes. They run after the others, server_gone last,
+# whatever the order given.
+OPTIONAL_PHASES = ("busy_rename", "rename_race", "server_gone")
 ALL_PHASES = PHASES + OPTIONAL_PHASES
 # The systemd VM (`--init systemd`) runs the action's steps by default, always after the install phase
 # (nfs-kernel-server from its .debs under systemd: tools/nfsvm/postinst.py).

@@ -324,6 +324,10 @@ def phase_function(name: str):
         from nfsvm import busy_rename
 
         return busy_rename.busy_rename_phase
+    if name == "rename_race":
+        from nfsvm import rename_race_phase
+
+        return rename_race_phase.rename_race_phase
     if name == "install":  # the systemd VM only: nfs-kernel-server from its .debs, postinst under systemd
         from nfsvm import postinst
 
@@ -363,7 +367,7 @@ class WarmUp:
 RESULT_FILES = {"action": "action/steps.json", "two_clients": "two_clients/two-clients.json",
                 "server_restart": "server_restart/server-restart.json",
                 "busy_unmount": "busy_unmount/busy-unmount.json", "server_gone": "server_gone/server-gone.json",
-                "busy_rename": "busy_rename/busy-rename.json",
+                "busy_rename": "busy_rename/busy-rename.json", "rename_race": "rename_race/rename-race.json",
                 "install": "install/install.json"}
 
 
@@ -391,7 +395,7 @@ def run_all(job: dict, out: str, boot_seconds: float) -> None:
                 facts.update(versions())
                 (out_dir / "versions.json").write_text(json.dumps(facts, indent=2, sort_keys=True) + "\n")
             else:
-                if name != "busy_rename":  # imports no torch
+                if name not in ("busy_rename", "rename_race"):  # they import no torch
                     warm.wait()
                 phase_function(name)(job, out_dir, boot_seconds)
         except Exception as error:  # one broken phase must not hide the others' results

@@ -9,6 +9,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))  # the 
 from core.contract import judge as judge_document  # noqa: E402
 from core.contract import parse_strict  # noqa: E402
 from core.harness_judge import harness_gate_problems  # noqa: E402
+from core.rename_race import judge_rename_race  # noqa: E402
 from core.vm_judge import (  # noqa: E402
     judge_busy_rename,
     judge_busy_unmount,
@@ -88,6 +89,18 @@ def busy_unmount_check(report: dict | None) -> tuple[bool, str]:
 
 def busy_rename_check(report: dict | None) -> tuple[bool, str]:
     return judged_check(report, None if report is None else judge_busy_rename(report), describe_busy_rename)
+
+
+def rename_race_check(report: dict | None) -> tuple[bool, str]:
+    """The experiment's record: its summaries and verdict made again from the clients' counts."""
+    return judged_check(report, None if report is None else judge_rename_race(report), describe_rename_race)
+
+
+def describe_rename_race(doc: dict) -> str:
+    verdict = doc.get("verdict") or {}
+    return (f"ETXTBSY per condition {verdict.get('etxtbsy')}; local control clean {verdict.get('control_clean')}; "
+            f"ETXTBSY without a silly rename started {verdict.get('etxtbsy_without_sillyrename')}; kernel "
+            f"warnings {len(doc.get('kernel_warnings') or [])}")
 
 
 def two_clients_check(document: dict | None) -> tuple[bool, str]:
@@ -232,6 +245,7 @@ def judge(out: Path, boot: dict, phases: list[str]) -> list[dict]:
         "busy_unmount": [("busy_unmount", lambda: busy_unmount_check(load(out / "busy_unmount", "busy-unmount.json")))],
         "server_gone": [("server_gone", lambda: server_gone_check(out / "server_gone"))],
         "busy_rename": [("busy_rename", lambda: busy_rename_check(load(out / "busy_rename", "busy-rename.json")))],
+        "rename_race": [("rename_race", lambda: rename_race_check(load(out / "rename_race", "rename-race.json")))],
         "install": [("install", lambda: install_check(load(out / "install", "install.json")))],
     }
     for phase in phases:
