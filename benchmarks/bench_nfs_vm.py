@@ -9,13 +9,15 @@ a failed one is reported with its failing checks and its outputs are kept in out
 The goal is met only when every round passed and their median is at most 90 s. Needs root and qemu
 (the image is built or reused as by `python3 dev.py nfs`). --phases adds phases to each round (action is
 always one: it is what is timed); each round prints how many busy renames (ETXTBSY/EBUSY) the gate's
-replace writers and the two-client writers retried.
+replace writers and the two-client writers retried, and the host's load averages before and after it (a
+round beside a CPU-bound load is told apart from a quiet one).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -65,6 +67,11 @@ def one_round(folder: Path, phases: str) -> tuple[float | None, float, bool, lis
     return steps.get("kernel_uptime_at_gate_verdict_seconds"), run["vm"]["wall_seconds"], run["ok"], failed
 
 
+def host_load() -> str:
+    """The host's 1, 5 and 15 minute load averages: a loaded round is told apart from a quiet one."""
+    return " ".join(f"{value:.2f}" for value in os.getloadavg())
+
+
 def keep(folder: Path, index: int) -> Path:
     kept = KEPT / f"round-{index}"
     shutil.rmtree(kept, ignore_errors=True)
@@ -81,8 +88,10 @@ def main() -> int:
     verdicts, walls, failures = [], [], 0
     for index in range(1, args.rounds + 1):
         with tempfile.TemporaryDirectory() as folder:
+            load_before = host_load()
             verdict, wall, ok, failed = one_round(Path(folder), phases)
-            print(f"round {index}: boot to gate verdict {verdict} s, qemu to power-off {wall} s, all checks ok {ok}")
+            print(f"round {index}: boot to gate verdict {verdict} s, qemu to power-off {wall} s, all checks ok {ok}; "
+                  f"host load average {load_before} before, {host_load()} after")
             if verdict is None or not ok:
                 failures += 1
                 kept = keep(Path(folder), index).relative_to(ROOT)

@@ -2,9 +2,9 @@
 
 The raw pattern, without the atomic writer's retry (tools/nfsvm/rename_race.py): writers `os.replace` onto
 one name, readers open and read it, under CONDITIONS that differ in one thing at a time: the guest's local
-tmpfs (the control), one NFS client with no reader, with a reader that closes at once (the gate's), with a
-reader that holds the file open, the gate's own concurrent_replace shape (4 writers, 2 readers), and two
-NFS clients (a second network namespace) with no reader, a holding reader on one client only, and on both.
+tmpfs (the control), one NFS client with no reader, with a reader that holds the file open, the gate's own
+concurrent_replace shape (4 writers, 2 readers that close at once), and two NFS clients (a second network
+namespace) with a holding reader on one client only, and on both.
 For each: every outcome by errno name, the silly renames each client's kernel started and its RENAME
 errors (mountstats), the `.nfsXXXX` names the readers saw, and the kernel's own nfs tracepoints
 (nfs_rename_exit: the error each rename returned; nfs_sillyrename_rename: every RENAME the client sent,
@@ -28,17 +28,18 @@ RESULT_FILE = "rename_race/rename-race.json"
 GUEST_PYTHON = "/usr/bin/python3"
 # (name, place, clients, writers per client, reader modes per client, renames per writer)
 CONDITIONS = (
-    ("local", "local", 1, 2, (("hold",),), 200),
-    ("one_client_no_reader", "nfs", 1, 2, ((),), 200),
-    ("one_client_reader", "nfs", 1, 2, (("loop",),), 200),
-    ("one_client_holder", "nfs", 1, 2, (("hold",),), 200),
+    ("local", "local", 1, 2, (("hold",),), 150),
+    ("one_client_no_reader", "nfs", 1, 2, ((),), 150),
+    ("one_client_holder", "nfs", 1, 2, (("hold",),), 150),
     ("one_client_gate_shape", "nfs", 1, 4, (("loop", "loop"),), 100),
-    ("two_clients_no_reader", "nfs", 2, 1, ((), ()), 200),
-    ("two_clients_holder_on_c1", "nfs", 2, 1, (("hold",), ()), 200),
-    ("two_clients_holders", "nfs", 2, 1, (("hold",), ("hold",)), 200),
+    ("two_clients_holder_on_c1", "nfs", 2, 1, (("hold",), ()), 150),
+    ("two_clients_holders", "nfs", 2, 1, (("hold",), ("hold",)), 150),
 )
 TASK_LIMIT_S = 120.0
 CLIENT_BUDGET_S = 60 + 4 + TASK_LIMIT_S + 30 + 60 + 20  # mount, start, tasks, readers, unmount, margin
+# The harness's own default (300 s) was not enough on a host at load 18-20 (the guest's vCPUs starved: the
+# setup was killed mid-way); this experiment is run by hand, so it waits longer rather than reporting nothing.
+HARNESS_LIMIT_S = 900.0
 NETNS, SERVER_IP, CLIENT_IP = "rr2", "10.78.0.1", "10.78.0.2"
 TRACING = Path("/sys/kernel/tracing")
 # Every RENAME the client sent ends in nfs_async_rename_done() (fs/nfs/unlink.c), whose tracepoint 6.1 names
@@ -180,7 +181,7 @@ def rename_race_phase(job: dict, out: Path, _boot: float) -> dict:
     phases.runner_dir(str(base / "mount2"))
     report: dict = {"schema": "kernodeck.nfsvm-rename-race/v1", "ok": False}
     setup = phases.harness(job, "setup", "--export", str(export), "--mount", str(base / "mount1"),
-                           "--grace-seconds", "10")
+                           "--grace-seconds", "10", timeout=HARNESS_LIMIT_S)
     conditions: list[dict] = []
     if setup["exit_code"] != 0:
         report["reason"] = f"harness setup exited {setup['exit_code']}"
@@ -198,7 +199,8 @@ def rename_race_phase(job: dict, out: Path, _boot: float) -> dict:
         report["kernel_warnings"] = kernel_warnings(dmesg)
     gate_like = phases.fake_gate_result(base, "rr-local")
     report["teardown"] = phases.harness(job, "teardown", "--export", str(export), "--mount", str(base / "mount1"),
-                                        "--gate-result", str(gate_like), "--record", str(base / "nfs-harness.json"))
+                                        "--gate-result", str(gate_like), "--record", str(base / "nfs-harness.json"),
+                                        timeout=HARNESS_LIMIT_S)
     report["conditions"] = conditions
     phases.core_on_path()
     from core.rename_race import rename_race_verdict
