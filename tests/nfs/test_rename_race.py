@@ -91,13 +91,15 @@ def test_the_kernel_counters_are_read_for_the_mount_named_and_no_other():
         "sillyrename_events": 37, "rename_ops": 460, "rename_errors": 5}
     assert rename_race.mount_counters(text, "/tmp/renamerace/mount2") is None
     assert rename_race.mount_counters(text, "/sys") is None  # not NFS
+    later = text + "device nodev mounted on /sys/kernel/tracing with fstype tracefs\n"  # mounted after it
+    assert rename_race.mount_counters(later, "/tmp/renamerace/mount1")["sillyrename_events"] == 37
 
 
 TRACE = """# tracer: nop
  python3-812 [001] ..... 101.5: nfs_rename_exit: error=0 (OK) old_name=00:2c:5/.rr-tmp-c1w0-3 new_name=00:2c:5/t
  kworker-40 [000] ..... 101.6: nfs_sillyrename_rename: error=-2 (ENOENT) old_name=00:2c:5/t new_name=00:2c:5/.nfs0e4c11
  python3-813 [001] ..... 101.6: nfs_rename_exit: error=-26 (ETXTBSY) old_name=00:2c:5/.rr-tmp-c2w1-9 new_name=00:2c:5/t
- kworker-40 [000] ..... 101.7: nfs_sillyrename_rename: error=0 (OK) old_name=00:2c:5/.rr-tmp-c1w0-4 new_name=00:2c:5/t
+ kworker-40 [000] ..... 101.7: nfs_sillyrename_rename: error=0 (OK) old_name=00:2e:5/.rr-tmp-c1w0-4 new_name=00:2e:5/t
 """
 
 
@@ -105,9 +107,26 @@ def test_the_trace_counts_each_rename_answer_and_tells_the_silly_renames_apart()
     counts = rename_race_phase.trace_counts(TRACE)
     assert counts["events"] == {"nfs_rename_exit": {"ETXTBSY": 1, "ok": 1}, "rename_rpc": {"ok": 1},
                                 "rename_rpc_silly": {"ENOENT": 1}}
-    assert len(counts["failing_lines"]) == 2 and "ETXTBSY" in counts["failing_lines"][1]
+    assert counts["by_device"]["00:2e"] == {"rename_rpc": {"ok": 1}}
+    assert counts["by_device"]["00:2c"]["rename_rpc_silly"] == {"ENOENT": 1}
+    assert len(counts["failing_lines"]) == 2 and "ETXTBSY" in counts["failing_lines"][0]
     dmesg = "[  1.0] virtio\n[ 99.1] WARNING: CPU: 1 PID: 812 at fs/nfs/dir.c:2499 nfs_rename+0x3c0/0x3f0 [nfs]\n"
     assert rename_race_phase.kernel_warnings(dmesg) == [dmesg.splitlines()[1].strip()]
+
+
+# Lines of a real run of the phase (VM, 6.1.0-57, two clients with a holding reader each), as it kept them.
+RECORDED_TRACE = """\
+kworker/u4:2-31      [001] .....   456.919146: nfs_sillyrename_rename: error=-10008 (JUKEBOX) \
+old_name=00:26:1604/target new_name=00:26:1604/.nfs000000000000065600000121
+kworker/u4:1-25      [000] .....   457.664810: nfs_sillyrename_rename: error=-10008 (JUKEBOX) \
+old_name=00:24:1604/.rr-tmp-c1w0-7 new_name=00:24:1604/target
+"""
+
+
+def test_the_recorded_trace_lines_are_read_as_the_kernel_wrote_them():
+    counts = rename_race_phase.trace_counts(RECORDED_TRACE)
+    assert counts["by_device"] == {"00:24": {"rename_rpc": {"JUKEBOX": 1}},
+                                   "00:26": {"rename_rpc_silly": {"JUKEBOX": 1}}}
 
 
 def nfs_condition(base: dict, name: str, clients: int, etxtbsy: list[int], silly: list[int]) -> dict:

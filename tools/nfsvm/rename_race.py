@@ -113,6 +113,8 @@ def mount_counters(text: str, mount_point: str) -> dict | None:
     block: list[str] | None = None
     for line in text.splitlines():
         if line.startswith("device "):
+            if block is not None:
+                break  # the next mount's block: ours is complete
             parts = line.split()
             block = [] if len(parts) > 4 and parts[4] == mount_point and "nfs" in line else None
         elif block is not None:
@@ -160,7 +162,7 @@ def run_tasks(tasks: list[dict], user: str, sync: Path, name: str, peers: list[s
     env = {"HOME": account.pw_dir, "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
     running = [(task, subprocess.Popen(task["argv"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
                                        user=account.pw_uid, group=account.pw_gid, cwd="/tmp")) for task in tasks]
-    give_up = time.monotonic() + limit_s + 30
+    give_up = time.monotonic() + limit_s + 90  # each task's own limit, its start-up and its last words
     results = []
     for role in ("writer", "reader"):  # readers run until the writers are done
         if role == "reader":
