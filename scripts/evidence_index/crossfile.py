@@ -54,6 +54,7 @@ def check(records: list[dict[str, Any]], observed: Any) -> None:
     """Add each record's cross-file contradictions to its `not_authentic` (and fail it)."""
     rules = {"reprise-summary": summary_problems, "reprise-verification": verification_problems,
              "training-run-check": training_run_problems, "nfs-harness": harness_problems}
+    covered = run_folders_judged(records, observed)
     for record in records:
         rule = rules.get(record.get("kind"))
         subject = record.get("subject")
@@ -64,8 +65,10 @@ def check(records: list[dict[str, Any]], observed: Any) -> None:
         if not isinstance(document, dict):
             continue
         problems = rule(subject, document, observed)
-        contradicted = [p for p in problems if not p.startswith(UNVERIFIABLE)][:MAX_LISTED]
-        unverifiable = [p for p in problems if p.startswith(UNVERIFIABLE)][:MAX_LISTED]
+        if record.get("kind") == "reprise-summary" and posixpath.dirname(subject) not in covered:
+            problems += run_folder_problems(subject, observed)
+        contradicted = [p for p in problems if not p.startswith((UNVERIFIABLE, BREAKS_CONTRACT))][:MAX_LISTED]
+        unverifiable = [p for p in problems if p.startswith((UNVERIFIABLE, BREAKS_CONTRACT))][:MAX_LISTED]
         if contradicted:
             record["not_authentic"] = list(record.get("not_authentic") or []) + contradicted
         if problems:  # what could not be re-derived fails it too; only a contradiction is a forgery
@@ -75,6 +78,42 @@ def check(records: list[dict[str, Any]], observed: Any) -> None:
 
 
 NOT_REPEATED = "the torch load is not repeated by the evidence index"
+BREAKS_CONTRACT = "breaks the training-run contract: "  # a failed run, not a contradicted record
+
+
+def run_folders_judged(records: list[dict[str, Any]], observed: Any) -> set[str]:
+    """The run folders another bound result already holds to the training-run contract: a verification's run
+    folders (bindings_problems) and the folder a training-run check names (training_run_problems re-runs it)."""
+    covered: set[str] = set()
+    for record in records:
+        subject = record.get("subject")
+        if not isinstance(subject, str) or subject not in observed.json:
+            continue
+        base = posixpath.dirname(subject)
+        if record.get("kind") == "reprise-verification":
+            covered.update(f"{base}/{name}" for name in RUN_FOLDERS)
+        elif record.get("kind") == "training-run-check":
+            document = _parse(observed.json[subject][0])
+            run_dir = document.get("run_dir") if isinstance(document, dict) else None
+            if isinstance(run_dir, str) and run_dir and "/" not in run_dir and run_dir not in (".", ".."):
+                covered.add(f"{base}/{run_dir}")
+    return covered
+
+
+def run_folder_problems(subject: str, observed: Any) -> list[str]:
+    """A reprise summary no verification or training-run check covers is a training run's (train.py writes it
+    beside config.json, metrics.jsonl, logs/train.log and the checkpoint): its folder is held to the training-run
+    contract (check_run_dir, its torch load too where torch imports) as if a training-run check were bound
+    beside it, so deleting that check does not skip the contract."""
+    relative = posixpath.dirname(subject)
+    where = relative.removeprefix("artifacts/")
+    folder, missing = _unpacked(relative, observed)
+    if folder is None:
+        return [f"{UNVERIFIABLE}{where}: {line}" for line in missing]
+    recomputed = _check_folder(folder, {})
+    return [f"{where}: {line}" for line in missing] + [
+        f"{BREAKS_CONTRACT}{where}: {p['message']} ({p['code']})" for p in recomputed["problems"]
+        if NOT_REPEATED not in str(p.get("message"))]
 
 
 def _not_repeated(_data: bytes) -> Any:
@@ -131,7 +170,8 @@ def summary_problems(subject: str, document: dict[str, Any], observed: Any) -> l
     """Its checkpoint bound by digest, then (where torch imports) loaded and compared with what it records."""
     checkpoint = document.get("checkpoint") if isinstance(document.get("checkpoint"), dict) else {}
     folder, where = posixpath.dirname(subject), subject.removeprefix("artifacts/")
-    problems = checkpoint_problems(folder, checkpoint.get("sha256"), observed, where)
+    problems = [f"{where}: {line}" for line in reprise_compare.source_problems(document.get("source"))]
+    problems += checkpoint_problems(folder, checkpoint.get("sha256"), observed, where)
     if problems:
         return problems
     if not torch_importable():  # without torch the summary's account of the checkpoint is taken as recorded
@@ -212,6 +252,8 @@ def verification_problems(subject: str, document: dict[str, Any], observed: Any)
     if document.get("completed") is not True or document.get("errors"):
         return []  # it failed by its own account; nothing recorded there claims a pass
     base, where = posixpath.dirname(subject), subject.removeprefix("artifacts/")
+    not_code = (*verify_resume.VERIFY_FILES, "data.csv")  # what a verification fingerprints beside the code
+    fingerprint = [f"{where}: {line}" for line in reprise_compare.source_problems(document.get("source"), not_code)]
     problems: list[str] = []
     runs: dict[str, Any] = {}
     for name in RUN_FOLDERS:
@@ -219,7 +261,7 @@ def verification_problems(subject: str, document: dict[str, Any], observed: Any)
         problems += missing
         runs[name] = run
     if problems:
-        return problems
+        return fingerprint + problems
     # What binds each run's other files to its summary: listed after the re-derived verification's lines.
     bindings = [f"{UNVERIFIABLE}{where}: {line.removeprefix(UNVERIFIABLE)}" if line.startswith(UNVERIFIABLE)
                 else f"{where}: {line}" for line in bindings_problems(base, runs, observed)]
@@ -227,7 +269,8 @@ def verification_problems(subject: str, document: dict[str, Any], observed: Any)
         with _replaced(verify_resume, "load", lambda _out, name: runs[name]):  # its loader, on the bound bytes
             recomputed = verify_resume.compare(Path("."), document.get("source") or {})
     except (KeyError, TypeError, ValueError, AttributeError, reprise_common.RepriseError) as error:
-        return [f"{where}: its run folders do not re-derive it ({type(error).__name__}: {str(error)[:120]})"] + bindings
+        return fingerprint + [f"{where}: its run folders do not re-derive it ({type(error).__name__}: "
+                              f"{str(error)[:120]})"] + bindings
     negative = bool(recomputed["negative_controls"]["all_detected"])
     passed = recomputed["positive"] and negative
     recomputed.update(negative_divergence_detected=negative, all_checks_passed=passed, ok=passed,
@@ -248,7 +291,9 @@ def verification_problems(subject: str, document: dict[str, Any], observed: Any)
     recorded = reprise_compare.protocol_problems(document, verify_resume.plan(), runs,
                                                  (verify_resume.CONTINUOUS, verify_resume.RESUMED),
                                                  list(verify_resume.NEGATIVE), logs)
-    return [f"{where}: {line}" for line in conclusions + facts + flags + recorded] + bindings + unread
+    draws = _claimed_draws_problems(document, recomputed, where)
+    return (fingerprint + [f"{where}: {line}" for line in conclusions + facts + flags + recorded] + draws + bindings
+            + unread)
 
 
 def _process_logs(base: str, observed: Any) -> tuple[dict[str, str], list[str]]:
@@ -263,6 +308,20 @@ def _process_logs(base: str, observed: Any) -> tuple[dict[str, str], list[str]]:
         else:
             logs[spec["name"]] = data.decode("utf-8", "replace")
     return logs, unread
+
+
+def _claimed_draws_problems(document: dict[str, Any], recomputed: dict[str, Any], where: str) -> list[str]:
+    """A control recorded as detected whose next draws do not show its own RNG (and only it) diverged: named even
+    where the verification was re-derived with a compare() that counted any divergence."""
+    recorded = ((document.get("negative_controls") or {}).get("controls") or {}) if isinstance(
+        document.get("negative_controls"), dict) else {}
+    problems = []
+    for key, control in recomputed["negative_controls"]["controls"].items():
+        claimed = recorded.get(key) if isinstance(recorded.get(key), dict) else {}
+        if claimed.get("divergence_detected") is True:
+            problems += [f"{where}: negative_controls.controls.{key} is recorded as detected, but {line}"
+                         for line in reprise_compare.draws_problems(control["checks"], reprise_compare.omitted_by(key))]
+    return problems
 
 
 def roles() -> dict[str, tuple[int, bool, list[str]]]:

@@ -73,10 +73,16 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
+def fingerprint_of(files: dict[str, Any]) -> str:
+    """The code fingerprint a summary and every checkpoint record as `code_sha256`: over the (name, SHA-256)
+    pairs in their recorded order, so a judge recomputes it from a result's own `source.files`."""
+    joined = "".join(f"{name}\0{digest}\n" for name, digest in files.items())
+    return hashlib.sha256(joined.encode()).hexdigest()
+
+
 def code_fingerprint() -> dict[str, Any]:
     files = {name: sha256_file(HERE / name) for name in CODE_FILES}
-    joined = "".join(f"{name}\0{digest}\n" for name, digest in files.items())
-    return {"code_sha256": hashlib.sha256(joined.encode()).hexdigest(), "files": files}
+    return {"code_sha256": fingerprint_of(files), "files": files}
 
 
 def target_of(x1: float, x2: float) -> float:

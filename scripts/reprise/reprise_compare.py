@@ -11,6 +11,7 @@ rates; exact equality on row order, data progress, scheduler state and RNG draws
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -171,8 +172,10 @@ def integrity_checks(runs: dict[str, Run], expected_steps: dict[str, int], cut: 
             "checkpoint_sha256_matches_summary": record.get("sha256") == run.checkpoint_sha256,
             # Saving then loading the checkpoint gave back exactly the state that was in memory.
             "state_round_trip_exact": record.get("state_sha256") == common.state_fingerprint(run.state),
+            # ...and its code_sha256 is the fingerprint of the files it lists (what every checkpoint stores).
             "source_matches": run.summary["source"].get("code_sha256") == source["code_sha256"]
-            and run.summary["source"].get("data_sha256") == source["data_sha256"],
+            and run.summary["source"].get("data_sha256") == source["data_sha256"]
+            and not source_problems(run.summary["source"]),
         }
     checks["fingerprints"] = {"passed": all(all(v.values()) for v in fingerprints.values()), "runs": fingerprints}
     resumed_from = resumed.summary["resumed_from"] or {}
@@ -201,6 +204,58 @@ def integrity_checks(runs: dict[str, Run], expected_steps: dict[str, int], cut: 
 
 def training_diverged(checks: dict[str, dict[str, Any]]) -> bool:
     return any(not checks[name]["passed"] for name in TRAINING_CHECKS)
+
+
+def omitted_by(control: str) -> list[str]:
+    """The RNG restores a negative control leaves out: every one for "all", else the one it is named after."""
+    return sorted(common.RNG_NAMES) if control == "all" else [control]
+
+
+def draws_problems(checks: dict[str, dict[str, Any]], omitted: list[str]) -> list[str]:
+    """A negative control proves the restore of the RNGs it omitted: at the end, exactly those RNGs' next draws
+    differ from the uninterrupted run's, and every restored one's equals it (the RNGs feed separate draws:
+    Python the input gain, NumPy the noise, torch the dropout). A control that omitted another RNG, relabelled,
+    shows its own RNG diverged instead."""
+    draws = ((checks.get("next_draws_at_end") or {}).get("draws") or {}) if isinstance(checks, dict) else {}
+    problems = []
+    for rng in common.RNG_NAMES:
+        entry = draws.get(rng) if isinstance(draws.get(rng), dict) else {}
+        diverged = entry.get("passed") is False
+        if diverged != (rng in omitted):
+            problems.append(f"next_draws_at_end.draws.{rng}.passed is {entry.get('passed')!r}: the {rng} RNG's next "
+                            f"draw {'did not diverge' if rng in omitted else 'diverged'} although its restore was "
+                            f"{'omitted' if rng in omitted else 'kept'} (omit_rng_restore {omitted})")
+    return problems
+
+
+def _fingerprint_in_some_order(code: list[tuple[str, Any]], recorded: Any) -> bool:
+    """Whether `recorded` is the fingerprint of these pairs in another order: JSON object order is not part of the
+    document, so a result re-serialised with sorted keys is the same result (a handful of code files: at most
+    8! orders are tried)."""
+    if len(code) > 8 or not isinstance(recorded, str):
+        return False
+    return any(common.fingerprint_of(dict(order)) == recorded for order in itertools.permutations(code))
+
+
+def source_problems(source: Any, not_code: tuple[str, ...] = ()) -> list[str]:
+    """A result's `source.code_sha256` is the fingerprint (reprise_common.fingerprint_of) of the code entries of
+    its `source.files` (all of them but `not_code`: the verifier's own files and data.csv in a verification),
+    and `data_sha256` is the data.csv entry where one is listed. Files re-hashed to other sources under a kept
+    fingerprint (the one every checkpoint also stores) are refused here."""
+    if not isinstance(source, dict) or not isinstance(source.get("files"), dict):
+        return [f"source.files is {str((source or {}).get('files') if isinstance(source, dict) else source)[:60]}, "
+                "not the files the fingerprint is over"]
+    files = source["files"]
+    code = [(name, digest) for name, digest in files.items() if name not in not_code]
+    actual = common.fingerprint_of(dict(code))
+    problems = []
+    if source.get("code_sha256") != actual and not _fingerprint_in_some_order(code, source.get("code_sha256")):
+        problems.append(f"source.code_sha256 is {source.get('code_sha256')!r}, the fingerprint of its source.files is "
+                        f"{actual!r}")
+    if "data.csv" in files and source.get("data_sha256") != files["data.csv"]:
+        problems.append(f"source.data_sha256 is {source.get('data_sha256')!r}, its source.files data.csv is "
+                        f"{files['data.csv']!r}")
+    return problems
 
 
 def _plain(value: Any) -> Any:

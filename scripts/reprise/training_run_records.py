@@ -148,6 +148,7 @@ def _summary_agreement(config: dict, summary: dict, steps: list, end: Any, repri
         if recorded != end[1]["final_mse_eval"]:
             problem("disagrees", SUMMARY_FILE, f"{SUMMARY_FILE} final_mse_eval is {recorded!r}, {METRICS}:{end[0]} "
                     f"says {end[1]['final_mse_eval']!r}")
+    _command_agreement(config, summary, reprise, problem)
     for key in PLACE_FIELDS:  # where the run ran, as the run recorded it
         if key in config and key in summary and config[key] != summary[key]:
             problem("disagrees", CONFIG, f"{CONFIG} {key} is {config[key]!r}, the run ran with {key} "
@@ -193,6 +194,27 @@ def log_problems(root: Path, config: dict, summary: dict, steps: list, problem) 
     if len(actual) != len(expected):
         problem("disagrees", LOG, f"{LOG} holds {len(actual) - 1} line(s), train.py writes {len(expected) - 1} "
                 "for this run")
+
+
+def _command_agreement(config: dict, summary: dict, reprise: bool, problem) -> None:
+    """What train.py was told (config.json) against what the run says it did (summary.json): the checkpoint it
+    resumed from (`resume` and `resumed_from`, the same object or both null), whether it resumed
+    (`command.resumed`), its steps and the RNG restores it left out. A config naming a resume from another run's
+    checkpoint beside a summary that never resumed tells two stories."""
+    if not reprise:
+        return
+    command = summary.get("command") if isinstance(summary.get("command"), dict) else {}
+    resume = config.get("resume")
+    # (config key, its value, the summary's field, its value)
+    facts = [("resume", resume, "resumed_from", summary.get("resumed_from")),
+             ("resume", resume, "command.resumed", command.get("resumed")),
+             ("steps", config.get("steps"), "command.steps", command.get("steps")),
+             ("omit_rng_restore", config.get("omit_rng_restore"), "command.omit_rng_restore",
+              command.get("omit_rng_restore"))]
+    for key, planned, field, done in facts:
+        agree = (planned is not None) is done if field == "command.resumed" else planned == done
+        if not agree:
+            problem("disagrees", CONFIG, f"{CONFIG} {key} is {planned!r}, {SUMMARY_FILE} {field} is {done!r}")
 
 
 def checkpoint_problems(summary: dict, loaded: Any, rel: str, problem) -> None:

@@ -157,13 +157,15 @@ def compare(out: Path, source: dict[str, Any]) -> dict[str, Any]:
     for key, run in control_runs.items():
         checks = rc.compare_training(runs[CONTINUOUS], run)
         omitted = sorted(run.summary["command"]["omit_rng_restore"])
-        expected = sorted(common.RNG_NAMES) if key == "all" else [key]
+        expected = rc.omitted_by(key)
         negatives[key] = {
             "omitted": omitted,
             "folder": run.name,
             "passed": all(check["passed"] for check in checks.values()),
             # Only a control that omitted exactly its own RNG (and resumed from coupure) proves anything.
+            # ...and whose next draws show it: the omitted RNGs diverged, the restored ones did not.
             "divergence_detected": rc.training_diverged(checks) and omitted == expected
+            and not rc.draws_problems(checks, expected)
             and run.summary["resumed_from"] == runs[RESUMED].summary["resumed_from"],
             "checks": checks,
         }
