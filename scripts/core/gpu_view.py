@@ -79,6 +79,15 @@ def gpu_view_problems(device: dict[str, Any], kind: str) -> list[str]:
     if cuda.get("available") is not True:
         problems.append(f"device.cuda.available is {cuda.get('available')!r}: torch.cuda.is_available() was not "
                         f"True in the worker")
+    # torch warns while probing when the driver is too old for its build (is_available() may still answer):
+    # a claim resting on a probe that warned does not hold; the count is of the warnings it caught.
+    if cuda.get("driver_too_old_warning") is not False:
+        problems.append(f"device.cuda.driver_too_old_warning is {cuda.get('driver_too_old_warning')!r}: torch "
+                        "warned that the driver is too old for this build (or the probe's answer is not recorded)")
+    warned = _count(cuda.get("availability_warnings"))
+    if warned != 0:
+        problems.append(f"device.cuda.availability_warnings is {cuda.get('availability_warnings')!r}: "
+                        "torch.cuda.is_available() warned in the worker")
     count = _count(cuda.get("device_count"))
     index = re.fullmatch(r"cuda:(\d+)", str(device.get("resolved") or ""))
     wanted = int(index.group(1)) + 1 if index else 1

@@ -31,8 +31,11 @@ FIELDS: dict[str, dict[str, str]] = {
         "python_compiler": "platform.python_compiler", "python_implementation": "platform.python_implementation",
         "system": "platform.system", "release": "platform.release", "machine": "platform.machine",
         "torch": "device.torch.version", "torch_record": "device.torch_build.record_sha256",
+        "gpu_count": "device.cuda.device_count",
     },
-    "diagnostic": {"python": "runtime.python", "system": "runtime.system", "torch": "pytorch.version"},
+    # gpu_count: torch.cuda.device_count() in the gate's device worker and in the diagnostic, on one machine.
+    "diagnostic": {"python": "runtime.python", "system": "runtime.system", "torch": "pytorch.version",
+                   "gpu_count": "pytorch.gpu_count"},
     "reprise-summary": {"python": "environment.python", "torch": "environment.torch", "numpy": "environment.numpy"},
     "reprise-verification": {"python": "environment.python", "torch": "environment.torch",
                              "numpy": "environment.numpy"},

@@ -48,6 +48,11 @@ REQUIRED_DONE_DEVICE_CHECK = ("checkpoint.load",)
 # ... and of the result, once the device worker reported (checks.device_compute.stage is "done").
 REQUIRED_DEVICE = ("views", "load_safety", "torch_build.found_in", "build_cross_check")
 MAX_NAMED = 6  # paths named in a refusal (the rest counted)
+# What a version-1 gate always wrote of its injection vectors (7f0a071's isolation.injection_vectors, and the device
+# worker's start-up modules once the worker reported): lists of names, which a v1 result may not drop or
+# empty while its other half still names them.
+V1_ISOLATION_LISTS = ("present", "executing_pth_files")
+V1_ISOLATION_TEXTS = ("workers", "worker_site_dirs")
 
 
 def _has(record: Any, path: str) -> bool:
@@ -96,6 +101,8 @@ def version_of(result: dict[str, Any]) -> tuple[int | None, list[str]]:
 def missing_fields(result: dict[str, Any]) -> list[str]:
     """Each field the result's format requires and it lacks, named "missing"."""
     version, problems = version_of(result)
+    if version == 1:
+        return problems + v1_isolation_problems(result)
     if version is None or version < SCHEMA_VERSION:
         return problems
     why = f"a schema_version {SCHEMA_VERSION} gate always records it"
@@ -114,4 +121,30 @@ def missing_fields(result: dict[str, Any]) -> list[str]:
         # (only a RECORD check cut at its deadline records none, and fails by its problems).
         if record.get("problems") == [] and "bytecode_unlisted" not in record:
             problems.append(f"device.views.record.bytecode_unlisted is missing: {why}")
+    return problems
+
+
+def v1_isolation_problems(result: dict[str, Any]) -> list[str]:
+    """A version-1 result's `isolation`, as the version-1 gate always wrote it: the vectors present and the .pth
+    files that run code (".pth" is among the vectors exactly when such a file was found), how workers start, and,
+    once the device worker reported (checks.device_compute.stage recorded), the modules it loaded at start-up."""
+    why = "the version-1 gate always recorded it"
+    isolation = result.get("isolation")
+    if not isinstance(isolation, dict):
+        return [f"isolation is {'missing' if 'isolation' not in result else repr(isolation)[:40]}: {why}"]
+    problems = [f"isolation.{key} is {'missing' if key not in isolation else repr(isolation[key])[:40]}: a list of "
+                f"names, {why}" for key in V1_ISOLATION_LISTS
+                if not (isinstance(isolation.get(key), list) and all(isinstance(v, str) for v in isolation[key]))]
+    problems += [f"isolation.{key} is {'missing' if key not in isolation else repr(isolation[key])[:40]}: {why}"
+                 for key in V1_ISOLATION_TEXTS if not isinstance(isolation.get(key), str)]
+    device = obj(result, "checks").get("device_compute")
+    loaded = isolation.get("device_worker_loaded")
+    if isinstance(device, dict) and "stage" in device and not (
+            isinstance(loaded, list) and all(isinstance(v, str) for v in loaded)):
+        shown = "missing" if "device_worker_loaded" not in isolation else repr(loaded)[:40]
+        problems.append(f"isolation.device_worker_loaded is {shown}: the device worker reported, and {why}")
+    if not problems and (".pth" in isolation["present"]) != bool(isolation["executing_pth_files"]):
+        problems.append(f"isolation.present is {isolation['present']!r} and isolation.executing_pth_files names "
+                        f"{len(isolation['executing_pth_files'])} file(s): the gate lists \".pth\" exactly when it "
+                        "found one")
     return problems
