@@ -201,8 +201,8 @@ def _command_agreement(config: dict, summary: dict, reprise: bool, problem) -> N
     resumed from (`resume` and `resumed_from`, the same object or both null), whether it resumed
     (`command.resumed`), its steps and the RNG restores it left out. A config naming a resume from another run's
     checkpoint beside a summary that never resumed tells two stories."""
-    if not reprise:
-        return
+    if not reprise or not config:
+        return  # no config.json (or not an object): named missing already
     command = summary.get("command") if isinstance(summary.get("command"), dict) else {}
     resume = config.get("resume")
     # (config key, its value, the summary's field, its value)
