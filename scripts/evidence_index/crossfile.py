@@ -110,7 +110,7 @@ def run_folder_problems(subject: str, observed: Any) -> list[str]:
     folder, missing = _unpacked(relative, observed)
     if folder is None:
         return [f"{UNVERIFIABLE}{where}: {line}" for line in missing]
-    recomputed = _check_folder(folder, {})
+    recomputed = _check_folder(folder, {}, observed)
     return [f"{where}: {line}" for line in missing] + [
         f"{BREAKS_CONTRACT}{where}: {p['message']} ({p['code']})" for p in recomputed["problems"]
         if NOT_REPEATED not in str(p.get("message"))]
