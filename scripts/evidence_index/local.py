@@ -82,8 +82,9 @@ def _bind(results_dir: Path, name: str, named: bool, observed: Observed, subject
 
 
 def build_local_index(results_dir: Path, output: Path | None = None, source_root: Path | None = None,
-                      names: list[str] | None = None) -> dict[str, Any]:
-    """Index `names` (paths relative to results_dir; a missing one fails), or every file under results_dir."""
+                      names: list[str] | None = None, taken_as_recorded: list[str] | None = None) -> dict[str, Any]:
+    """Index `names` (paths relative to results_dir; a missing one fails), or every file under results_dir.
+    `taken_as_recorded`, when given, receives what the judge could only take as recorded here (no torch)."""
     root = source_root or REPO_ROOT
     _check_inputs(results_dir, root, names)
     sets = root_facts(root)  # before anything is read: a root without readable lists is the user's mistake
@@ -113,4 +114,7 @@ def build_local_index(results_dir: Path, output: Path | None = None, source_root
         "results": unbound,
         "skipped": skipped,
     }
-    return make_statement(subjects, judge_local(predicate, observed))
+    statement = make_statement(subjects, judge_local(predicate, observed))
+    if taken_as_recorded is not None:
+        taken_as_recorded.extend(dict.fromkeys(observed.taken_as_recorded))
+    return statement

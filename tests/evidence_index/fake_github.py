@@ -673,8 +673,8 @@ _FAKE_ROOT: list[Path] = []
 
 def fake_source_root() -> Path:
     """A git checkout (made once per session) of this repository's version-1 gate files as they are here, whose
-    sources.py lists exactly FAKE_SOURCES, plus this checkout's reprise (the real reprise results beside the
-    fake gate ones name its files)."""
+    sources.py lists exactly FAKE_SOURCES, plus the reprise the real reprise results beside the fake gate ones
+    were made by (evidence/local/run-local's commit; this checkout's where a shallow clone lacks it)."""
     import shutil
     import subprocess
     import tempfile
@@ -687,6 +687,14 @@ def fake_source_root() -> Path:
                                     if p.is_file()]:
         (root / relative).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(repo / relative, root / relative)
+    gate = next((repo / "evidence" / "local" / "run-local").glob("platform-runtime-*.json"), None)
+    head = (json.loads(gate.read_text()).get("source", {}).get("git", {}).get("head") if gate else None) or "none"
+    listed = subprocess.run(["git", "-C", str(repo), "ls-tree", "--name-only", head, "scripts/reprise/"],
+                            capture_output=True, text=True)
+    for relative in listed.stdout.split() if listed.returncode == 0 else []:
+        shown = subprocess.run(["git", "-C", str(repo), "show", f"{head}:{relative}"], capture_output=True)
+        if shown.returncode == 0:  # the reprise as it was when those results were recorded
+            (root / relative).write_bytes(shown.stdout)
     listed = "".join(f"    {name!r},\n" for name in FAKE_SOURCES)
     (root / "scripts/platform_runtime/sources.py").write_text(f"GATE_SOURCES = (\n{listed})\n", encoding="utf-8")
     for command in (["init", "-q"], ["add", "-A"], ["-c", "user.name=fake", "-c", "user.email=fake@localhost",

@@ -270,16 +270,18 @@ def test_without_torch_an_untouched_copy_is_authentic_but_not_a_pass_unless_acce
 
 
 def test_the_verify_command_without_torch_says_what_it_took_as_recorded(tmp_path):
-    """The CLI in a Python where torch does not import: exit 1 and the reason, or with --allow-without-torch
-    the verdict line counting the loads taken as recorded; never the line a torch verify prints."""
+    """The CLI in a Python where torch does not import: the build notes the loads it took as recorded; verify
+    exits 1 with the reason, or with --allow-without-torch prints the verdict line counting them; never the
+    line a torch verify prints."""
     from tests.evidence_index.test_crossfile_forgery import without_torch
 
     folder = copy(tmp_path, "local/training-run")
     env = without_torch(tmp_path)
     cli = [sys.executable, "-B", str(SCRIPTS / "build_evidence_index.py")]
     index = tmp_path / "index.json"
-    subprocess.run([*cli, "local", "--results", str(folder), "--output", str(index)], capture_output=True,
-                   timeout=120, env=env)
+    built = subprocess.run([*cli, "local", "--results", str(folder), "--output", str(index)], capture_output=True,
+                           text=True, timeout=120, env=env)
+    assert "note: 2 checkpoint load(s) taken as recorded (this Python has no torch)" in built.stdout, built.stdout
     verify_cli = [*cli, "verify", str(index), "--artifacts", str(folder)]
     refused = subprocess.run(verify_cli, capture_output=True, text=True, timeout=120, env=env)
     assert refused.returncode == 1 and "checkpoint load(s) not repeated: this Python has no torch" in refused.stdout
