@@ -55,6 +55,26 @@ V1_ISOLATION_LISTS = ("present", "executing_pth_files")
 V1_ISOLATION_TEXTS = ("workers", "worker_site_dirs")
 
 
+# Second views recorded since issue 18's second round, after version 2 was first recorded: required of a result
+# whose gate hashed the module that writes them (its source.files names it); the version-2 results recorded
+# before lack them, and are judged by the views they hold (the wheel tags, the mount options, the index's times).
+VIEWS_SINCE: dict[str, tuple[str, ...]] = {
+    "scripts/platform_runtime/binary_arch.py": ("platform.binaries.interpreter", "platform.binaries.torch_c"),
+    "scripts/core/time_views.py": ("finished_at",),
+    "scripts/core/fs_magic.py": ("filesystem.statfs_f_type",),  # of a mount found in Linux mountinfo
+}
+
+
+def missing_views(result: dict[str, Any]) -> list[str]:
+    """Each second view (VIEWS_SINCE) a result lacks although its gate's sources write it."""
+    files = obj(result, "source").get("files")
+    names = set(files) if isinstance(files, dict) else set()
+    linux = str(obj(result, "filesystem").get("method") or "").startswith("linux-mountinfo")
+    return [f"{field} is missing: a gate hashing {module} always records it"
+            for module, fields in VIEWS_SINCE.items() if module in names for field in fields
+            if not _has(result, field) and (linux or not field.startswith("filesystem."))]
+
+
 def _has(record: Any, path: str) -> bool:
     *parents, key = path.split(".")
     for part in parents:
@@ -105,6 +125,7 @@ def missing_fields(result: dict[str, Any]) -> list[str]:
         return problems + v1_isolation_problems(result)
     if version is None or version < SCHEMA_VERSION:
         return problems
+    problems = problems + missing_views(result)
     why = f"a schema_version {SCHEMA_VERSION} gate always records it"
     checks = obj(result, "checks")
     for name, (marker, fields) in REQUIRED.items():

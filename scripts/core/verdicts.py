@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from core import collectives, gate_parameters, result_format
+from core import collectives, fs_magic, gate_parameters, machine_views, result_format, time_views
 from core.device_verdicts import (  # noqa: F401 - re-exported
     FORWARD_TOLERANCE,
     FORWARD_TOLERANCE_DEVICE,
@@ -76,6 +76,9 @@ GATE_CHECK_FLAGS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
 GATE_RESULT_RULES: dict[str, Rule] = {
     "device_agrees": device_agrees,
     "filesystem_agrees": filesystem_agrees,  # the type against the options mountinfo showed
+    "filesystem_magic": fs_magic.problems,  # the type against the kernel's statfs f_type for the same handle
+    "machine_agrees": machine_views.problems,  # platform.machine against the binaries' headers and wheel tags
+    "times_agree": time_views.problems,  # started_at against finished_at and duration_s
     "cleanup_agrees": cleanup_agrees,
     "source_files": source_files,
     "build_cross_check": build_cross_check,

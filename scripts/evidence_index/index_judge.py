@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core import fs_magic, time_views
 from core.contract import PLAN_JOB, platform_of, result_artifact_name
 from core.fleet import box_of
 from core.one_run import run_problems
@@ -83,6 +84,32 @@ def _one_run(records: list[dict[str, Any]], documents: list[Any]) -> None:
             record["ok"] = False
 
 
+def _second_views(records: list[dict[str, Any]], observed: Observed, not_before: tuple[str, Any] | None,
+                  not_after: tuple[str, Any] | None) -> list[dict[str, Any]]:
+    """Each gate result's start against the clocks the index holds (core.time_views: GitHub's job window, the
+    index's own build time): a run outside them is not authentic. What core.fs_magic cannot confirm is listed."""
+    for record in records:
+        subject = record.get("subject")
+        if record.get("kind") != "gate" or subject not in observed.json:
+            continue
+        document = parse_json(observed.json[subject][0])
+        if not isinstance(document, dict):
+            continue
+        contradicted = time_views.window_problems(document, not_before, not_after)
+        if contradicted:
+            record["not_authentic"] = list(record.get("not_authentic") or []) + contradicted
+            record["reasons"] = list(record.get("reasons") or []) + [f"not authentic: {p}" for p in contradicted]
+            record["ok"] = False
+        unconfirmed = fs_magic.unconfirmed(document)
+        if unconfirmed:
+            record["unconfirmed"] = unconfirmed
+    return records
+
+
+def _built(predicate: dict[str, Any]) -> tuple[str, Any] | None:
+    return ("the index's built_at", predicate["built_at"]) if predicate.get("built_at") else None
+
+
 def _unbound(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Results recorded without a file (named but missing, refused links): they can only fail."""
     return [dict(r, ok=False) for r in results if isinstance(r, dict) and r.get("subject") is None]
@@ -92,7 +119,8 @@ def judge_local(predicate: dict[str, Any], observed: Observed) -> dict[str, Any]
     """A local index's predicate with its results and verdict derived from the bytes (a new dict)."""
     judged = copy.deepcopy(predicate)
     sets = (judged.get("source_root") or {}).get("sets")
-    judged["results"] = _unbound(judged.get("results") or []) + _results_under("artifacts/", observed, sets)
+    judged["results"] = _unbound(judged.get("results") or []) + _second_views(
+        _results_under("artifacts/", observed, sets), observed, None, _built(judged))
     judged["verdict"] = decide_local(judged)
     return judged
 
@@ -143,6 +171,9 @@ def judge_run(predicate: dict[str, Any], observed: Observed) -> dict[str, Any]:
         _compare_digests(artifact, observed, bool((judged.get("run") or {}).get("offline")))
         sets = (judged.get("source_root") or {}).get("sets")
         bound = _results_under(f"artifacts/{artifact.get('name')}/", observed, sets) if artifact.get("name") else []
+        started = ("the job's started_at (GitHub)", job["started_at"]) if job.get("started_at") else None
+        ended = ("the job's completed_at (GitHub)", job["completed_at"]) if job.get("completed_at") else None
+        bound = _second_views(bound, observed, started, ended or _built(judged))
         entry["results"] = _unbound(entry.get("results") or []) + bound
         entry["runner"] = _runner(entry)
     plan = judged.get("plan")

@@ -111,10 +111,28 @@ def describe_mount(entry: MountEntry | None, method: str) -> dict:
             "nfs_version": nfs_version(entry.fstype.lower(), options), "drive_type": None, "error": None}
 
 
+def statfs_magic(fd: int) -> int | None:
+    """The kernel's super-block magic for an open handle: fstatfs(2)'s f_type, the first field of glibc's and
+    musl's `struct statfs` (a long: __fsword_t / unsigned long), read through ctypes (Python has no binding).
+    The low 32 bits: a magic is 32 bits, and a 32-bit long makes 0xFF534D42 negative. None if it fails."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        buffer = ctypes.create_string_buffer(512)  # struct statfs is 120 bytes on x86_64, 84 on 32-bit
+        if libc.fstatfs(fd, buffer) != 0:
+            return None
+    except (OSError, AttributeError):
+        return None
+    return ctypes.c_long.from_buffer(buffer).value & 0xFFFFFFFF
+
+
 def detect_linux(path: Path, proc: Path = Path("/proc")) -> dict:
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     try:
         st_dev = os.fstat(fd).st_dev
+        magic = statfs_magic(fd)  # the same handle whose mount id names the mountinfo line
         try:
             mount_id = read_mount_id((proc / "self" / "fdinfo" / str(fd)).read_text())
         except OSError:
@@ -122,7 +140,7 @@ def detect_linux(path: Path, proc: Path = Path("/proc")) -> dict:
     finally:
         os.close(fd)
     entries = parse_mountinfo((proc / "self" / "mountinfo").read_text())
-    return describe_mount(*match_mount(entries, mount_id, st_dev))
+    return {**describe_mount(*match_mount(entries, mount_id, st_dev)), "statfs_f_type": magic}
 
 
 def describe_windows_volume(fs_name: str, drive_type: int) -> dict:

@@ -22,6 +22,7 @@ from core.result_format import SCHEMA_VERSION
 from core.result_verdicts import WORKSPACE_PREFIX
 
 from platform_runtime import budget, children, collective_record, device_views, isolation, startup, torch_build
+from platform_runtime.binary_arch import record as record_binaries
 from platform_runtime.claims import MPS_FALLBACK, NFS_TYPES, Requirements, conflicts, evaluate
 from platform_runtime.result import (
     EXIT_FAILED,
@@ -80,12 +81,16 @@ def arguments_of(options: Options) -> dict:
     }
 
 
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
 def skeleton(options: Options, requested_device: str) -> dict:
     """The result before anything ran: every required field, ok false."""
     return {
         "schema": GATE_SCHEMA_ID, "schema_version": SCHEMA_VERSION, "ok": False, "exit_code": EXIT_FAILED,
         "failures": [],
-        "started_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "duration_s": 0.0,
+        "started_at": _now(), "duration_s": 0.0,
         "arguments": arguments_of(options), "requirements": [], "platform": platform_facts(),
         "device": {"requested": requested_device, "resolved": None, "type": None},
         "filesystem": {"type": None, "method": "not-probed"},
@@ -163,8 +168,9 @@ class Gate:
 
     def run(self) -> dict:
         options = self.options
-        started = time.monotonic()
+        started = self.started = time.monotonic()
         result = skeleton(options, self.device_to_resolve())
+        result["platform"]["binaries"] = record_binaries(self.torch.site_dir)  # machine's 2nd view
         refused = conflicts(options.requirements, options.device)
         workspace_name = f"{WORKSPACE_PREFIX}{secrets.token_hex(6)}"
         failures: list[str] = []
@@ -195,7 +201,7 @@ class Gate:
         if failures and exit_code == EXIT_OK:
             exit_code = EXIT_FAILED
         result.update(ok=not failures and exit_code == EXIT_OK, exit_code=exit_code, failures=failures,
-                      duration_s=round(time.monotonic() - started, 3))
+                      duration_s=round(time.monotonic() - started, 3), finished_at=_now())
         return result
 
     def _start_early(self, workspace_name: str) -> tuple:
@@ -361,6 +367,8 @@ class Gate:
                         facts=os_facts(result))
         result["requirements"] = held
         failures += [f"requirement {v['name']} not met: {v['reason']}" for v in held if not v["ok"]]
+        # The times as they stand now (run() writes the final ones, as consistent): the rules judge them too.
+        result.update(duration_s=round(time.monotonic() - self.started, 3), finished_at=_now())
         failures += verdicts.result_problems(result)
 
     def _cleanup(self, result: dict, workspace: Path, failures: list[str], after_global_timeout: bool,
@@ -413,6 +421,7 @@ def usage_result(message: str) -> dict:
     """The result for arguments that could not be parsed: nothing ran; `arguments` holds the defaults."""
     result = skeleton(Options(), "auto")
     sources, _ = hash_sources()
+    result["platform"]["binaries"] = record_binaries(None)  # torch's _C is not looked for: nothing ran
     result.update(exit_code=EXIT_USAGE, failures=[f"invalid arguments: {message}"], usage_error=message,
-                  source={"files": sources, "git": git_state(REPO_ROOT)})
+                  source={"files": sources, "git": git_state(REPO_ROOT)}, finished_at=_now())
     return result

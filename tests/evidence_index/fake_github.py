@@ -78,6 +78,25 @@ class FakeJob:
     completed_at: str = "2026-08-24T10:03:41Z"
 
 
+def job_times(*documents: bytes | dict[str, Any]) -> dict[str, str]:
+    """started_at / completed_at of the job that made these gate results, as GitHub would answer them: from a
+    few seconds before the first run started to a minute after the last one ended (GitHub's clock, not the
+    gate's). A job that uploaded a real result made now ran now; the index judges the result by that window."""
+    spans = []
+    for document in documents:
+        parsed = json.loads(document) if isinstance(document, bytes) else document
+        try:
+            start = dt.datetime.fromisoformat(str(parsed["started_at"]).replace("Z", "+00:00"))
+            spans.append((start, start + dt.timedelta(seconds=float(parsed.get("duration_s") or 0))))
+        except (KeyError, TypeError, ValueError):
+            continue
+    if not spans:
+        return {"started_at": FakeJob.started_at, "completed_at": FakeJob.completed_at}
+    stamp = "%Y-%m-%dT%H:%M:%SZ"
+    return {"started_at": (min(s for s, _ in spans) - dt.timedelta(seconds=5)).strftime(stamp),
+            "completed_at": (max(e for _, e in spans) + dt.timedelta(seconds=60)).strftime(stamp)}
+
+
 @dataclass
 class FakeArtifact:
     id: int

@@ -20,7 +20,15 @@ import pytest
 from core.contract import plan_log_line
 
 from tests.conftest import ROOT, SCRIPTS
-from tests.evidence_index.fake_github import FakeArtifact, FakeGitHub, FakeJob, make_zip, plan_log, runner_log
+from tests.evidence_index.fake_github import (
+    FakeArtifact,
+    FakeGitHub,
+    FakeJob,
+    job_times,
+    make_zip,
+    plan_log,
+    runner_log,
+)
 
 CLI = SCRIPTS / "build_evidence_index.py"
 JOB_ID = 99239323612
@@ -76,12 +84,15 @@ PLAN_JOB_ID = 99239323600
 
 
 def build_run(folder: Path, platform: str, files: dict[str, bytes], log: bytes, plan: bytes | None = None,
-              platforms: str | None = None) -> Run:
+              platforms: str | None = None, window: dict[str, str] | None = None) -> Run:
     """Serve one platform job (id JOB_ID) whose artifact holds `files` (and, given its log, the plan job
-    before it), and index it with --platforms (default: that one platform)."""
+    before it), and index it with --platforms (default: that one platform). The job ran in `window` (GitHub's
+    started_at / completed_at), by default the window of the gate results it serves (fake_github.job_times)."""
     run = Run(folder)
     with FakeGitHub() as fake:
-        fake.jobs = [FakeJob(id=JOB_ID, name=f"platform-runtime / {platform}", log=log)]
+        results = [data for name, data in files.items() if name.endswith(".json") and b'"started_at"' in data]
+        fake.jobs = [FakeJob(id=JOB_ID, name=f"platform-runtime / {platform}", log=log,
+                             **(window or job_times(*results)))]
         if plan is not None:
             fake.jobs.insert(0, FakeJob(id=PLAN_JOB_ID, name="platform-runtime / plan", log=plan))
         fake.artifacts = [FakeArtifact(id=3901000101, name=f"platform-runtime-{platform}-attempt-1",
@@ -412,7 +423,8 @@ def test_an_honest_index_of_a_refused_zip_is_authentic_and_fails(tmp_path, real_
     and verify says FAIL (exit 1), not "not authentic"."""
     run = Run(tmp_path / "refused")
     with FakeGitHub() as fake:
-        fake.jobs = [FakeJob(id=JOB_ID, name="platform-runtime / linux", log=runner_log("linux"))]
+        fake.jobs = [FakeJob(id=JOB_ID, name="platform-runtime / linux", log=runner_log("linux"),
+                             **job_times(real_result))]
         fake.artifacts = [FakeArtifact(id=3901000101, name="platform-runtime-linux-attempt-1", content=make_zip(
             {"platform-runtime-linux.json": real_result}, symlinks={"escape": "../../etc/passwd"}))]
         env = dict(os.environ, GITHUB_API_URL=fake.api_url, GITHUB_TOKEN=fake.token)

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from tests.conftest import ROOT, SCRIPTS
-from tests.evidence_index.fake_github import FakeArtifact, FakeGitHub, FakeJob, make_zip, runner_log
+from tests.evidence_index.fake_github import FakeArtifact, FakeGitHub, FakeJob, job_times, make_zip, runner_log
 
 CLI = SCRIPTS / "build_evidence_index.py"
 
@@ -35,7 +35,8 @@ def test_a_real_gate_result_is_bound_to_this_checkout_and_a_changed_source_is_ca
                               cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
         assert gate.returncode == 0, gate.stderr
         document = json.loads(result.read_text())
-        fake.jobs = [FakeJob(id=job_id, name="platform-runtime / linux", log=runner_log("linux"))]
+        fake.jobs = [FakeJob(id=job_id, name="platform-runtime / linux", log=runner_log("linux"),
+                             **job_times(document))]
         fake.artifacts = [FakeArtifact(id=3901000101, name="platform-runtime-linux-attempt-1",
                                        content=make_zip({result.name: result.read_bytes()}))]
         api = dict(os.environ, GITHUB_API_URL=fake.api_url, GITHUB_TOKEN=fake.token)

@@ -1,0 +1,99 @@
+"""`filesystem.type` (the name mountinfo gives the work dir's mount) against the kernel's own answer for the
+same open handle: statfs(2)'s `f_type`, the super block's magic number (`filesystem.statfs_f_type`, recorded by
+the Linux probe beside mountinfo's type). A mount whose options say nothing of its type (a bare `rw,relatime`
+loop mount, core.mount_options) is told apart by it: an ext4 result edited to xfs still records 0xEF53.
+
+The magic numbers are the kernel's (include/uapi/linux/magic.h; XFS_SB_MAGIC from fs/xfs/libxfs/xfs_format.h,
+FUSE_SUPER_MAGIC from fs/fuse/inode.c, the SMB client's from fs/smb/client, ntfs3's from fs/ntfs3/super.c,
+ZFS_SUPER_MAGIC from OpenZFS include/sys/fs/zfs.h). What is judged:
+- a magic this table knows must be one of the types it names, and a type it knows must have one of its magics:
+  either edit alone is refused, naming both values;
+- a magic it does not know beside a type it does not know (a file system this project never met) cannot be
+  confirmed: the result is not failed for it, and `unconfirmed` says so (the index lists it beside the result).
+Stdlib only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.facts import count
+
+MAGICS: dict[int, tuple[str, ...]] = {
+    0xEF53: ("ext2", "ext3", "ext4"),
+    0x58465342: ("xfs",),
+    0x9123683E: ("btrfs",),
+    0x01021994: ("tmpfs", "devtmpfs"),  # shmem; devtmpfs is a tmpfs when the kernel has CONFIG_TMPFS
+    0x858458F6: ("ramfs", "tmpfs", "devtmpfs"),  # tmpfs without CONFIG_SHMEM is ramfs (mm/shmem.c)
+    0x958458F6: ("hugetlbfs",),
+    0x6969: ("nfs", "nfs4"),
+    0x794C7630: ("overlay",),
+    0x65735546: ("fuse", "fuseblk"),  # fuse_statfs answers FUSE_SUPER_MAGIC for every FUSE file system
+    0x01021997: ("9p",),
+    0x2FC12FC1: ("zfs",),
+    0xFF534D42: ("cifs", "smb3"),
+    0xFE534D42: ("cifs", "smb3"),  # SMB2_SUPER_MAGIC: the client's magic for an SMB 2.0 dialect mount
+    0x4D44: ("vfat", "msdos"),
+    0x2011BAB0: ("exfat",),
+    0x7366746E: ("ntfs3", "ntfs"),  # ntfs3 registers "ntfs" too since 6.9
+    0x5346544E: ("ntfs",),  # the old read-only driver (removed in 6.9)
+    0xF2F52010: ("f2fs",),
+    0x00C36400: ("ceph",),
+    0xCA451A4E: ("bcachefs",),
+    0x73717368: ("squashfs",),
+    0xE0F5E1E2: ("erofs",),
+    0x15013346: ("udf",),
+    0x9660: ("iso9660",),
+}
+KNOWN_TYPES = frozenset(name for names in MAGICS.values() for name in names)
+MOUNTINFO = "linux-mountinfo"
+
+
+def types_of(magic: int) -> tuple[str, ...]:
+    return MAGICS.get(magic, ())
+
+
+def _named(fs_type: str, names: tuple[str, ...]) -> bool:
+    return fs_type in names or ("fuse" in names and fs_type.startswith("fuse."))  # fuse.sshfs, fuse.gcsfuse...
+
+
+def _recorded(fs: Any) -> tuple[Any, Any] | None:
+    """(type, magic) of a Linux mountinfo result that recorded a magic; None where there is no second view."""
+    if not isinstance(fs, dict) or not str(fs.get("method") or "").startswith(MOUNTINFO):
+        return None
+    if fs.get("statfs_f_type") is None:
+        return None  # not recorded: older gates, or statfs failed (core.result_format says when it must be)
+    return fs.get("type"), fs.get("statfs_f_type")
+
+
+def problems(result: dict[str, Any]) -> list[str]:
+    """The recorded type against the recorded magic, each named with its value."""
+    recorded = _recorded(result.get("filesystem"))
+    if recorded is None:
+        return []
+    fs_type, magic = recorded
+    if not count(magic) or magic > 0xFFFFFFFF:  # the probe records the low 32 bits
+        return [f"filesystem.statfs_f_type is {magic!r}: not a super block's magic number"]
+    names = types_of(magic)
+    if not isinstance(fs_type, str):
+        return [f"filesystem.type is {fs_type!r}, the kernel's statfs f_type is {magic:#x}"]
+    if names and not _named(fs_type, names):
+        return [f"filesystem.type is {fs_type!r}, but the kernel's statfs f_type is {magic:#x}, "
+                f"{'/'.join(names)}'s"]
+    expected = sorted(f"{m:#x}" for m, n in MAGICS.items() if _named(fs_type, n))
+    if not names and expected:
+        return [f"filesystem.type is {fs_type!r}, whose statfs f_type is {' or '.join(expected)}, but the kernel "
+                f"answered filesystem.statfs_f_type {magic:#x}"]
+    return []
+
+
+def unconfirmed(result: dict[str, Any]) -> list[str]:
+    """What this rule cannot confirm on a result it does not fail: a magic and a type both unknown to it."""
+    recorded = _recorded(result.get("filesystem"))
+    if recorded is None or not count(recorded[1]) or problems(result):
+        return []
+    fs_type, magic = recorded
+    if types_of(magic):
+        return []
+    return [f"filesystem.type {fs_type!r} is taken as recorded: its statfs f_type {magic:#x} is not in "
+            "core.fs_magic's table"]
