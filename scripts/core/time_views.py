@@ -59,12 +59,18 @@ def window_problems(result: dict[str, Any], not_before: tuple[str, Any] | None,
     duration = result.get("duration_s")
     if started is None:
         return []  # problems() names it
-    ended = started + dt.timedelta(seconds=duration if number(duration) and duration >= 0 else 0)
     skew = dt.timedelta(seconds=CLOCK_SKEW_S)
+    before, after = (parse(bound[1]) if bound else None for bound in (not_before, not_after))
     found = []
-    if not_before is not None and parse(not_before[1]) is not None and started < parse(not_before[1]) - skew:
+    try:
+        ended = started + dt.timedelta(seconds=duration if number(duration) and duration >= 0 else 0)
+        early = before is not None and started < before - skew
+        late = after is not None and ended > after + skew
+    except OverflowError:  # a time or duration beyond what a datetime holds: no run ends there
+        return [f"started_at is {result.get('started_at')!r} and duration_s {duration!r}: beyond any clock"]
+    if early and not_before is not None:
         found.append(f"started_at is {result.get('started_at')!r}, before {not_before[0]} {not_before[1]!r}")
-    if not_after is not None and parse(not_after[1]) is not None and ended > parse(not_after[1]) + skew:
+    if late and not_after is not None:
         found.append(f"started_at is {result.get('started_at')!r} (and duration_s {duration!r}), so the run ended "
                      f"after {not_after[0]} {not_after[1]!r}")
     return found
