@@ -32,8 +32,11 @@ OS_FACT_PATHS = (
     "platform.python_compiler", "filesystem.method", "filesystem.mount_id", "filesystem.mount_options",
     "filesystem.drive_type", "checks.jsonl_append.method", "checks.jsonl_append.lock_probe.method", "device.type",
     "device.views.mapped.observed", "device.views.mapped.torch_lib", "device.torch_build.wheel_tags",
-    "device.torch_build.backend_libraries",
+    "device.torch_build.backend_libraries", "platform.binaries.interpreter.format", "platform.binaries.torch_c.format",
+    "platform.binaries.torch_c.name",
 )
+# An executable header's format (platform_runtime.binary_arch) is its OS's: ELF here only on Linux, PE on Windows.
+BINARY_FORMATS = {"elf": LINUX, "pe": WINDOWS, "mach-o": DARWIN, "mach-o-fat": DARWIN}
 # NFS's own mount options: the Linux client always shows vers=, proto= and sec= (fs/nfs/super.c).
 NFS_OPTION_KEYS = ("vers", "nfsvers", "proto", "sec")
 NFS_SHOWN_OPTIONS = ("proto", "sec")
@@ -130,6 +133,12 @@ def _allowed(path: str, value: Any) -> set[str] | None:
     if path == "device.views.mapped.torch_lib" and isinstance(value, list):
         # Only the Linux observer (/proc/<pid>/maps) names mapped libraries: elsewhere the gate records [].
         return LINUX if value else None
+    if path.startswith("platform.binaries.") and path.endswith(".format"):
+        return BINARY_FORMATS.get(str(value))
+    if path == "platform.binaries.torch_c.name":  # PEP 3149's EXT_SUFFIX: -linux-gnu.so, -darwin.so, .pyd
+        name = str(value)
+        return LINUX if "-linux-" in name else DARWIN if name.endswith("-darwin.so") else WINDOWS \
+            if name.endswith(".pyd") else None
     if path == "device.torch_build.wheel_tags" and isinstance(value, list):
         return _wheel_tags(value)
     if path == "device.torch_build.backend_libraries" and isinstance(value, list):

@@ -23,6 +23,8 @@ WINDOWS_VALUES = {
     "checks.jsonl_append.lock_probe.method": "msvcrt-locking-lockfile", "device.views.mapped.observed": "not-linux",
     "device.torch_build.wheel_tags": ["cp311-cp311-win_amd64"], "device.torch_build.backend_libraries": [],
     "platform.python_compiler": "MSC v.1938 64 bit (AMD64)", "device.views.mapped.torch_lib": [],
+    "platform.binaries.interpreter.format": "pe", "platform.binaries.torch_c.format": "pe",
+    "platform.binaries.torch_c.name": "_C.cp311-win_amd64.pyd",
 }
 
 
@@ -54,7 +56,9 @@ def _as_windows(linux: dict, keep: str | None) -> dict:
 
 LINUX_FACTS = ["platform.release", "platform.machine", "filesystem.mount_options", "checks.jsonl_append.method",
                "checks.jsonl_append.lock_probe.method", "device.views.mapped.observed",
-               "device.torch_build.wheel_tags", "platform.python_compiler", "device.views.mapped.torch_lib"]
+               "device.torch_build.wheel_tags", "platform.python_compiler", "device.views.mapped.torch_lib",
+               "platform.binaries.interpreter.format", "platform.binaries.torch_c.format",
+               "platform.binaries.torch_c.name"]
 
 
 def test_a_linux_result_with_every_os_fact_rewritten_would_show_windows(real):  # noqa: F811
