@@ -32,6 +32,10 @@ def _as_mps(d: dict) -> None:  # /tmp/advw/mps_edit.py, the review's
     compute.update(ran_on=["mps"], phases=device["phases"])
     compute["matmul"]["device"] = compute["training"]["parameter_device"] = "mps"
     compute["checkpoint"]["saved_from_device"] = ["mps"]
+    d["platform"]["binaries"] = {"interpreter": {"format": "mach-o-fat", "header": [0x01000007, 0x0100000C],
+                                                 "bits": None, "error": None},
+                                 "torch_c": {"format": "mach-o", "header": 0x0100000C, "bits": 64, "error": None,
+                                             "name": "_C.cpython-311-darwin.so"}}
 
 
 def _as_windows(d: dict) -> None:  # the review's case-win1
@@ -44,6 +48,9 @@ def _as_windows(d: dict) -> None:  # the review's case-win1
     append["method"] = append["lock_probe"]["method"] = "msvcrt-locking-lockfile"
     d["device"]["views"]["mapped"]["observed"] = "not-linux"
     d["device"]["torch_build"]["wheel_tags"] = ["cp311-cp311-win_amd64"]
+    d["platform"]["binaries"] = {"interpreter": {"format": "pe", "header": 0x8664, "bits": None, "error": None},
+                                 "torch_c": {"format": "pe", "header": 0x8664, "bits": None, "error": None,
+                                             "name": "_C.cp311-win_amd64.pyd"}}
 
 
 COMPILERS = {"mps": "Clang 15.0.0 (clang-1500.3.9.4)", "windows": "MSC v.1938 64 bit (AMD64)"}
