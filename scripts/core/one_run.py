@@ -24,18 +24,23 @@ from core.facts import get
 
 # kind -> {fact: the field that records it}. The gate's `device.torch.version` is the device worker's torch (the
 # gate's own cross-check ties it to the installed build); the summaries' and verification's `environment` is
-# the reprise process's.
+# the reprise process's. The GPU facts are the machine's and its torch build's (how many GPUs torch counts, the
+# architectures the build carries, the kernel driver), never one device's (a box's GPUs may differ).
 FIELDS: dict[str, dict[str, str]] = {
     "gate": {
         "python": "platform.python", "python_build": "platform.python_build",
         "python_compiler": "platform.python_compiler", "python_implementation": "platform.python_implementation",
         "system": "platform.system", "release": "platform.release", "machine": "platform.machine",
         "torch": "device.torch.version", "torch_record": "device.torch_build.record_sha256",
-        "gpu_count": "device.cuda.device_count",
+        "torch_cuda": "device.torch.cuda", "torch_hip": "device.torch.hip", "torch_arch_list": "device.cuda.arch_list",
+        "gpu_count": "device.cuda.device_count", "gpu_driver": "device.cuda.kernel_driver",
     },
     # gpu_count: torch.cuda.device_count() in the gate's device worker and in the diagnostic, on one machine.
-    "diagnostic": {"python": "runtime.python", "system": "runtime.system", "torch": "pytorch.version",
-                   "gpu_count": "pytorch.gpu_count"},
+    "diagnostic": {
+        "python": "runtime.python", "system": "runtime.system", "torch": "pytorch.version",
+        "torch_cuda": "pytorch.cuda", "torch_hip": "pytorch.hip", "torch_arch_list": "pytorch.arch_list",
+        "gpu_count": "pytorch.gpu_count", "gpu_driver": "host_check.gpus.0.driver_version",
+    },
     "reprise-summary": {"python": "environment.python", "torch": "environment.torch", "numpy": "environment.numpy"},
     "reprise-verification": {"python": "environment.python", "torch": "environment.torch",
                              "numpy": "environment.numpy"},
@@ -51,10 +56,20 @@ def facts_of(kind: str, document: Any) -> dict[str, tuple[str, Any]]:
     """{fact: (field, value)} for every machine fact this result records (null ones left out)."""
     found = {}
     for fact, path in FIELDS.get(kind, {}).items():
-        value = get(document, path)
+        value = _at(document, path)
         if value is not None:
             found[fact] = (path, value)
     return found
+
+
+def _at(document: Any, path: str) -> Any:
+    """core.facts.get, with a list's item by its index (host_check.gpus.0)."""
+    for key in path.split("."):
+        if isinstance(document, list) and key.isdigit():
+            document = document[int(key)] if int(key) < len(document) else None
+        else:
+            document = get(document, key)
+    return document
 
 
 def _key(fact: str, value: Any) -> Any:

@@ -16,7 +16,7 @@ from core.one_run import run_problems
 
 from tests.evidence_index.checkouts import CUDA_COMMIT, checkout_of
 from tests.evidence_index.fake_github import runner_log
-from tests.evidence_index.test_crossfile_forgery import CLI, EVIDENCE, assert_refused, copy
+from tests.evidence_index.test_crossfile_forgery import CLI, EVIDENCE, assert_refused, copy, edit_json
 from tests.evidence_index.test_evidence_index_forgery import build_run, real_result  # noqa: F401 - the fixture
 
 GPU_DIAGNOSTIC = EVIDENCE / "cuda" / "run" / "kernodeck-diagnostic-gpu.json"
@@ -115,6 +115,16 @@ def test_this_machines_cpu_diagnostic_added_to_the_cuda_run_is_not_authentic(tmp
                    "kernodeck-diagnostic-gpu.json records runtime.python '3.12.3', platform-runtime-cuda.json records "
                    "platform.python '3.12.3'")
     assert not any(p.startswith("artifacts/platform-runtime-cuda.json") for p in report["problems"])
+
+
+def test_a_gpu_diagnostic_counting_other_gpus_than_its_gate_is_not_authentic(tmp_path):
+    folder = cuda_pair(tmp_path)
+    edit_json(folder / "kernodeck-diagnostic-gpu.json", lambda d: d["pytorch"].update(gpu_count=2))
+    code, report = rebuild_and_verify_at(folder, checkout_of(CUDA_COMMIT))
+    # one against one: neither value is the most common, so each names the other
+    assert_refused(code, report, "kernodeck-diagnostic-gpu.json: pytorch.gpu_count is 2, but platform-runtime-cuda."
+                   "json records device.cuda.device_count 1",
+                   "platform-runtime-cuda.json: device.cuda.device_count is 1")
 
 
 # --- F3: another machine's (or kernel's) results in a local folder ------------------------------------------
