@@ -31,6 +31,15 @@ REPRISE_SUMMARY_SCHEMA_ID = "kernodeck.reprise.summary"  # with "version": 1
 TRAINING_RUN_CHECK_SCHEMA_ID = "kernodeck.training-run-check"  # with "version": 1
 NFS_HARNESS_SCHEMA_ID = "kernodeck.nfs-harness/v1"
 EVIDENCE_VERDICT_SCHEMA_ID = "kernodeck.evidence-index.verdict/v1"
+NFSVM_RUN_SCHEMA_ID = "kernodeck.nfsvm-run/v1"
+# The records an NFS VM run judged (tools/nfsvm): each is judged with the nfs-vm-run.json beside it, which the
+# index makes again from them (core.vm_run_judge); alone, only what the record itself proves (core.vm_judge).
+NFSVM_RECORD_SCHEMA_IDS = ("kernodeck.nfsvm-two-clients/v1", "kernodeck.nfsvm-server-restart/v1",
+                           "kernodeck.nfsvm-busy-unmount/v1", "kernodeck.nfsvm-server-gone/v1",
+                           "kernodeck.nfsvm-busy-rename/v1", "kernodeck.nfsvm-rename-race/v1",
+                           "kernodeck.nfsvm-install/v1",
+                           "kernodeck.nfsvm-image/v1", "kernodeck.nfsvm-steps/v1", "kernodeck.nfsvm-versions/v1",
+                           "kernodeck.nfs-harness/v1#setup")
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 EVIDENCE_PREDICATE_TYPE = "https://github.com/kernodeck/platform-runtime/evidence-index/v1"
 
@@ -43,6 +52,7 @@ KINDS: dict[str, tuple[str, int | None]] = {
     "training-run-check": (TRAINING_RUN_CHECK_SCHEMA_ID, 1),
     "nfs-harness": (NFS_HARNESS_SCHEMA_ID, None),
     "evidence-verdict": (EVIDENCE_VERDICT_SCHEMA_ID, None),
+    "nfsvm-run": (NFSVM_RUN_SCHEMA_ID, None),
 }
 # Data files of a run folder (a reprise training run's config, its manifest): bound by digest, never judged,
 # and accepted only inside a folder, never as a result on their own.
@@ -159,6 +169,8 @@ def kind_of(document: Any) -> str:
     for kind, (schema_id, _) in KINDS.items():
         if schema == schema_id:
             return kind
+    if schema in NFSVM_RECORD_SCHEMA_IDS:
+        return "nfsvm-record"
     return "unknown"
 
 
@@ -172,7 +184,7 @@ def judge(document: Any, kind: str | None = None) -> Judgement:
         return Judgement(declared, False, [f"not a result this project knows (schema {_schema_of(document)!r}): "
                                            "an unknown document never passes"])
     reasons = []
-    version = KINDS[declared][1]
+    version = KINDS.get(declared, ("", None))[1]
     if version is not None and document.get("version") != version:
         reasons.append(f"version is {document.get('version')!r}, this judge knows {version}")
     found = rule(document)
@@ -282,6 +294,36 @@ def _judge_evidence_verdict(document: dict[str, Any]) -> list[str]:
     return reasons
 
 
+def _judge_nfsvm_run(document: dict[str, Any]) -> tuple[list[str], list[str]]:
+    from core.vm_run_judge import judge_vm_run  # only where a VM run is judged: the gate never loads it
+
+    return judge_vm_run(document)
+
+
+def _judge_install(document: dict[str, Any]) -> tuple[list[str], list[str]]:
+    from core.vm_judge import judge_install
+
+    problems = judge_install(document)
+    forged = [f"ok is recorded True, its facts say False ({problems[0]})"] if problems and document.get("ok") is True \
+        else []
+    return problems, forged
+
+
+def _judge_nfsvm_record(document: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """What a VM record proves alone: the phases that need no other file, by their facts. The rest (a fault
+    phase's gate and harness beside it, the image, the steps) is judged with the run (evidence_index.vmrun)."""
+    from core import vm_judge
+    from core.rename_race import judge_rename_race
+
+    alone = {"kernodeck.nfsvm-two-clients/v1": vm_judge.judge_two_clients,
+             "kernodeck.nfsvm-busy-unmount/v1": vm_judge.judge_busy_unmount,
+             "kernodeck.nfsvm-busy-rename/v1": vm_judge.judge_busy_rename,
+             "kernodeck.nfsvm-rename-race/v1": judge_rename_race,
+             "kernodeck.nfsvm-install/v1": _judge_install}
+    rule = alone.get(document.get("schema"))
+    return rule(document) if rule is not None else ([], [])
+
+
 # A rule answers its reasons, or (reasons, forged) where it recomputes recorded flags (core.gate_judge).
 RULES: dict[str, Callable[[dict[str, Any]], Any]] = {
     "gate": judge_gate,
@@ -291,6 +333,8 @@ RULES: dict[str, Callable[[dict[str, Any]], Any]] = {
     "training-run-check": _judge_training_run_check,
     "nfs-harness": judge_nfs_harness,
     "evidence-verdict": _judge_evidence_verdict,
+    "nfsvm-run": _judge_nfsvm_run,
+    "nfsvm-record": _judge_nfsvm_record,
 }
 
 

@@ -316,3 +316,22 @@ def judge_server_gone(report: dict[str, Any], gate: dict[str, Any] | None,
         reasons.append(f"stop.seconds_after_gate_start is {after!r}, not within the gate's {seconds!r} s")
     _ok_agrees(report, reasons, forged, "files")
     return reasons, forged
+
+
+# --- install (the systemd VM): nfs-kernel-server's postinst, as apt-get install runs it on a runner ----------
+
+def judge_install(result: dict[str, Any]) -> list[str]:
+    """Why the runner's state after `apt-get install nfs-kernel-server` was NOT reproduced (empty: it was)."""
+    problems = []
+    if result.get("dpkg_exit_code") != 0:
+        problems.append(f"dpkg -i exited {result.get('dpkg_exit_code')}"
+                        + (f" (killed: {result['dpkg_killed']})" if result.get("dpkg_killed") else ""))
+    if not result.get("nfs_kernel_server"):
+        problems.append("nfs-kernel-server is not installed after dpkg -i")
+    if (result.get("units") or {}).get("nfs-server.service") != "active":
+        problems.append(f"nfs-server.service is {(result.get('units') or {}).get('nfs-server.service')!r} after "
+                        "the postinst, not active: the runner's situation was not reproduced")
+    threads = result.get("nfsd_threads")
+    if not (isinstance(threads, str) and threads.isdigit() and int(threads) > 0):
+        problems.append(f"/proc/fs/nfsd/threads reads {threads!r}: no nfsd started by the package")
+    return problems

@@ -34,6 +34,7 @@ from typing import Any
 from core.contract import parse_strict
 from core.harness_judge import HARNESS_NAME, harness_gate_problems, scenario_problems
 
+from . import vmrun
 from .results import REPO_ROOT
 
 # The reprise modules run copied alone, so they import each other as top-level modules from their folder.
@@ -53,7 +54,8 @@ WEIGHTS_PROBLEM = "not_weights_only_loadable"
 def check(records: list[dict[str, Any]], observed: Any) -> None:
     """Add each record's cross-file contradictions to its `not_authentic` (and fail it)."""
     rules = {"reprise-summary": summary_problems, "reprise-verification": verification_problems,
-             "training-run-check": training_run_problems, "nfs-harness": harness_problems}
+             "training-run-check": training_run_problems, "nfs-harness": harness_problems,
+             "nfsvm-run": vmrun.run_problems, "nfsvm-record": vmrun.record_problems}
     covered = run_folders_judged(records, observed)
     for record in records:
         rule = rules.get(record.get("kind"))

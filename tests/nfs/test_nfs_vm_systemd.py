@@ -18,7 +18,8 @@ from tests.conftest import ROOT, validate
 from tests.nfs.vm_suite import MARKS, boot_once, check, read
 
 sys.path.insert(0, str(ROOT / "tools"))
-from nfsvm import postinst, run_checks  # noqa: E402
+from core.vm_judge import judge_install  # noqa: E402
+from nfsvm import run_checks  # noqa: E402
 
 pytestmark = MARKS
 KEPT = ROOT / "outputs" / "nfs-systemd-test"  # git-ignored; a failed run's outputs stay here until the next failure
@@ -43,7 +44,7 @@ def test_the_postinst_started_nfs_server_as_apt_get_does_on_a_runner(vm_run):
     assert install["dpkg_exit_code"] == 0 and install["nfs_kernel_server"], install
     assert install["units"]["nfs-server.service"] == "active" and install["units"]["nfs-mountd.service"] == "active"
     assert int(install["nfsd_threads"]) > 0 and install["nfsv4gracetime"] == "90"  # the package's, untouched
-    assert postinst.judge_install(install) == [] and check(run, "install")["ok"], check(run, "install")
+    assert judge_install(install) == [] and check(run, "install")["ok"], check(run, "install")
 
 
 def test_the_harness_stopped_the_packaged_server_and_served_with_its_own_and_nothing_restarted_it(vm_run):

@@ -12,6 +12,7 @@ import pytest
 from tests.conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "tools"))
+from core.vm_judge import judge_install  # noqa: E402
 from nfsvm import evidence, job, postinst, recipe, run_checks, systemd_image, vm  # noqa: E402
 
 GOOD_INSTALL = {"dpkg_exit_code": 0, "nfs_kernel_server": "1:2.6.2-4+deb12u1", "nfsd_threads": "8",
@@ -64,7 +65,7 @@ def test_only_the_systemd_boot_hands_over_to_systemd():
 
 
 def test_the_install_passes_only_when_the_postinst_left_the_runners_state():
-    assert postinst.judge_install(GOOD_INSTALL) == []
+    assert judge_install(GOOD_INSTALL) == []
 
 
 @pytest.mark.parametrize("change, named", [
@@ -76,7 +77,7 @@ def test_the_install_passes_only_when_the_postinst_left_the_runners_state():
     ({"nfsd_threads": None}, "no nfsd started"),
 ])
 def test_an_install_that_did_not_reproduce_the_runner_fails_naming_why(change, named):
-    problems = postinst.judge_install({**GOOD_INSTALL, **change})
+    problems = judge_install({**GOOD_INSTALL, **change})
     assert problems and any(named in p for p in problems)
 
 
@@ -96,7 +97,7 @@ def test_a_silent_dpkg_is_killed_after_its_stall_time_and_the_install_names_it(t
     assert time.monotonic() - started < 20 and done["exit_code"] is None
     assert done["killed"] == "no output for 2 s" and done["longest_silence_seconds"] >= 1.5
     assert "(sh killed: no output for 2 s" in log.read_text()
-    problems = postinst.judge_install({**GOOD_INSTALL, "dpkg_exit_code": None, "dpkg_killed": done["killed"]})
+    problems = judge_install({**GOOD_INSTALL, "dpkg_exit_code": None, "dpkg_killed": done["killed"]})
     assert "dpkg -i exited None (killed: no output for 2 s)" in problems
 
 
@@ -144,7 +145,7 @@ def test_the_committed_systemd_evidence_matches_its_index_and_shows_the_runners_
     assert run["init"] == "systemd" and run["ok"] is True and all(c["ok"] for c in run["checks"])
     assert run["git"]["dirty"] is False and run["phases"] == ["install", "action"]
     install = json.loads((folder / "install.json").read_text())
-    assert postinst.judge_install(install) == [] and install["pid1"] == "systemd"
+    assert judge_install(install) == [] and install["pid1"] == "systemd"
     setup = json.loads((folder / "nfs-harness-setup.json").read_text())
     assert setup["packaged_units_after_stop"] == {"nfs-server.service": "inactive", "nfs-mountd.service": "inactive"}
     text = "".join(p.read_text() for p in folder.iterdir())

@@ -21,26 +21,14 @@ if __package__ in (None, ""):
 
 from nfsvm import interpreter, job  # noqa: E402
 
-# source (relative to the run's output folder) -> name in the evidence folder
-FILES = {
-    "action/platform-runtime-nfs.json": "platform-runtime-nfs.json",
-    "action/nfs-harness.json": "nfs-harness.json",
-    "action/nfs-harness-setup.json": "nfs-harness-setup.json",
-    "action/steps.json": "action-steps.json",
-    "two_clients/two-clients.json": "two-clients.json",
-    "server_restart/server-restart.json": "server-restart.json",
-    "server_restart/platform-runtime-nfs.json": "server-restart-gate.json",
-    "server_restart/nfs-harness.json": "server-restart-nfs-harness.json",
-    "busy_unmount/busy-unmount.json": "busy-unmount.json",
-    "install/install.json": "install.json",
-    "versions.json": "versions.json",
-    "nfsvm-image.json": "nfsvm-image.json",
-    "nfs-vm-run.json": "nfs-vm-run.json",
-}
-# What the evidence index binds and judges, in a run's action/ folder and in its record: the kinds the
-# project's one judge knows (core/contract.py), the gate result and the harness record. The phases' own
-# results (two clients, server restart, busy unmount) are unknown kinds there, which never pass: the checks
-# of nfs-vm-run.json judge them (the restart's own gate result may honestly say ok=false).
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))  # the shared core
+from core.vm_run_judge import EVIDENCE_NAMES  # noqa: E402
+
+# source (relative to the run's output folder) -> name in the evidence folder: the judge's one table, so the
+# index finds each record a recorded run's checks are made from.
+FILES = EVIDENCE_NAMES
+# What the live run's own index binds (its check evidence_index, cli.build_index): the action's gate result and
+# harness record. A recorded folder is indexed whole (record below).
 INDEXED = ("platform-runtime-nfs.json", "nfs-harness.json")
 GUEST_TEMP = re.compile(r"/tmp/(runner-temp|two-clients|restart|busy)[^\s\"']*")
 # An absolute path in recorded text: a "/" that starts a word (not "127.0.0.1:/", "<repo>/x" or "a/b").
@@ -87,9 +75,10 @@ steps ran as an unprivileged user with sudo. Verdict: {verdict}.
 
 It is not an NFS appliance on another machine, not network latency, and not GitHub's Ubuntu kernel;
 the nfs job's apt install and systemd units on a GitHub runner have not run yet.
-`evidence-index.json` binds and judges the gate result and the harness record by SHA-256 (the kinds
-the project's judge knows); the two-client, server-restart and busy-unmount results are judged by the
-checks in `nfs-vm-run.json`, which lists every check of the run; `nfsvm-image.json` is the image's manifest.
+`evidence-index.json` binds every file of this folder by SHA-256 and judges each by its kind: the gate
+results and harness records by their facts, and `nfs-vm-run.json`, which lists every check of the run,
+by making each of its checks again from the records beside it (the two-client, server-restart and
+busy-unmount results; `nfsvm-image.json` is the image's manifest).
 """
 
 
@@ -104,8 +93,9 @@ time). Then the nfs action's own steps ran unchanged as the unprivileged runner 
 setup`, the gate with `--require nfs --keep-workspace`, teardown). Verdict: {verdict}.
 
 Not a GitHub runner: Debian bookworm's systemd and nfs-utils, not Ubuntu's, and no network.
-`evidence-index.json` binds and judges the gate result and the harness record by SHA-256;
-`nfs-vm-run.json` lists every check of the run; `nfsvm-image.json` is the image's manifest.
+`evidence-index.json` binds every file of this folder by SHA-256 and judges each by its kind;
+`nfs-vm-run.json`, which lists every check of the run, is judged by making each check again from the
+records beside it; `nfsvm-image.json` is the image's manifest.
 """
 
 
@@ -139,8 +129,8 @@ def record(out: Path, destination: Path, repo: Path, run: dict, prefixes: dict[s
             copied.append(name)
             left += [f"{name}: {path}" for path in absolute_paths(text)]
     (destination / "README.md").write_text(readme(run), encoding="utf-8")
-    names = [name for name in INDEXED if name in copied]
-    done = subprocess.run(index_command(repo, destination, names, destination / "evidence-index.json"),
+    # The whole folder: every record, judged by its kind, and nfs-vm-run.json's checks made again from them.
+    done = subprocess.run(index_command(repo, destination, [], destination / "evidence-index.json"),
                           capture_output=True, text=True, cwd=repo)
     return {"copied": copied, "index_exit_code": done.returncode, "absolute_paths": left,
             "index_message": scrub(" ".join((done.stdout + done.stderr).split())[-300:], repo, prefixes)

@@ -135,7 +135,8 @@ def action_phase(job: dict, out: Path, boot_seconds: float, before_gate=lambda: 
     state = nfs / "nfs-harness-setup.json"
     if state.exists():
         shutil.copy2(state, out / "action" / state.name)
-    summary = {"steps": steps, "warm_up": warm_up, "packaged_units_after_gate": after_gate,
+    summary = {"schema": "kernodeck.nfsvm-steps/v1", "steps": steps, "warm_up": warm_up,
+               "packaged_units_after_gate": after_gate,
                "kernel_uptime_at_gate_verdict_seconds": round(verdict_seconds, 1),
                "phase_seconds": round(time.monotonic() - started, 1)}
     if "gate" in steps and steps["gate"]["exit_code"] is None:
@@ -381,7 +382,7 @@ def write_missing_result(out: Path, phase: str, reason: str) -> None:
 
 def run_all(job: dict, out: str, boot_seconds: float) -> None:
     out_dir = Path(out)
-    facts = {**versions(), "python": job.get("interpreter")}
+    facts = {"schema": "kernodeck.nfsvm-versions/v1", **versions(), "python": job.get("interpreter")}
     (out_dir / "versions.json").write_text(json.dumps(facts, indent=2, sort_keys=True) + "\n")
     warm = WarmUp(job, out_dir)
     for name in job["phases"]:

@@ -30,23 +30,6 @@ UNITS = ("nfs-server.service", "nfs-mountd.service", "nfsdcld.service", "nfs-idm
          "rpc-statd.service", "rpcbind.service", "rpcbind.socket", "proc-fs-nfsd.mount")
 
 
-def judge_install(result: dict) -> list[str]:
-    """Why the runner's state after `apt-get install nfs-kernel-server` was NOT reproduced (empty: it was)."""
-    problems = []
-    if result.get("dpkg_exit_code") != 0:
-        problems.append(f"dpkg -i exited {result.get('dpkg_exit_code')}"
-                        + (f" (killed: {result['dpkg_killed']})" if result.get("dpkg_killed") else ""))
-    if not result.get("nfs_kernel_server"):
-        problems.append("nfs-kernel-server is not installed after dpkg -i")
-    if (result.get("units") or {}).get("nfs-server.service") != "active":
-        problems.append(f"nfs-server.service is {(result.get('units') or {}).get('nfs-server.service')!r} after "
-                        "the postinst, not active: the runner's situation was not reproduced")
-    threads = result.get("nfsd_threads")
-    if not (isinstance(threads, str) and threads.isdigit() and int(threads) > 0):
-        problems.append(f"/proc/fs/nfsd/threads reads {threads!r}: no nfsd started by the package")
-    return problems
-
-
 def read(path: str) -> str | None:
     try:
         with open(path) as handle:
@@ -125,12 +108,18 @@ def install_phase(job: dict, out: Path, _boot: float) -> dict:
     units = {unit: subprocess.run(["systemctl", "is-active", unit], capture_output=True, text=True).stdout.strip()
              for unit in UNITS}
     mountd = subprocess.run(["pgrep", "-x", "rpc.mountd"], capture_output=True, text=True).stdout.split()
-    result = {"phase": "install", "debs": [Path(d).name for d in debs], "dpkg_exit_code": dpkg["exit_code"],
+    result = {"schema": "kernodeck.nfsvm-install/v1", "phase": "install", "debs": [Path(d).name for d in debs],
+              "dpkg_exit_code": dpkg["exit_code"],
               "dpkg_killed": dpkg["killed"], "dpkg_longest_silence_seconds": dpkg["longest_silence_seconds"],
               "seconds": round(time.monotonic() - started, 1),
               "nfs_kernel_server": installed_version(recipe.OFFLINE_PACKAGE), "units": units,
               "nfsd_threads": read("/proc/fs/nfsd/threads"), "nfsv4gracetime": read("/proc/fs/nfsd/nfsv4gracetime"),
               "rpc_mountd_pids": len(mountd), "pid1": read("/proc/1/comm")}
+    from nfsvm.phases import core_on_path
+
+    core_on_path()  # the verdict is core's rule (core.vm_judge.judge_install), which the host's judge applies again
+    from core.vm_judge import judge_install
+
     result["problems"] = judge_install(result)
     result["ok"] = not result["problems"]
     (folder / "install.json").write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")

@@ -5,16 +5,15 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))  # the shared core
+from core.vm_run_judge import POWER_DOWN, signal_name  # noqa: E402,F401  (one place: the judge reads them too)
+
 HERE = Path(__file__).resolve().parent
-# The guest kernel's last line when it powers itself off (sysrq 'o' or poweroff: kernel/reboot.c,
-# kernel_power_off's pr_emerg("Power down") under pr_fmt "reboot: "). A panic (panic=1 with -no-reboot)
-# or a host signal also ends qemu with exit 0, but never with this line.
-POWER_DOWN = "reboot: Power down"
 # qemu catches SIGTERM, SIGINT and SIGHUP, prints this on its stderr (the console file here) and exits 0
 # (qemu's system/runstate.c, qemu_kill_report; qemu 7.2 here: "terminating on signal 15 from pid N (pkill)").
 HOST_SIGNAL = re.compile(r"qemu-system-\S+: terminating on signal (\d+)(?: from pid \d+(?: \(([^)]*)\))?)?")
@@ -49,13 +48,6 @@ def prepare_job(job_dir: Path, job: dict) -> None:
     job_dir.mkdir(parents=True)
     shutil.copy2(HERE / "guest.py", job_dir / "guest.py")
     (job_dir / "job.json").write_text(json.dumps(job, indent=2, sort_keys=True) + "\n")
-
-
-def signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
 
 
 def console_facts(text: str) -> dict:
