@@ -51,5 +51,6 @@ def record_problems(subject: str, _document_: dict[str, Any], observed: Any) -> 
         return []
     from .crossfile import UNVERIFIABLE  # a missing fact, not a contradicted one
 
-    return [f"{UNVERIFIABLE}{subject.removeprefix('artifacts/')}: a VM record with no {RUN_NAME} bound beside it: nothing "
-            "judged it with the run it belongs to"]
+    where = subject.removeprefix("artifacts/")
+    return [f"{UNVERIFIABLE}{where}: a VM record with no {RUN_NAME} bound beside it: nothing judged it with the run "
+            "it belongs to"]

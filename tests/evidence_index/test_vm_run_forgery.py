@@ -63,11 +63,13 @@ def _restart_gate_torn(document: dict) -> None:
 
 @pytest.mark.parametrize("name, change, words", [
     ("two-clients.json", _locked_records_lost, "checks.two_clients.ok is recorded True, its records say False"),
-    ("server-restart-gate.json", _restart_gate_torn, "checks.server_restart.ok is recorded True, its records say False"),
+    ("server-restart-gate.json", _restart_gate_torn,
+     "checks.server_restart.ok is recorded True, its records say False"),
     ("nfs-vm-run.json", lambda d: d["checks"][3].update(ok=False),
      "checks.two_clients.ok is recorded False, its records say True"),
     ("nfs-vm-run.json", lambda d: d["checks"].pop(4), "a run of phases"),
-    ("nfs-vm-run.json", lambda d: d["checks"].append({"name": "gate", "ok": True, "detail": ""}), "names a check twice"),
+    ("nfs-vm-run.json", lambda d: d["checks"].append({"name": "gate", "ok": True, "detail": ""}),
+     "names a check twice"),
     ("nfs-vm-run.json", lambda d: d["vm"].update(guest_powered_off=False), "checks.vm.ok is recorded True"),
 ], ids=["records-lost-under-a-passing-run", "restart-gate-torn", "check-flag-flipped", "check-dropped",
         "check-doubled", "vm-never-powered-off"])
