@@ -87,3 +87,16 @@ def digest_of_files(files: dict[str, Any] | None) -> str | None:
         return None
     canonical = "".join(f"{path}\0{files[path]}\n" for path in sorted(files))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def files_digest_problems(source_root: Any) -> list[str]:
+    """An index's `source_root.files_sha256` is digest_of_files over its own `source_root.files` (the builder
+    writes it so): one edited without the other is not what the builder wrote."""
+    if not isinstance(source_root, dict) or "files_sha256" not in source_root:
+        return []  # an index that records no sources at all is judged by what it lacks elsewhere
+    files = source_root.get("files")
+    actual = digest_of_files(files) if isinstance(files, dict) else None
+    if source_root["files_sha256"] == actual:
+        return []
+    return [f"predicate.source_root.files_sha256 is {source_root['files_sha256']!r}, the digest of its "
+            f"source_root.files is {actual!r}"]

@@ -25,7 +25,7 @@ from typing import IO, Any
 from core.contract import parse_strict
 
 from . import PREDICATE_TYPE, PREDICATE_VERSION, STATEMENT_TYPE
-from .checkout_hashes import hash_sources
+from .checkout_hashes import files_digest_problems, hash_sources
 from .common import InputError, hash_stream, is_safe_relative
 from .index_judge import Observed, differences, judge_index
 from .logparse import LogScanner
@@ -238,6 +238,7 @@ def verify(statement: dict[str, Any], roots: dict[str, Path | None], allow_offli
         return report
     recomputed["source_root"] = copy.deepcopy(predicate.get("source_root"))  # context, compared below, not judged
     report.problems += differences(predicate, recomputed)
+    report.problems += files_digest_problems(predicate.get("source_root"))
     report.problems += forged_results(recomputed)
     if predicate.get("kind") == "github-run":  # a local results folder may hold any zip of its own
         unpacked = {f"artifacts/{(e.get('artifact') or {}).get('name')}.zip" for e in recomputed.get("platforms") or []

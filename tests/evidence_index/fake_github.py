@@ -648,6 +648,10 @@ def gate_result(platform: str, *, ok: bool = True, sources: dict[str, str] | Non
                        "nfs_version": "4.2" if runner["fs"] == "nfs4" else None,
                        "drive_type": "fixed" if system == "Windows" else None, "error": None},
         "checks": checks,
+        # As 7f0a071's isolation.injection_vectors wrote it, with the device worker's start-up modules.
+        "isolation": {"present": [], "executing_pth_files": [], "workers": "python -I",
+                      "worker_site_dirs": "interpreter site-packages and their .pth path lines; torch only from there",
+                      "device_worker_loaded": []},
         "workspace_cleanup": {"status": "cleaned", "workspace": "platform-runtime-0123456789ab", "deadline_s": 30},
         "source": {"files": dict(sources or {}), "git": {"head": sha, "dirty": False, "diff_sha256": None}},
         "github": {"sha": sha, "run_id": str(run_id), "run_attempt": str(run_attempt),

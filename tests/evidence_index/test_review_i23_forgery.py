@@ -220,3 +220,20 @@ def test_the_gate_device_count_is_the_diagnostic_gpu_count_of_its_folder():
     problems = one_run.run_problems([("gate", "gate", gate), ("diag", "diagnostic", diagnostic)])
     assert any("device.cuda.device_count is 2" in p for p in problems[0]), problems
     assert any("pytorch.gpu_count is 1" in p for p in problems[1]), problems
+
+
+# --- F30 (the index's own fingerprint over its sources) -------------------------------------------------------
+
+def test_an_index_whose_source_digest_is_not_that_of_its_source_files_is_refused():
+    from evidence_index.checkout_hashes import files_digest_problems
+    from evidence_index.verify import verify
+
+    folder = EVIDENCE / "local" / "training-run"
+    statement = load(folder / "evidence-index.json")
+    assert files_digest_problems(statement["predicate"]["source_root"]) == []
+    recorded = statement["predicate"]["source_root"]["files_sha256"]
+    statement["predicate"]["source_root"]["files_sha256"] = "0" * 64
+    report = verify(statement, {"artifacts": folder, "logs": None})
+    assert report.outcome == "not-authentic"
+    assert any(p.startswith("predicate.source_root.files_sha256 is '000") and recorded in p
+               for p in report.problems), report.problems
