@@ -575,7 +575,8 @@ BUILDS: dict[str, dict[str, Any]] = {
              "torch_build": {"version": "2.11.0+cu130", "cuda": "13.0", "hip": None,
                              "backend_libraries": ["libtorch_cuda.so"]}, "mps": None,
              # The worker's probe of the GPU as the committed H200 run recorded it (UUID replaced).
-             "cuda": {"backend": "cuda", "available": True, "device_count": 1, "name": "NVIDIA H200",
+             "cuda": {"backend": "cuda", "available": True, "availability_warnings": 0,
+                      "driver_too_old_warning": False, "device_count": 1, "name": "NVIDIA H200",
                       "total_memory_bytes": 150109880320, "uuid": "00000000-1111-2222-3333-444444444444",
                       "capability": "9.0", "arch": "sm_90", "arch_in_build": True, "arch_list": ["sm_90"],
                       "compiled_cuda": "13.0", "compiled_hip": None}},

@@ -13,12 +13,14 @@ def phases(kind: str, **changes) -> dict:
 
 
 # The worker's probe of the GPU, as the committed H200 run recorded it (evidence/cuda/run; its UUID replaced).
-H200_PROBE = {"backend": "cuda", "available": True, "device_count": 1, "name": "NVIDIA H200",
+H200_PROBE = {"backend": "cuda", "available": True, "availability_warnings": 0, "driver_too_old_warning": False,
+              "device_count": 1, "name": "NVIDIA H200",
               "total_memory_bytes": 150109880320, "uuid": "00000000-1111-2222-3333-444444444444",
               "capability": "9.0", "arch": "sm_90", "arch_in_build": True,
               "arch_list": ["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"]}
 # ROCm's from device_resolve.probe_cuda's rule (no AMD GPU has been lent: written from the code, not recorded).
-MI300_PROBE = {"backend": "rocm", "available": True, "device_count": 1, "name": "AMD Instinct MI300X",
+MI300_PROBE = {"backend": "rocm", "available": True, "availability_warnings": 0, "driver_too_old_warning": False,
+               "device_count": 1, "name": "AMD Instinct MI300X",
                "total_memory_bytes": 205520896000, "uuid": None, "arch": "gfx942", "arch_in_build": True,
                "arch_list": ["gfx90a", "gfx942"], "compiled_cuda": None, "compiled_hip": "6.4"}
 CPU_DEVICE = {"type": "cpu", "resolved": "cpu", "ran_on": ["cpu"], "peak_allocated_bytes": None}
