@@ -16,6 +16,7 @@ UPDATE_RULE_TOLERANCE = 1e-5  # max relative error of an SGD update against the 
 FORWARD_TOLERANCE = {"cpu": 0.0}  # the restored model's forward pass: bit-exact on the CPU
 FORWARD_TOLERANCE_DEVICE = 1e-5  # ... and within this on a GPU (kernels differ between host and device)
 PHASES = ("matmul", "training", "checkpoint_save", "checkpoint_load")
+SHA256 = re.compile(r"[0-9a-f]{64}")
 # The only loads the worker makes (scripts/platform_runtime/device_checkpoint.py, device_worker.load_safety): the
 # recorded call must be exactly this, never a weights_only=False one.
 CHECKPOINT_LOAD = 'torch.load(map_location="cpu", weights_only=True)'
@@ -96,6 +97,19 @@ def _checkpoint(p: str, check: dict[str, Any], kind: str | None) -> list[str]:
     if not (count(get(check, "checkpoint.tensors_compared")) and get(check, "checkpoint.tensors_compared")):
         problems.append(f"{p}.checkpoint.tensors_compared is {get(check, 'checkpoint.tensors_compared')!r}: "
                         "nothing was compared")
+    digest = get(check, "checkpoint.sha256")
+    if "sha256" in obj(check, "checkpoint") and not (isinstance(digest, str) and SHA256.fullmatch(digest)):
+        problems.append(f"{p}.checkpoint.sha256 is {str(digest)[:80]!r}: the SHA-256 of the file written is 64 "
+                        "lowercase hex digits")
+    # The devices the saved tensors were on are the save phase's own record of them, and the one device the
+    # work ran on: a checkpoint saved from nowhere (or from another device) is not this run's.
+    saved, save_phase = get(check, "checkpoint.saved_from_device"), get(check, "phases.checkpoint_save")
+    if "saved_from_device" in obj(check, "checkpoint"):
+        if kind is not None and saved != [kind]:
+            problems.append(f"{p}.checkpoint.saved_from_device is {saved!r}, the work ran on {kind!r}")
+        elif isinstance(save_phase, dict) and "tensor_devices" in save_phase and saved != save_phase["tensor_devices"]:
+            problems.append(f"{p}.checkpoint.saved_from_device is {saved!r}, phases.checkpoint_save.tensor_devices "
+                            f"{save_phase['tensor_devices']!r}")
     return problems
 
 

@@ -24,6 +24,7 @@ APPEND_PROCESSES = 8
 APPEND_RECORDS_PER_PROCESS = 200
 KILLS = 20
 KILL_MAX_DELAY_S = 0.03
+KILL_DOCUMENT_BYTES = 256 * 1024  # big enough that a writer that truncates in place is caught mid-write
 MATMUL_SIZE = 8  # the known n x n matrices (device_worker.known_matrices)
 MATMUL_DTYPE = "float32"
 # The locks the JSONL appender takes, by OS (scripts/platform_runtime/jsonl.py): nothing else is a lock.
@@ -41,6 +42,7 @@ PINNED: dict[str, Any] = {
     "checks.jsonl_append.records_per_process": APPEND_RECORDS_PER_PROCESS,
     "checks.failing_writer.killed_writer.kills_requested": KILLS,
     "checks.failing_writer.killed_writer.max_delay_s": KILL_MAX_DELAY_S,
+    "checks.failing_writer.killed_writer.document_bytes": KILL_DOCUMENT_BYTES,
     "checks.device_compute.training.steps": STEPS,
     "checks.device_compute.matmul.shape": [MATMUL_SIZE, MATMUL_SIZE],
     "checks.device_compute.matmul.dtype": MATMUL_DTYPE,

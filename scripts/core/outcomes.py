@@ -33,6 +33,21 @@ def no_answer_text(role: dict) -> str:
     return text + ("; it did not exit when killed and was abandoned" if role.get("abandoned") else "")
 
 
+def answer_problem(role: dict) -> str | None:
+    """Why an answered role's own record contradicts its answer, or None: an answer is exit 0 with no error,
+    from a process that was never abandoned (only one that gave no answer is killed, and may be left)."""
+    if role.get("answer") != ANSWERED:
+        return None
+    exit_code = role.get("exit")
+    if type(exit_code) is not int or exit_code != 0 or role.get("error") is not None:
+        return (f"{role.get('name')} answered with exit {exit_code!r} and error {str(role.get('error'))[:120]}: "
+                "an answer is exit 0 with no error")
+    if role.get("abandoned") is not False and "abandoned" in role:
+        return (f"{role.get('name')} answered, yet its abandoned is {role.get('abandoned')!r}: only a process that "
+                "gave no answer is killed and may be abandoned")
+    return None
+
+
 def role_problems(roles: list[dict]) -> list[str]:
     """One problem per kind of role and kind of outcome, counted, naming the first one's facts."""
     problems = []
@@ -56,16 +71,21 @@ def role_problems(roles: list[dict]) -> list[str]:
 
 def lock_probe_problems(probe: dict) -> list[str]:
     """While this process holds the lock another's non-blocking attempt must be refused; after the release
-    another must acquire it within the retry window."""
+    another must acquire it within the retry window. Each attempt's answer counts only as an answer
+    (answer_problem): an attempt that exited 1 or recorded an error says nothing about the lock."""
     problems = []
     held, released = (probe.get(key) if isinstance(probe.get(key), dict) else {} for key in ("while_held",
                                                                                             "after_release"))
     if held.get("answer") != ANSWERED:
         problems.append("lock probe: " + (role_problems([held]) or ["its attempt while held was not made"])[0])
+    elif answer_problem(held):  # an attempt that crashed or errored was not refused by the lock
+        problems.append(f"lock probe while held: {answer_problem(held)}")
     elif held.get("acquired") is not False:
         problems.append("the lock did not exclude another process (its non-blocking attempt was not refused)")
     if released.get("answer") != ANSWERED:
         problems.append("lock probe: " + (role_problems([released]) or ["its attempt after release was not made"])[0])
+    elif answer_problem(released):
+        problems.append(f"lock probe after release: {answer_problem(released)}")
     elif released.get("acquired") is not True:
         problems.append(f"a released lock could not be acquired by another process ({released.get('attempts')} "
                         f"attempt(s) within {_seconds(released.get('retry_window_s', 0))} s)")

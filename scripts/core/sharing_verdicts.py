@@ -17,8 +17,8 @@ def _roles(p: str, check: dict[str, Any], expected: dict[str, Any]) -> tuple[lis
     """The role processes' outcomes (recorded since issue 25): NO ANSWER, a failure naming its error, or an
     exit without a result, each a problem; and whether every role answered. Each role's own record is
     judged too: as many of each kind as the check says it started (`expected`, kind: the recorded count),
-    each named once, an answered one with exit 0 and no error. A result made before them, with no `roles`,
-    is judged as if they all did."""
+    each named once, an answered one with exit 0, no error, never abandoned (outcomes.answer_problem). A result
+    made before them, with no `roles`, is judged as if they all did."""
     if "roles" not in check:
         return [], True
     roles = check["roles"]
@@ -35,11 +35,7 @@ def _roles(p: str, check: dict[str, Any], expected: dict[str, Any]) -> tuple[lis
     names = [r.get("name") for r in roles]
     if len(set(map(str, names))) != len(names):
         problems.append(f"{p}.roles names {names!r}: each role process is named once")
-    for role in roles:
-        if role.get("answer") == outcomes.ANSWERED and (role.get("exit") != 0 or type(role.get("exit")) is not int
-                                                         or role.get("error") is not None):
-            problems.append(f"{p}.roles: {role.get('name')} answered with exit {role.get('exit')!r} and error "
-                            f"{str(role.get('error'))[:120]}: an answer is exit 0 with no error")
+    problems += [f"{p}.roles: {why}" for why in map(outcomes.answer_problem, roles) if why]
     return problems, outcomes.delivered(roles)
 
 
@@ -160,7 +156,7 @@ def jsonl_append_flags(check: dict[str, Any]) -> dict[str, Any]:
                                    ("acquired_after_release", "after_release", True)):
         record = probe.get(attempt)
         if isinstance(record, dict):  # the attempt's own record decides the summary flag
-            answered = record.get("answer") == outcomes.ANSWERED
+            answered = record.get("answer") == outcomes.ANSWERED and outcomes.answer_problem(record) is None
             flags[f"lock_probe.{flag}"] = answered and record.get("acquired") is granted
     held = flags.get("lock_probe.refused_while_held", probe.get("refused_while_held"))
     released = flags.get("lock_probe.acquired_after_release", probe.get("acquired_after_release"))

@@ -63,8 +63,9 @@ def cross_check(build: dict | None, reported_torch: dict | None, device_type: st
     if build is None:
         return ["the worker reported a torch, but the gate's interpreter finds none"]
     problems = []
-    if reported_torch.get("from_named_directory") is False:
-        problems.append("the worker's torch is not the one the gate's interpreter finds")
+    if reported_torch.get("from_named_directory") is not True:  # the worker's import_torch refuses any other
+        problems.append(f"the worker's torch is not the one the gate's interpreter finds (from_named_directory "
+                        f"{reported_torch.get('from_named_directory')!r})")
     for key, label in (("version", "version"), ("cuda", "CUDA version"), ("hip", "HIP version")):
         if reported_torch.get(key) != build.get(key):
             problems.append(f"the worker's torch {label} ({reported_torch.get(key)}) is not the installed "

@@ -19,7 +19,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from core import collectives, fs_magic, gate_parameters, machine_views, result_format, time_views
+from core import (
+    collectives,
+    fs_magic,
+    gate_parameters,
+    git_provenance,
+    machine_views,
+    record_rules,
+    result_format,
+    time_views,
+)
 from core.device_verdicts import (  # noqa: F401 - re-exported
     FORWARD_TOLERANCE,
     FORWARD_TOLERANCE_DEVICE,
@@ -81,12 +90,19 @@ GATE_RESULT_RULES: dict[str, Rule] = {
     "times_agree": time_views.problems,  # started_at against finished_at and duration_s
     "cleanup_agrees": cleanup_agrees,
     "source_files": source_files,
+    "source_git": git_provenance.git_state_problems,  # head, dirty and the diff's SHA-256 agree (F5)
     "build_cross_check": build_cross_check,
     "device_views": device_views,
     "missing_reads_allowed": missing_reads_allowed,
     "load_safety": load_safety,
     "workspace_name": workspace_name,
     "durations": durations,
+    # Facts no check reads, each against a second view the result records (core.record_rules).
+    "global_timeout": record_rules.global_timeout,
+    "filesystem_record": record_rules.filesystem_record,
+    "device_names": record_rules.device_names,
+    "torch_build_record": record_rules.torch_build_record,
+    "isolation_flags": record_rules.isolation_flags,
     "collectives_ran": collectives_ran,
     "collectives_device": collectives_device,
     "gate_parameters": gate_parameters.gate_parameters,  # the values the gate always runs with

@@ -33,12 +33,39 @@ def failing_writer(check: dict[str, Any]) -> list[str]:
     if not (count(written) and written > 0):
         problems.append(f"{p}.stages.partial-write.temp_bytes_at_failure is {written!r}: nothing reached the "
                         "temporary file, so the stage proved nothing")
+    return problems + stage_sizes(stages)
+
+
+def stage_sizes(stages: dict[str, Any]) -> list[str]:
+    """The temporary's size when each stage failed, as the stages make it (fs_worker.failure_at): a size is a
+    count of bytes; nothing is written before the data, half the new version at the partial write, the whole
+    of it before fsync and before the replace (the same bytes both times)."""
+    p = "checks.failing_writer.stages"
+    sizes = {stage: get(stages, f"{stage}.temp_bytes_at_failure") for stage in FAILURE_STAGES
+             if isinstance(stages.get(stage), dict)}
+    problems = [f"{p}.{stage}.temp_bytes_at_failure is {size!r}: a size in bytes (an int, not a bool, never "
+                "negative)" for stage, size in sizes.items() if not count(size)]
+    if problems or len(sizes) != len(FAILURE_STAGES):
+        return problems
+    whole = sizes["fsync"]
+    if sizes["before-data"] != 0:
+        problems.append(f"{p}.before-data.temp_bytes_at_failure is {sizes['before-data']}: that stage fails before "
+                        "any data is written")
+    if sizes["replace"] != whole or whole < 1:
+        problems.append(f"{p}.replace.temp_bytes_at_failure is {sizes['replace']}, fsync's is {whole}: both stages "
+                        "fail after the whole new version was written")
+    if sizes["partial-write"] != whole // 2:
+        problems.append(f"{p}.partial-write.temp_bytes_at_failure is {sizes['partial-write']}: the stage writes "
+                        f"half of the {whole}-byte version the fsync stage wrote ({whole // 2})")
     return problems
 
 
 KILLED_WRITER_COUNTS = ("kills", "kills_requested", "torn", "lost", "unexpected", "kills_after_commit",
                         "kills_mid_replace", "commits", "temporaries_left_by_kills", "temporaries_swept",
                         "writer_failures", "temporaries_planted", "writers_no_answer")
+# Recorded by the stage (scripts/platform_runtime/killed_writer.py) and read by no invariant: each a count where
+# recorded (a gate result's document size is pinned too, core.gate_parameters).
+KILLED_WRITER_RECORDED_COUNTS = ("seed", "document_bytes")
 _DAMAGE = (("torn", "torn or partial"), ("lost", "lost (missing or older than committed)"),
            ("unexpected", "neither the old nor the new version"))
 
@@ -60,6 +87,8 @@ def killed_writer(facts: dict[str, Any]) -> list[str]:
     k = "checks.failing_writer.killed_writer"
     found = [f"{k}.{key} is {facts.get(key)!r}, a count (an int, not a bool)"
              for key in KILLED_WRITER_COUNTS if not count(facts.get(key))]
+    found += [f"{k}.{key} is {facts.get(key)!r}, a count (an int, not a bool)"
+              for key in KILLED_WRITER_RECORDED_COUNTS if key in facts and not count(facts[key])]
     if found:  # the invariants below read these as numbers
         return found
     requested, kills, silent = facts["kills_requested"], facts["kills"], facts["writers_no_answer"]

@@ -27,6 +27,7 @@ from .github import GitHubClient
 from .index_judge import Observed, judge_run
 from .logparse import LogScanner
 from .results import MAX_RESULT_BYTES, MAX_SIDECAR_BYTES, REPO_ROOT, SIDECAR_SUFFIX, keep_max, parse_json
+from .root_commits import claims_in, commit_facts
 from .root_sets import root_facts
 from .runfacts import api_subject, artifact_record, jobs_of_attempt, plan_job, run_record, split_jobs
 from .statement import make_statement, now_utc
@@ -167,6 +168,8 @@ def _source_root(options: BuildOptions, observed: Observed) -> dict[str, Any]:
     root["files"] = hash_sources(options.source_root, claimed, root["resolved"])
     root["files_sha256"] = digest_of_files(root["files"])
     root["sets"] = root_facts(options.source_root)
+    # What the root's history holds for each commit a gate result names (root_commits, core.git_provenance).
+    root["commits"] = commit_facts(options.source_root, claims_in(data for data, _, _ in observed.json.values()))
     return root
 
 

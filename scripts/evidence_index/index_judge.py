@@ -23,6 +23,7 @@ from core.one_run import run_problems
 from .crossfile import check as cross_check
 from .index_verdict import decide_local, decide_run
 from .results import is_result, parse_json, read_result_bytes, too_large
+from .root_commits import bind_to_commits
 from .root_sets import bind_to_root
 from .runfacts import facts_from_api
 
@@ -51,9 +52,10 @@ class Observed:
     taken_as_recorded: list[str] = field(default_factory=list)
 
 
-def _results_under(prefix: str, observed: Observed, sets: Any = None) -> list[dict[str, Any]]:
-    """Every result bound under `prefix` (a results folder or one artifact), judged from its bytes, and against
-    the source lists and version of the root the index compares with (`sets`, when it records them)."""
+def _results_under(prefix: str, observed: Observed, root: Any = None) -> list[dict[str, Any]]:
+    """Every result bound under `prefix` (a results folder or one artifact), judged from its bytes, against the
+    source lists and version of the root the index compares with (`root.sets`, when it records them), and each
+    gate result's commit against that root's history (`root.commits`, when it records them)."""
     records, documents = [], []
     for subject in sorted(observed.json):
         if not subject.startswith(prefix):
@@ -68,7 +70,9 @@ def _results_under(prefix: str, observed: Observed, sets: Any = None) -> list[di
         records.append(record)
         documents.append(document)
     cross_check(records, observed)
-    bind_to_root(records, observed.json, sets)
+    root = root if isinstance(root, dict) else {}
+    bind_to_root(records, observed.json, root.get("sets"))
+    bind_to_commits(records, observed.json, root.get("commits"))
     _one_run(records, documents)
     return records
 
@@ -118,9 +122,9 @@ def _unbound(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def judge_local(predicate: dict[str, Any], observed: Observed) -> dict[str, Any]:
     """A local index's predicate with its results and verdict derived from the bytes (a new dict)."""
     judged = copy.deepcopy(predicate)
-    sets = (judged.get("source_root") or {}).get("sets")
+    root = judged.get("source_root") or {}
     judged["results"] = _unbound(judged.get("results") or []) + _second_views(
-        _results_under("artifacts/", observed, sets), observed, None, _built(judged))
+        _results_under("artifacts/", observed, root), observed, None, _built(judged))
     judged["verdict"] = decide_local(judged)
     return judged
 
@@ -169,8 +173,8 @@ def judge_run(predicate: dict[str, Any], observed: Observed) -> dict[str, Any]:
             attempt = job.get("run_attempt") or (judged.get("run") or {}).get("attempt")
             artifact["name"] = result_artifact_name(entry["platform"], entry.get("box"), attempt)
         _compare_digests(artifact, observed, bool((judged.get("run") or {}).get("offline")))
-        sets = (judged.get("source_root") or {}).get("sets")
-        bound = _results_under(f"artifacts/{artifact.get('name')}/", observed, sets) if artifact.get("name") else []
+        root = judged.get("source_root") or {}
+        bound = _results_under(f"artifacts/{artifact.get('name')}/", observed, root) if artifact.get("name") else []
         started = ("the job's started_at (GitHub)", job["started_at"]) if job.get("started_at") else None
         ended = ("the job's completed_at (GitHub)", job["completed_at"]) if job.get("completed_at") else None
         bound = _second_views(bound, observed, started, ended or _built(judged))

@@ -30,6 +30,7 @@ from .common import InputError, hash_stream, is_safe_relative
 from .index_judge import Observed, differences, judge_index
 from .logparse import LogScanner
 from .results import MAX_RESULT_BYTES, SIDECAR_SUFFIX, keep_max, parse_json
+from .root_commits import claims_in, commit_facts
 from .root_sets import root_facts
 from .runfacts import API_DOCUMENTS, api_subject
 from .zipsafe import UnsafeArchive, safe_extract
@@ -198,6 +199,27 @@ WITHOUT_TORCH = ("checkpoint load(s) not repeated: this Python has no torch, so 
                  "(verify with the gate's venv, or --allow-without-torch to accept that)")
 
 
+def _with_commits(predicate: dict[str, Any], observed: Observed, source_root: Path | None) -> dict[str, Any]:
+    """The predicate to judge: with --source-root, each gate result's commit is judged against what that
+    checkout's history holds for it (root_commits), whatever the index recorded (or, built before it was
+    recorded, did not)."""
+    if source_root is None:
+        return predicate
+    judged = copy.deepcopy(predicate)
+    root = judged.get("source_root") if isinstance(judged.get("source_root"), dict) else {"given": True}
+    facts = commit_facts(source_root, claims_in(data for data, _, _ in observed.json.values()))
+    judged["source_root"] = dict(root, commits=facts)
+    return judged
+
+
+def commit_differences(predicate: dict[str, Any], judged: dict[str, Any]) -> list[str]:
+    """Recorded commit facts that --source-root's history contradicts."""
+    recorded = (predicate.get("source_root") or {}).get("commits")
+    if recorded is None or recorded == (judged.get("source_root") or {}).get("commits"):
+        return []
+    return ["predicate.source_root.commits differ from what --source-root's history holds for the results' commits"]
+
+
 def verify(statement: dict[str, Any], roots: dict[str, Path | None], allow_offline: bool = False,
            source_root: Path | None = None, allow_without_torch: bool = False) -> Report:
     """Hash every subject, run the index's judge on those bytes, and compare what the index records with it.
@@ -232,7 +254,8 @@ def verify(statement: dict[str, Any], roots: dict[str, Path | None], allow_offli
                             for name in API_DOCUMENTS if api_subject(name) not in names]
     try:  # a predicate edited into another shape is not one this verifier vouches for
         report.problems += recorded_without_subject(statement)
-        recomputed = judge_index(_against(predicate, sets), observed)
+        against = _with_commits(_against(predicate, sets), observed, source_root)
+        recomputed = judge_index(against, observed)
     except (AttributeError, KeyError, TypeError, ValueError) as error:
         report.problems.append(f"the predicate is malformed ({type(error).__name__}: {str(error)[:200]})")
         return report
@@ -250,7 +273,7 @@ def verify(statement: dict[str, Any], roots: dict[str, Path | None], allow_offli
         report.sources += " (the index records no source lists: the results' lists and versions were not compared)"
     if source_root is not None:
         report.sources = "re-hashed against --source-root, whose source lists and result version each result names"
-        differing = source_differences(predicate, source_root)
+        differing = source_differences(predicate, source_root) + commit_differences(predicate, against)
         if differing:
             report.verdict["pass"] = False
             report.verdict["reasons"] += differing

@@ -40,7 +40,7 @@ KILLS = gate_parameters.KILLS
 # Kill instants are uniform over [0, MAX_DELAY_S] after the writer's first commit: inside its loop, in a
 # write, an fsync or a rename, on a disk whose fsync takes milliseconds as on tmpfs.
 MAX_DELAY_S = gate_parameters.KILL_MAX_DELAY_S
-DOCUMENT_BYTES = 256 * 1024  # big enough that a writer that truncates in place is caught mid-write
+DOCUMENT_BYTES = gate_parameters.KILL_DOCUMENT_BYTES
 READY_TIMEOUT_S = 30.0
 FORK = hasattr(os, "fork") and os.name == "posix"
 

@@ -654,7 +654,12 @@ def gate_result(platform: str, *, ok: bool = True, sources: dict[str, str] | Non
                       "worker_site_dirs": "interpreter site-packages and their .pth path lines; torch only from there",
                       "device_worker_loaded": []},
         "workspace_cleanup": {"status": "cleaned", "workspace": "platform-runtime-0123456789ab", "deadline_s": 30},
-        "source": {"files": dict(sources or {}), "git": {"head": sha, "dirty": False, "diff_sha256": None}},
+        # A runner's gate names the commit it ran at, which this checkout's history does not hold (the fake's
+        # head_sha is invented): the fake states none, as a gate run outside a git checkout records it
+        # (core.provenance.git_state), and its source hashes are its provenance (core.git_provenance).
+        "source": {"files": dict(sources or {}), "git": {"head": None, "dirty": None, "diff_sha256": None,
+                                                         "error": "not a git checkout (the source hashes identify "
+                                                                  "the bytes)"}},
         "github": {"sha": sha, "run_id": str(run_id), "run_attempt": str(run_attempt),
                    "job_id": None if job_id is None else str(job_id), "repository": repository,
                    "workflow_ref": f"{repository}/.github/workflows/platform-runtime.yml@refs/heads/main",

@@ -1,0 +1,152 @@
+"""Rules of gate-result facts that no check's rule reads, each from a second view the result itself records
+(adversarial review r1, findings F6-F8): the global timeout beside a passing run, the evidence behind the
+file-system type, the device asked for and the one resolved, the torch build's own record, and how the gate's
+interpreter was started. Where no second view exists the fact is checked for its type and range only;
+docs/verdicts.md lists what stays measured but unjudged, and why that is harmless.
+
+Stdlib only. Each rule takes the whole gate result and returns its problems, each naming the field."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from core.facts import count, get, obj
+from core.torch_build_rules import BACKEND_LIBRARIES
+
+SHA256 = re.compile(r"[0-9a-f]{64}")
+# A wheel's interpreter tag (WHEEL's Tag: lines): cp311 for CPython 3.11.
+CPYTHON_TAG = re.compile(r"cp(\d)(\d+)-")
+WORKERS = "python -I"  # how the gate starts every worker (platform_runtime.startup.record)
+PARENT_FLAGS = ("isolated", "ignore_environment", "no_site", "no_user_site")
+
+
+def global_timeout(result: dict[str, Any]) -> list[str]:
+    """`workspace_cleanup.after_global_timeout` true says the gate's global --timeout expired before the cleanup
+    ran: the gate then exits 3 (EXIT_TIMEOUT) and the run did not finish, whatever its checks say."""
+    cleanup = obj(result, "workspace_cleanup")
+    if "after_global_timeout" not in cleanup:
+        return []
+    value = cleanup["after_global_timeout"]
+    if value is False:
+        return []
+    if value is True:
+        return ["workspace_cleanup.after_global_timeout is True: the gate's global timeout expired, the run did not "
+                "finish"]
+    return [f"workspace_cleanup.after_global_timeout is {value!r}, a bool"]
+
+
+def filesystem_record(result: dict[str, Any]) -> list[str]:
+    """A trusted type stands on what the probe read: a probe that recorded an error named no type it can vouch
+    for, and a mount found in mountinfo (method linux-mountinfo-*) always has its id and its options, the
+    first of which is rw or ro (proc(5), mountinfo's field 6); with them deleted nothing is left to compare the
+    type with (core.mount_options)."""
+    fs = result.get("filesystem")
+    if not isinstance(fs, dict) or not isinstance(fs.get("type"), str):
+        return []  # no type: the requirement and the checks fail on their own
+    problems = []
+    if fs.get("error") is not None:
+        problems.append(f"filesystem.error is {str(fs['error'])[:120]!r} beside filesystem.type {fs['type']!r}: a "
+                        "probe that failed names no type")
+    if str(fs.get("method") or "").startswith("linux-mountinfo"):
+        mount_id, options = fs.get("mount_id"), fs.get("mount_options")
+        if not count(mount_id):
+            problems.append(f"filesystem.mount_id is {mount_id!r}: a mount found in mountinfo has its id")
+        if not (isinstance(options, list) and options and all(isinstance(o, str) for o in options)
+                and options[0] in ("rw", "ro")):
+            problems.append(f"filesystem.mount_options is {str(options)[:120]}: a mount found in mountinfo shows "
+                            "its options, rw or ro first")
+    return problems
+
+
+def _device_of(name: Any) -> str | None:
+    return name.partition(":")[0] if isinstance(name, str) else None
+
+
+def device_names(result: dict[str, Any]) -> list[str]:
+    """`device.requested` is what --device asked (--device auto with one required device asks for that
+    device), and `device.resolved` is a device of that kind and of `device.type` (torch runs ROCm under its
+    cuda device type); a resolved device means a type, and none means none."""
+    device, asked = obj(result, "device"), get(result, "arguments.device")
+    requested, resolved, kind = device.get("requested"), device.get("resolved"), device.get("type")
+    problems = []
+    if isinstance(asked, str) and asked != "auto" and requested != asked:
+        problems.append(f"device.requested is {requested!r}, arguments.device asked for {asked!r}")
+    if "resolved" not in device:
+        return problems
+    if resolved is None:
+        if kind is not None:
+            problems.append(f"device.resolved is None beside device.type {kind!r}: a device of that type was used")
+        return problems
+    if not isinstance(resolved, str):
+        return problems + [f"device.resolved is {resolved!r}, a device name"]
+    wanted = {"rocm": "cuda"}.get(str(kind), kind)
+    if _device_of(resolved) != wanted:
+        problems.append(f"device.resolved is {resolved!r}, device.type is {kind!r}")
+    if isinstance(requested, str) and requested != "auto" and (
+            _device_of(requested) != _device_of(resolved) or (":" in requested and requested != resolved)):
+        problems.append(f"device.resolved is {resolved!r}, device.requested asked for {requested!r}")
+    return problems
+
+
+def torch_build_record(result: dict[str, Any]) -> list[str]:
+    """The installed build's own files as the gate read them: a RECORD that the device views verified was read
+    (its SHA-256 is 64 hex digits), a wheel's interpreter tag is the interpreter that ran (cp311 on 3.11), and
+    every backend library named is one the gate looks for (core.torch_build_rules.BACKEND_LIBRARIES)."""
+    device = obj(result, "device")
+    build = device.get("torch_build")
+    if not isinstance(build, dict) or build.get("found_in") is None:
+        return []
+    problems = []
+    digest = build.get("record_sha256")
+    verified = get(device, "views.record.verified")
+    if digest is not None and not (isinstance(digest, str) and SHA256.fullmatch(digest)):
+        problems.append(f"device.torch_build.record_sha256 is {str(digest)[:80]!r}, a SHA-256")
+    elif digest is None and verified is True:
+        problems.append("device.torch_build.record_sha256 is None, but device.views.record verified that RECORD")
+    tags = build.get("wheel_tags")
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        problems.append(f"device.torch_build.wheel_tags is {str(tags)[:80]}, a list of tags")
+    elif not tags and isinstance(build.get("dist_info"), str) and verified is True:
+        problems.append("device.torch_build.wheel_tags is [], but the dist-info whose RECORD was verified is a "
+                        "wheel's (its WHEEL file names its tags)")
+    else:
+        python = get(result, "platform.python")
+        cpython = get(result, "platform.python_implementation") == "CPython" and isinstance(python, str)
+        for tag in tags:
+            match = CPYTHON_TAG.match(tag)
+            if cpython and match and not python.startswith(f"{match.group(1)}.{match.group(2)}."):
+                problems.append(f"device.torch_build.wheel_tags names {tag!r}, platform.python is {python!r}")
+    libraries = build.get("backend_libraries")
+    known = {name for names in BACKEND_LIBRARIES.values() for name in names}
+    if not isinstance(libraries, list) or not all(isinstance(n, str) and n in known for n in libraries):
+        problems.append(f"device.torch_build.backend_libraries is {str(libraries)[:120]}: the gate names only "
+                        f"the backend libraries it looks for ({', '.join(sorted(known))})")
+    return problems
+
+
+def isolation_flags(result: dict[str, Any]) -> list[str]:
+    """How the gate's own interpreter was started (sys.flags) and how it starts its workers: each flag a bool,
+    -I meaning -E and -s too (python(1)), -E contradicted by a finding that says the gate was started without
+    it, and the workers started the one way the gate starts them."""
+    isolation = result.get("isolation")
+    if not isinstance(isolation, dict):
+        return []
+    problems = []
+    if "workers" in isolation and isolation["workers"] != WORKERS:
+        problems.append(f"isolation.workers is {str(isolation['workers'])[:60]!r}: the gate starts every worker "
+                        f"as {WORKERS!r}")
+    if "parent_flags" not in isolation:
+        return problems
+    flags = isolation["parent_flags"]
+    if not isinstance(flags, dict) or set(flags) != set(PARENT_FLAGS) or not all(
+            isinstance(flags[name], bool) for name in PARENT_FLAGS):
+        return problems + [f"isolation.parent_flags is {str(flags)[:160]}: the four sys.flags, each a bool"]
+    if flags["isolated"] and not (flags["ignore_environment"] and flags["no_user_site"]):
+        problems.append(f"isolation.parent_flags is {flags}: -I (isolated) sets ignore_environment and no_user_site")
+    findings = isolation.get("findings") if isinstance(isolation.get("findings"), list) else []
+    started_without = [f for f in findings if isinstance(f, str)
+                       and f.endswith("is set and the gate's own process was started without -I or -E")]
+    if started_without and (flags["ignore_environment"] or flags["isolated"]):
+        problems.append(f"isolation.parent_flags is {flags}, but isolation.findings says {started_without[0]!r}")
+    return problems
