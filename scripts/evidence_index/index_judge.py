@@ -17,6 +17,7 @@ from typing import Any
 
 from core import fs_magic, time_views
 from core.contract import PLAN_JOB, platform_of, result_artifact_name
+from core.distinct_runs import copy_problems, name_problem
 from core.fleet import box_of
 from core.one_run import run_problems
 
@@ -74,6 +75,7 @@ def _results_under(prefix: str, observed: Observed, root: Any = None) -> list[di
     bind_to_root(records, observed.json, root.get("sets"))
     bind_to_commits(records, observed.json, root.get("commits"))
     _one_run(records, documents)
+    _distinct_runs(records, documents)
     return records
 
 
@@ -82,6 +84,20 @@ def _one_run(records: list[dict[str, Any]], documents: list[Any]) -> None:
     this folder's run: not authentic, each naming its field and the result(s) it disagrees with."""
     found = run_problems([(r["name"], str(r.get("kind")), d) for r, d in zip(records, documents)])
     for record, problems in zip(records, found):
+        if problems:
+            record["not_authentic"] = list(record.get("not_authentic") or []) + problems
+            record["reasons"] = list(record.get("reasons") or []) + [f"not authentic: {p}" for p in problems]
+            record["ok"] = False
+
+
+def _distinct_runs(records: list[dict[str, Any]], documents: list[Any]) -> None:
+    """A result of the folder that is another's copy, or whose file name says another file system than it ran on
+    (core.distinct_runs), is not authentic."""
+    found = copy_problems([(r["name"], str(r.get("kind")), str(r.get("sha256") or f"(unread {i})"), d)
+                           for i, (r, d) in enumerate(zip(records, documents))])
+    for record, document, problems in zip(records, documents, found):
+        named = name_problem(record["name"], str(record.get("kind")), document)
+        problems = problems + ([named] if named else [])
         if problems:
             record["not_authentic"] = list(record.get("not_authentic") or []) + problems
             record["reasons"] = list(record.get("reasons") or []) + [f"not authentic: {p}" for p in problems]
