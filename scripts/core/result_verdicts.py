@@ -86,9 +86,17 @@ def source_files(result: dict[str, Any]) -> list[str]:
 
 
 def cleanup_agrees(result: dict[str, Any]) -> list[str]:
+    """The two records of the cleanup agree, and the workspace is "retained" exactly when --keep-workspace asked
+    for it (scripts/platform_runtime/gate.py): retained without it is a cleanup that did not happen, which no
+    harness then verifies; anything else with it is another run's record."""
     recorded, checked = get(result, "workspace_cleanup.status"), get(_checks(result), "workspace_cleanup.status")
-    return [] if recorded == checked else [
+    problems = [] if recorded == checked else [
         f"workspace_cleanup.status is {recorded!r}, checks.workspace_cleanup.status is {checked!r}"]
+    kept = get(result, "arguments.keep_workspace")
+    if (recorded == "retained") != (kept is True) and (recorded == "retained" or recorded == "cleaned"):
+        problems.append(f"workspace_cleanup.status is {recorded!r} while arguments.keep_workspace is {kept!r}: the "
+                        "gate retains the workspace when, and only when, --keep-workspace asks")
+    return problems
 
 
 def device_agrees(result: dict[str, Any]) -> list[str]:
