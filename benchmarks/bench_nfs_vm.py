@@ -51,19 +51,25 @@ def busy_retries(out: Path) -> str:
 
 def one_round(folder: Path, phases: str) -> tuple[float | None, float, bool, list[str]]:
     out = folder / "out"
-    subprocess.run([sys.executable, "-B", str(ROOT / "tools" / "nfsvm" / "cli.py"), "--phases", phases,
-                    "--output-dir", str(out)], capture_output=True, text=True)
+    cli = subprocess.run([sys.executable, "-B", str(ROOT / "tools" / "nfsvm" / "cli.py"), "--phases", phases,
+                          "--output-dir", str(out)], capture_output=True, text=True)
     try:
         run = json.loads((out / "nfs-vm-run.json").read_text())
     except (OSError, ValueError) as error:  # the CLI died before judging: a failed round, kept like the others
         out.mkdir(parents=True, exist_ok=True)
-        return None, 0.0, False, [f"no nfs-vm-run.json ({type(error).__name__})"]
+        (out / "cli-output.txt").write_text(cli.stdout + cli.stderr)
+        said = [line.strip() for line in (cli.stderr or cli.stdout).splitlines() if line.strip()]
+        return None, 0.0, False, [f"no nfs-vm-run.json ({type(error).__name__}): the CLI exited {cli.returncode}"
+                                  + (f": {said[-1][:300]}" if said else " without a word")]
     steps = json.loads((out / "action" / "steps.json").read_text()) if (out / "action" / "steps.json").exists() else {}
     warm = steps.get("warm_up") or {}
     parts = {name: step.get("seconds") for name, step in (steps.get("steps") or {}).items()}
     print(f"  import torch once (page cache) {warm.get('seconds')} s, beside the setup; action steps {parts}")
     print(f"  {busy_retries(out)}")
     failed = [f"{c['name']}: {c['detail']}" for c in run["checks"] if not c["ok"]]
+    gate = out / "action" / "platform-runtime-nfs.json"
+    if not run["ok"] and gate.exists():  # every failed check of the gate, each with its own reason
+        print(f"  the gate's failures: {json.loads(gate.read_text()).get('failures')}")
     return steps.get("kernel_uptime_at_gate_verdict_seconds"), run["vm"]["wall_seconds"], run["ok"], failed
 
 
