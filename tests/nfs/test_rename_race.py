@@ -221,3 +221,23 @@ def test_rename_race_is_named_only_runs_without_torch_and_before_server_gone(tmp
     checks = run_checks.judge(tmp_path, {"timed_out": False, "qemu_exit_code": 0, "guest_powered_off": True},
                               ["rename_race"])
     assert checks[-1] == {"name": "rename_race", "ok": False, "detail": "the phase wrote no result"}
+
+
+# A real record of the phase (the VM, kernel 6.1.0-57, 2026-12-01, host load 3-10), kept as a fixture.
+RECORDED = ROOT / "tests" / "nfs" / "recorded" / "rename-race.json"
+
+
+def test_the_recorded_run_is_authentic_and_etxtbsy_came_only_with_two_clients_holding_the_target():
+    document = json.loads(RECORDED.read_text())
+    assert judge_rename_race(document) == ([], [])
+    verdict = document["verdict"]
+    assert verdict["one_client_met_etxtbsy"] is False and verdict["two_clients_met_etxtbsy"] is True
+    assert {name for name, count in verdict["etxtbsy"].items() if count} == {"two_clients_holders"}
+    assert document["kernel_warnings"] == []  # nfs_rename's WARN_ON branches never ran
+
+
+def test_in_the_recorded_run_each_etxtbsy_is_a_silly_rename_the_server_answered_enoent_on_that_client():
+    condition = next(c for c in json.loads(RECORDED.read_text())["conditions"] if c["name"] == "two_clients_holders")
+    for device in condition["trace"]["by_device"].values():
+        assert device["nfs_rename_exit"].get("ETXTBSY", 0) == device.get("rename_rpc_silly", {}).get("ENOENT", 0)
+    assert condition["trace"]["events"]["nfs_rename_exit"]["ETXTBSY"] == condition["summary"]["etxtbsy"] > 0
