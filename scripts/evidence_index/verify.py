@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import json
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -75,6 +76,26 @@ def load_statement(path: Path) -> dict[str, Any]:
     return statement
 
 
+INDEX_SCHEMA = Path(__file__).resolve().parents[2] / "schemas" / "evidence-index.schema.json"
+
+
+def shape_problems(statement: dict[str, Any]) -> list[str]:
+    """The index against its schema (schemas/evidence-index.schema.json: no field, digest or subject key the
+    builder does not write), and each subject bound once: what the judge does not derive must still be the
+    builder's shape, so nothing rides along in an index a verify then vouches for."""
+    import jsonschema  # the results' validation needs it too (core.contract)
+
+    document = json.loads(INDEX_SCHEMA.read_text(encoding="utf-8"))
+    schema = jsonschema.validators.validator_for(document)(document)
+    problems = [f"does not match its schema at {'/'.join(map(str, e.absolute_path)) or '(root)'}: {e.message[:160]}"
+                for e in sorted(schema.iter_errors(statement), key=lambda e: list(e.absolute_path))[:5]]
+    names = [s.get("name") for s in statement.get("subject") or [] if isinstance(s, dict)]
+    doubled = sorted({str(n) for n in names if names.count(n) > 1})
+    if doubled:
+        problems.append(f"subject(s) bound more than once: {', '.join(doubled[:5])}")
+    return problems
+
+
 def check_envelope(statement: dict[str, Any]) -> list[str]:
     """What makes an index unknown to this verifier: its type, predicate type, version or kind."""
     problems = []
@@ -91,7 +112,7 @@ def check_envelope(statement: dict[str, Any]) -> list[str]:
         problems.append(f"predicate.version is {predicate.get('version')!r}, this verifier knows {PREDICATE_VERSION}")
     if predicate.get("kind") not in KINDS:
         problems.append(f"predicate.kind is {predicate.get('kind')!r}, not one of {', '.join(KINDS)}")
-    return problems
+    return problems or shape_problems(statement)
 
 
 @contextlib.contextmanager
