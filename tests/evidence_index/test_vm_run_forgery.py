@@ -86,3 +86,15 @@ def test_a_vm_record_bound_without_its_run_fails(tmp_path):
     record = _results(folder)["two-clients.json"]
     assert record["ok"] is False and not record.get("not_authentic")
     assert any("no nfs-vm-run.json bound beside it" in why for why in record["reasons"])
+
+
+def test_a_run_without_the_action_phase_is_judged_with_its_index_check():
+    """cli.judge_run appends the evidence_index check to every run; without the action it fails, named."""
+    from core.vm_run_judge import judge_vm_run
+
+    run = {"phases": ["busy_rename"], "ok": False, "vm": {"qemu_exit_code": 0, "timed_out": False,
+                                                          "guest_powered_off": True, "host_signal": None},
+           "checks": [{"name": "vm", "ok": True, "detail": ""}, {"name": "busy_rename", "ok": False, "detail": ""},
+                      {"name": "evidence_index", "ok": False, "detail": "nothing to index"}]}
+    reasons, forged = judge_vm_run(run, lambda _path: None)
+    assert forged == [] and any(r.startswith("busy_rename") for r in reasons)
