@@ -87,8 +87,11 @@ def shape_problems(statement: dict[str, Any]) -> list[str]:
 
     document = json.loads(INDEX_SCHEMA.read_text(encoding="utf-8"))
     schema = jsonschema.validators.validator_for(document)(document)
+    errors = sorted(schema.iter_errors(statement), key=lambda e: list(e.absolute_path))[:5]
+    # Of a oneOf (the two predicate kinds), the error deepest inside the branch that fits best names the field.
+    errors = [jsonschema.exceptions.best_match(e.context) if e.context else e for e in errors]
     problems = [f"does not match its schema at {'/'.join(map(str, e.absolute_path)) or '(root)'}: {e.message[:160]}"
-                for e in sorted(schema.iter_errors(statement), key=lambda e: list(e.absolute_path))[:5]]
+                for e in errors]
     names = [s.get("name") for s in statement.get("subject") or [] if isinstance(s, dict)]
     doubled = sorted({str(n) for n in names if names.count(n) > 1})
     if doubled:
@@ -112,7 +115,7 @@ def check_envelope(statement: dict[str, Any]) -> list[str]:
         problems.append(f"predicate.version is {predicate.get('version')!r}, this verifier knows {PREDICATE_VERSION}")
     if predicate.get("kind") not in KINDS:
         problems.append(f"predicate.kind is {predicate.get('kind')!r}, not one of {', '.join(KINDS)}")
-    return problems or shape_problems(statement)
+    return problems
 
 
 @contextlib.contextmanager
@@ -289,6 +292,7 @@ def verify(statement: dict[str, Any], roots: dict[str, Path | None], allow_offli
                     if (e.get("artifact") or {}).get("status") == "downloaded"}
         report.problems += zip_disagreements(statement["subject"], [r for r in report.rows if r["name"] in unpacked],
                                              roots.get("artifacts"))
+    report.problems += shape_problems(statement)  # after the judge's, whose differences name the field first
     report.verdict = copy.deepcopy(recomputed["verdict"])
     if source_root is None and not (predicate.get("source_root") or {}).get("sets"):
         report.sources += " (the index records no source lists: the results' lists and versions were not compared)"
