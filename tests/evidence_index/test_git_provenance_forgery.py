@@ -10,6 +10,7 @@ import copy
 import json
 import os
 import subprocess
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +83,7 @@ def about_git(said: list[str]) -> list[str]:
     return [line for line in said if "source.git" in line]
 
 
-BEFORE_THE_RUN = "2026-12-01T15:00:00+00:00"  # the result started at 15:09:00
+BEFORE_THE_RUN = "2026-12-01T15:00:00+00:00"  # before the committed result started (the local runs of 2026-12-01)
 
 
 def test_the_committed_result_is_confirmed_by_this_checkouts_history(tmp_path, committed):
@@ -103,7 +104,8 @@ def test_relabelled_to_a_commit_of_the_same_bytes_made_before_the_run_it_passes(
 
 def test_a_commit_made_after_the_run_is_refused(tmp_path, committed):
     root = tmp_path / "checkout"
-    head = replica(root, committed, "2026-12-01T16:00:00+00:00")
+    started = datetime.fromisoformat(committed["started_at"])
+    head = replica(root, committed, (started + timedelta(hours=1)).isoformat())  # an hour after the run began
     outcome, said = judged(tmp_path, relabelled(committed, head), root)
     assert outcome == "fail" and any(f"source.git.head {head[:12]} was committed at" in line for line in said), said
 

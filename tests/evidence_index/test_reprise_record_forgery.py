@@ -158,22 +158,29 @@ def test_a_report_with_an_error_after_its_comparisons_does_not_pass():
 
 # --- F13: the torch-free second view of "bit for bit" ---------------------------------------------------
 
+def _short(run: Path) -> str:
+    """The first 16 hex digits of a run folder's checkpoint, as the refusal names it (the committed run's own)."""
+    return hashlib.sha256((run / "checkpoint.pt").read_bytes()).hexdigest()[:16]
+
+
 def test_a_resumed_checkpoint_swapped_for_the_diverged_one_is_refused_without_torch(tmp_path, monkeypatch):
     """reprise/checkpoint.pt := reprise-incomplete's (the control that diverged), its .sha256 and the summary's
     digest redone: without any load, the resumed bytes are no longer the continuous run's."""
     folder = copy(tmp_path, "local/run-local")
     base = folder / REPRISE
+    diverged, continuous = _short(base / "reprise-incomplete"), _short(base / "continu")
     swap_checkpoint(base / "reprise", base / "reprise-incomplete" / "checkpoint.pt")
-    assert_refused(judge(folder, monkeypatch), "reprise/checkpoint.pt is a4d58e7a937a6900...",
-                   "continu/checkpoint.pt is 76f2ecb6b08aaedb...: a resume bit for bit")
+    assert_refused(judge(folder, monkeypatch), f"reprise/checkpoint.pt is {diverged}...",
+                   f"continu/checkpoint.pt is {continuous}...: a resume bit for bit")
 
 
 def test_a_continuous_checkpoint_swapped_for_the_cut_is_refused_without_torch(tmp_path, monkeypatch):
     folder = copy(tmp_path, "local/run-local")
     base = folder / REPRISE
+    resumed, cut = _short(base / "reprise"), _short(base / "coupure")
     swap_checkpoint(base / "continu", base / "coupure" / "checkpoint.pt")
-    assert_refused(judge(folder, monkeypatch), "reprise/checkpoint.pt is 76f2ecb6b08aaedb..., continu/checkpoint.pt "
-                   "is c23d39bb472d638b...")
+    assert_refused(judge(folder, monkeypatch), f"reprise/checkpoint.pt is {resumed}..., continu/checkpoint.pt "
+                   f"is {cut}...")
 
 
 def test_a_negative_control_holding_the_positive_checkpoint_is_refused_without_torch(tmp_path, monkeypatch):
