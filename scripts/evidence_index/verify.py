@@ -89,7 +89,9 @@ def shape_problems(statement: dict[str, Any]) -> list[str]:
     schema = jsonschema.validators.validator_for(document)(document)
     errors = sorted(schema.iter_errors(statement), key=lambda e: list(e.absolute_path))[:5]
     # Of a oneOf (the two predicate kinds), the error deepest inside the branch that fits best names the field.
-    errors = [jsonschema.exceptions.best_match(e.context) if e.context else e for e in errors]
+    branch = 1 if (statement.get("predicate") or {}).get("kind") == "local" else 0  # oneOf: [run, local]
+    errors = [jsonschema.exceptions.best_match([c for c in e.context if c.relative_schema_path[0] == branch]
+                                               or e.context) if e.context else e for e in errors]
     problems = [f"does not match its schema at {'/'.join(map(str, e.absolute_path)) or '(root)'}: {e.message[:160]}"
                 for e in errors]
     names = [s.get("name") for s in statement.get("subject") or [] if isinstance(s, dict)]
