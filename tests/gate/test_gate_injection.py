@@ -223,8 +223,18 @@ def test_a_clean_run_and_a_cuda_style_ld_library_path_pass_a_requirement_with_no
 
 
 def test_a_cpu_only_run_is_not_failed_by_a_vector_which_is_still_named(tmp_path):
-    env = {"LD_PRELOAD": str(kit.preload_shim(tmp_path / "shim")), "FAKE_MOUNTINFO": str(kit.nfs_mountinfo(tmp_path))}
+    env = {"LD_PRELOAD": str(kit.preload_shim(tmp_path / "shim"))}
     run = run_gate(tmp_path, "--device", "cpu", "--require-device", "cpu", env=env)
     assert run.returncode == 0 and run.result["ok"] is True, run.result["failures"]
     assert run.result["isolation"]["present"] == ["LD_PRELOAD"]
     assert prove_platform("linux", run.result)  # but the index takes no platform from it
+
+
+def test_a_shim_that_rewrites_the_mount_table_is_refuted_by_the_kernels_statfs(tmp_path):
+    """The same shim made to show NFS in mountinfo: the kernel's statfs f_type of the same handle (core.fs_magic)
+    says ext4, so even a CPU-only run fails, naming both views."""
+    env = {"LD_PRELOAD": str(kit.preload_shim(tmp_path / "shim")), "FAKE_MOUNTINFO": str(kit.nfs_mountinfo(tmp_path))}
+    run = run_gate(tmp_path, "--device", "cpu", "--require-device", "cpu", env=env)
+    assert run.returncode == 1 and run.result["ok"] is False
+    assert any("filesystem.type is 'nfs4', but the kernel's statfs f_type is" in f for f in run.result["failures"]), \
+        run.result["failures"]
