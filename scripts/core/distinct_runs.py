@@ -3,8 +3,8 @@
 Two results of a folder with the same bytes, or two gate results with the same workspace (the gate names each
 run's workspace with fresh random bytes: core.gate_parameters' `platform-runtime-<12 hex>`), are one run counted
 twice: the copy of a passing run standing where a failed one was. A result whose file name names a file-system
-type (`platform-runtime-cpu-btrfs-loop.json`) must have run on that type; the name is what a reader of the
-folder sees first. The judge's, not the gate's (not among GATE_SOURCES). Stdlib only.
+type (`platform-runtime-cpu-btrfs-loop.json`) and passed must have run on that type; the name is what a reader of
+the folder sees first. The judge's, not the gate's (not among GATE_SOURCES). Stdlib only.
 """
 
 from __future__ import annotations
@@ -25,7 +25,9 @@ FS_WORDS: dict[str, frozenset[str]] = {
 
 def name_problem(name: str, kind: str, document: Any) -> str | None:
     """Why a gate result's file name says another file system than its own facts (None when it does not)."""
-    if kind != "gate" or not isinstance(document, dict):
+    # Only a pass is held to its name: the nfs job writes platform-runtime-nfs.json even when its mount failed,
+    # and that honest failure (--require nfs not held) must stay authentic.
+    if kind != "gate" or not isinstance(document, dict) or document.get("ok") is not True:
         return None
     stem = name.rsplit("/", 1)[-1].removesuffix(".json")
     named = [word for word in re.split(r"[-_.]", stem.lower()) if word in FS_WORDS]

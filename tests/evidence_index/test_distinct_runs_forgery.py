@@ -67,4 +67,11 @@ def test_a_name_without_a_file_system_word_says_nothing():
     document = json.loads((FOLDER / "platform-runtime-cpu-ext4-root.json").read_text())
     assert name_problem("platform-runtime-cpu.json", "gate", document) is None
     assert name_problem("server-restart-gate.json", "gate", {"filesystem": {"type": "nfs4"}}) is None
-    assert name_problem("platform-runtime-nfs.json", "gate", {"filesystem": {"type": "nfs4"}}) is None
+    assert name_problem("platform-runtime-nfs.json", "gate", {"ok": True, "filesystem": {"type": "nfs4"}}) is None
+
+
+def test_an_honest_failure_under_its_jobs_name_is_not_called_a_copy_or_a_lie():
+    """The nfs job names its result for the job: a run whose mount was not NFS fails honestly, under that name."""
+    document = json.loads((FOLDER / "platform-runtime-cpu-ext4-root.json").read_text())
+    assert name_problem("platform-runtime-nfs.json", "gate", {**document, "ok": False}) is None
+    assert name_problem("platform-runtime-nfs.json", "gate", document) is not None
