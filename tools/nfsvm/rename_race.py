@@ -31,6 +31,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
+# Run with -I (no script folder on sys.path): the two-client phase's script beside it holds the shared wait.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from two_clients import wait_for  # noqa: E402
+
 TMP_MARK = ".rr-tmp-"  # the writers' temporaries: counted if left behind
 SILLY_PREFIX = ".nfs"  # the Linux NFS client's silly-rename names (fs/nfs/unlink.c, SILLYNAME_PREFIX)
 HOLD_S = 0.05
@@ -145,15 +149,6 @@ def leftovers(folder: Path) -> dict:
     names = os.listdir(folder)
     return {"silly": sum(n.startswith(SILLY_PREFIX) for n in names), "temporaries": sum(n.startswith(TMP_MARK)
                                                                                        for n in names)}
-
-
-def wait_for(paths: list[Path], limit_s: float) -> bool:
-    give_up = time.monotonic() + limit_s
-    while not all(path.exists() for path in paths):
-        if time.monotonic() > give_up:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 def run_tasks(tasks: list[dict], user: str, sync: Path, name: str, peers: list[str], limit_s: float) -> list[dict]:
