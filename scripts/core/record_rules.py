@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from core.facts import count, get, obj
+from core.facts import count, get, number, obj
 from core.torch_build_rules import BACKEND_LIBRARIES
 
 SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -19,6 +19,12 @@ SHA256 = re.compile(r"[0-9a-f]{64}")
 CPYTHON_TAG = re.compile(r"cp(\d)(\d+)-")
 WORKERS = "python -I"  # how the gate starts every worker (platform_runtime.startup.record)
 PARENT_FLAGS = ("isolated", "ignore_environment", "no_site", "no_user_site")
+# The gate's cleanup deadline (scripts/platform_runtime/gate.py _cleanup, platform_runtime.budget): the one it
+# wants, --cleanup-timeout or, on a hung file system, at most HUNG_CLEANUP_S, cut only by what the budget has
+# left (never below MIN_WAIT_S); recorded rounded to the millisecond.
+HUNG_CLEANUP_S = 5.0
+MIN_WAIT_S = 0.1
+ROUNDING_S = 0.0005
 
 
 def global_timeout(result: dict[str, Any]) -> list[str]:
@@ -34,6 +40,49 @@ def global_timeout(result: dict[str, Any]) -> list[str]:
         return ["workspace_cleanup.after_global_timeout is True: the gate's global timeout expired, the run did not "
                 "finish"]
     return [f"workspace_cleanup.after_global_timeout is {value!r}, a bool"]
+
+
+def timeout_held(result: dict[str, Any]) -> list[str]:
+    """`duration_s` (the gate's monotonic clock, from its run's start to its result) is no longer than
+    `arguments.timeout_s`: --timeout counts from the gate process's start and ends at its exit
+    (platform_runtime.budget), so a run that outlasted it either had its checks cut by it (after_global_timeout
+    true, which never passes) or overran it, and then the gate fails itself by this same rule."""
+    duration, timeout = result.get("duration_s"), get(result, "arguments.timeout_s")
+    if not (number(duration) and number(timeout)) or get(result, "workspace_cleanup.after_global_timeout") is True:
+        return []  # core.result_verdicts.durations and global_timeout name those
+    if duration > timeout + ROUNDING_S:
+        return [f"duration_s is {duration}, longer than arguments.timeout_s {timeout}, but "
+                "workspace_cleanup.after_global_timeout is not True: a run longer than its --timeout did not finish "
+                "inside it"]
+    return []
+
+
+def cleanup_deadline(result: dict[str, Any]) -> list[str]:
+    """`workspace_cleanup.deadline_s` is the deadline --cleanup-timeout (`arguments.cleanup_timeout_s`) set:
+    never longer than it, at most HUNG_CLEANUP_S on a hung file system, and exactly the one wanted unless the
+    budget cut it (`deadline_cut_by_budget`, recorded since this rule), and then shorter, at least MIN_WAIT_S."""
+    cleanup = obj(result, "workspace_cleanup")
+    deadline, asked = cleanup.get("deadline_s"), get(result, "arguments.cleanup_timeout_s")
+    if not (number(deadline) and number(asked)):
+        return []
+    hung = cleanup.get("file_system_hung") is True
+    wanted = min(asked, HUNG_CLEANUP_S) if hung else asked
+    why = f"arguments.cleanup_timeout_s is {asked}" + (
+        " and workspace_cleanup.file_system_hung is True" if hung else "")
+    if deadline > wanted + ROUNDING_S:
+        return [f"workspace_cleanup.deadline_s is {deadline}, but {why}: the cleanup's deadline is at most {wanted}"]
+    if "deadline_cut_by_budget" not in cleanup:
+        return []
+    cut = cleanup["deadline_cut_by_budget"]
+    if cut is False and abs(deadline - wanted) > ROUNDING_S:
+        return [f"workspace_cleanup.deadline_s is {deadline}, {why}, and deadline_cut_by_budget is False: an uncut "
+                f"deadline is the one wanted, {wanted}"]
+    if cut is True and not (MIN_WAIT_S - ROUNDING_S <= deadline < wanted):
+        return [f"workspace_cleanup.deadline_s is {deadline} and deadline_cut_by_budget is True, but {why}: a cut "
+                f"deadline is shorter than {wanted}, at least {MIN_WAIT_S}"]
+    if not isinstance(cut, bool):
+        return [f"workspace_cleanup.deadline_cut_by_budget is {cut!r}, a bool"]
+    return []
 
 
 def filesystem_record(result: dict[str, Any]) -> list[str]:

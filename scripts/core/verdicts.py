@@ -99,6 +99,8 @@ GATE_RESULT_RULES: dict[str, Rule] = {
     "durations": durations,
     # Facts no check reads, each against a second view the result records (core.record_rules).
     "global_timeout": record_rules.global_timeout,
+    "timeout_held": record_rules.timeout_held,  # duration_s inside arguments.timeout_s
+    "cleanup_deadline": record_rules.cleanup_deadline,  # deadline_s as arguments.cleanup_timeout_s set it
     "filesystem_record": record_rules.filesystem_record,
     "device_names": record_rules.device_names,
     "torch_build_record": record_rules.torch_build_record,
@@ -136,3 +138,11 @@ def left_in_the_kernel(name: str, check: dict[str, Any]) -> list[str]:
 
 def result_problems(result: dict[str, Any]) -> list[str]:
     return [problem for rule in GATE_RESULT_RULES.values() for problem in rule(result)]
+
+
+# The rules of the times the gate writes last (duration_s, finished_at): it applies them again to the final ones.
+FINAL_TIME_RULES = ("times_agree", "timeout_held")
+
+
+def final_time_problems(result: dict[str, Any]) -> list[str]:
+    return [problem for name in FINAL_TIME_RULES for problem in GATE_RESULT_RULES[name](result)]

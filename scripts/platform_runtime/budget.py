@@ -19,13 +19,14 @@ from __future__ import annotations
 import os
 import time
 
+from core.record_rules import MIN_WAIT_S  # the least any wait gets once the budget is spent (the judge's too)
+
 from platform_runtime.children import KILL_GRACE_S, Deadline
 
 EXIT_RESERVE_S = 1.0
 CLEANUP_MIN_S = 3.0
 CLEANUP_SHARE = 0.05
 CLEANUP_GRACE_S = 1.0  # a killed cleanup (rmtree on a hung mount) is abandoned after this, not awaited
-MIN_WAIT_S = 0.1  # the least any wait gets once the budget is spent: a look, not a wait
 
 
 def process_age() -> float:

@@ -18,6 +18,7 @@ from core.contract import GATE_SCHEMA_ID
 from core.gate_parameters import MIN_DISTINCT_VERSIONS
 from core.platforms import os_facts
 from core.provenance import git_state, github_facts, platform_facts
+from core.record_rules import HUNG_CLEANUP_S
 from core.result_format import SCHEMA_VERSION
 from core.result_verdicts import WORKSPACE_PREFIX
 
@@ -36,7 +37,6 @@ from platform_runtime.result import (
 from platform_runtime.sources import REPO_ROOT, hash_sources
 
 FS_CHECKS = ("failing_writer", "concurrent_replace", "jsonl_append")
-HUNG_CLEANUP_S = 5.0
 DEVICE_FIELDS = ("resolved", "type", "torch", "load_safety", "cuda", "mps", "ran_on", "peak_allocated_bytes",
                  "phases")
 
@@ -198,10 +198,12 @@ class Gate:
             exit_code = EXIT_INTERRUPTED
         if self.cleaner is not None:  # never told to go (a probe that failed at once): it removes nothing
             children.kill_tree(self.cleaner)
+        result.update(duration_s=round(time.monotonic() - started, 3), finished_at=_now())
+        if exit_code != EXIT_USAGE:  # the final times, judged by the rules _judge applied to the interim ones
+            failures += [p for p in verdicts.final_time_problems(result) if p not in failures]
         if failures and exit_code == EXIT_OK:
             exit_code = EXIT_FAILED
-        result.update(ok=not failures and exit_code == EXIT_OK, exit_code=exit_code, failures=failures,
-                      duration_s=round(time.monotonic() - started, 3), finished_at=_now())
+        result.update(ok=not failures and exit_code == EXIT_OK, exit_code=exit_code, failures=failures)
         return result
 
     def _start_early(self, workspace_name: str) -> tuple:
@@ -383,6 +385,7 @@ class Gate:
         wanted = min(self.options.cleanup_timeout_s, HUNG_CLEANUP_S) if hung else self.options.cleanup_timeout_s
         deadline, by_budget = self.budget.cleanup_deadline(wanted)
         cleanup["deadline_s"] = round(deadline, 3)
+        cleanup["deadline_cut_by_budget"] = by_budget  # the judge's second view of deadline_s (core.record_rules)
         if hung:
             cleanup["file_system_hung"] = True
         if self.options.keep_workspace:

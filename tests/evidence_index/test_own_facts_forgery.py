@@ -1,0 +1,106 @@
+"""One gate result's own facts, forged one at a time (adversarial review r2, sections 2 and 3): the committed ext4
+gate result (evidence/local/filesystems) copied, ONE fact edited, every `ok` left true, indexed and verified from
+the bytes. Each is refused as not authentic (exit 3 through the CLI), naming the field; the untouched committed
+results still pass (tests/evidence_index/test_recorded_facts_forgery.py::test_each_committed_gate_result_is_judged
+_as_it_ran). The rules: core.record_rules (timeout_held, cleanup_deadline), core.time_views."""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from core import record_rules, time_views, verdicts
+
+from tests.evidence_index.test_recorded_facts_forgery import committed, indexed, setter  # noqa: F401 - fixture
+
+
+def shifted(path: str, seconds: float) -> Callable[[dict[str, Any]], None]:
+    def edit(document: dict[str, Any]) -> None:
+        document[path] = (dt.datetime.fromisoformat(document[path]) + dt.timedelta(seconds=seconds)).isoformat()
+    return edit
+
+
+def scaled(path: str, factor: float) -> Callable[[dict[str, Any]], None]:
+    def edit(document: dict[str, Any]) -> None:
+        document[path] = round(document[path] * factor, 3)
+    return edit
+
+
+FORGERIES: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
+    # A2: a 3.4 s run under a 1 s --timeout that never fired
+    "timeout-1s": (setter("arguments.timeout_s", 1.0), "duration_s is 3.372, longer than arguments.timeout_s 1.0"),
+    "timeout-3s": (setter("arguments.timeout_s", 3.0), "longer than arguments.timeout_s 3.0"),
+    # A1: the argument and the deadline it set disagree
+    "cleanup-timeout-5": (setter("arguments.cleanup_timeout_s", 5.0),
+                          "workspace_cleanup.deadline_s is 30.0, but arguments.cleanup_timeout_s is 5.0"),
+    "cleanup-deadline-60": (setter("workspace_cleanup.deadline_s", 60.0),
+                            "workspace_cleanup.deadline_s is 60.0, but arguments.cleanup_timeout_s is 30.0"),
+    "cleanup-hung-30": (setter("workspace_cleanup.file_system_hung", True),
+                        "file_system_hung is True: the cleanup's deadline is at most 5.0"),
+    # T1/T2: the two clocks of one process
+    "finished-at-plus-50s": (shifted("finished_at", 50), "54 s apart, but duration_s is 3.372"),
+    "finished-at-plus-3s": (shifted("finished_at", 3), "7 s apart, but duration_s is 3.372"),
+    "started-at-minus-3s": (shifted("started_at", -3), "7 s apart, but duration_s is 3.372"),
+    "duration-x10": (scaled("duration_s", 10), "4 s apart, but duration_s is 33.72"),
+    "duration-x2": (scaled("duration_s", 2), "4 s apart, but duration_s is 6.744"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FORGERIES))
+def test_each_forged_fact_is_not_authentic_naming_it(tmp_path, committed, name):  # noqa: F811
+    edit, named = FORGERIES[name]
+    document = copy.deepcopy(committed)
+    edit(document)
+    outcome, said = indexed(tmp_path, document)
+    assert outcome == "not-authentic", said
+    assert any(named in line for line in said), said
+
+
+def test_the_committed_result_is_within_its_own_clocks_and_timeouts(committed):  # noqa: F811
+    """The control for each rule above: the untouched bytes satisfy every one."""
+    for rule in (record_rules.timeout_held, record_rules.cleanup_deadline, time_views.problems):
+        assert rule(committed) == [], rule.__name__
+
+
+def test_whole_second_stamps_a_second_apart_from_the_monotonic_duration_pass():
+    """The slack is physical: stamps 3 s apart are a run of 2.0 s (10:00:00.999 to 10:00:03.000) to 4.0 s
+    (10:00:00.000 to 10:00:03.999); 2 s more than that is refused."""
+    result = {"started_at": "2026-12-01T10:00:00+00:00", "finished_at": "2026-12-01T10:00:03+00:00",
+              "duration_s": 2.002}
+    for duration in (2.002, 3.999, 1.5, 4.9):
+        assert time_views.problems({**result, "duration_s": duration}) == [], duration
+    for duration in (0.9, 5.1, 33.0):
+        assert time_views.problems({**result, "duration_s": duration}), duration
+
+
+@pytest.mark.parametrize("cleanup, asked, problem", [
+    ({"deadline_s": 30.0, "deadline_cut_by_budget": False}, 30.0, None),
+    ({"deadline_s": 12.345, "deadline_cut_by_budget": True}, 30.0, None),  # the budget had 13 s left
+    ({"deadline_s": 5.0, "file_system_hung": True, "deadline_cut_by_budget": False}, 30.0, None),
+    ({"deadline_s": 2.0, "file_system_hung": True, "deadline_cut_by_budget": False}, 2.0, None),
+    ({"deadline_s": 0.1, "deadline_cut_by_budget": True}, 30.0, None),
+    ({"deadline_s": 12.345, "deadline_cut_by_budget": False}, 30.0, "an uncut deadline is the one wanted, 30.0"),
+    ({"deadline_s": 30.0, "deadline_cut_by_budget": True}, 30.0, "a cut deadline is shorter than 30.0"),
+    ({"deadline_s": 0.05, "deadline_cut_by_budget": True}, 30.0, "at least 0.1"),
+    ({"deadline_s": 30.0, "deadline_cut_by_budget": "no"}, 30.0, "deadline_cut_by_budget is 'no', a bool"),
+    ({"deadline_s": 30.0, "file_system_hung": True}, 30.0, "at most 5.0"),
+])
+def test_the_cleanup_deadline_is_the_one_its_argument_and_the_budget_set(cleanup, asked, problem):
+    found = record_rules.cleanup_deadline({"arguments": {"cleanup_timeout_s": asked}, "workspace_cleanup": cleanup})
+    assert (found == []) if problem is None else (problem in found[0]), found
+
+
+def test_a_run_cut_by_its_timeout_is_refused_by_that_rule_not_this_one():
+    result = {"duration_s": 9.0, "arguments": {"timeout_s": 5.0}, "workspace_cleanup": {"after_global_timeout": True}}
+    assert record_rules.timeout_held(result) == []
+    assert verdicts.GATE_RESULT_RULES["global_timeout"](result)
+
+
+def test_the_gate_judges_its_final_times_by_the_same_rules():
+    """scripts/platform_runtime/gate.py applies verdicts.final_time_problems to the times it writes last."""
+    late = {"started_at": "2026-12-01T10:00:00+00:00", "finished_at": "2026-12-01T10:00:09+00:00",
+            "duration_s": 9.0, "arguments": {"timeout_s": 5.0}, "workspace_cleanup": {"after_global_timeout": False}}
+    assert verdicts.final_time_problems(late) == record_rules.timeout_held(late) != []
