@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from core.facts import get
@@ -45,6 +45,84 @@ FIELDS: dict[str, dict[str, str]] = {
     "reprise-verification": {"python": "environment.python", "torch": "environment.torch",
                              "numpy": "environment.numpy"},
 }
+
+
+def _safe(read: Any, value: Any) -> Any:
+    return read(value) if isinstance(value, str) else None
+
+
+def _proc_version(text: str, word: int, after: str = "") -> str | None:
+    """A word of /proc/version ("Linux version RELEASE (builder) ... Debian PACKAGE-VERSION (date)")."""
+    if after:
+        found = re.search(re.escape(after) + r"(\S+) \(", text)
+        return found.group(1) if found else None
+    words = text.split()
+    return words[word] if text.startswith("Linux version ") and len(words) > word else None
+
+
+def _package_release(name: str) -> str | None:
+    """linux-image-RELEASE (Debian's kernel package is named after the release it installs)."""
+    return name.removeprefix("linux-image-") if name.startswith("linux-image-") else None
+
+
+def _lists(path: str, name: str, only_when_named: bool = False) -> Callable[[Any], bool | None]:
+    """Whether the list at `path` names `name` (None where there is no list; or, only_when_named, where it does
+    not name it: the fact is then not recorded)."""
+    def read(document: Any) -> bool | None:
+        listed = get(document, path)
+        if not isinstance(listed, list) or (only_when_named and name not in listed):
+            return None
+        return name in listed
+    return read
+
+
+def _gate_pth(document: Any) -> bool | None:
+    """Whether the gate found any code-running .pth (an accepted one is still one: its import line is there)."""
+    executing = get(document, "isolation.executing_pth_files")
+    accepted = get(document, "isolation.accepted_pth_files")
+    if not isinstance(executing, list) or not isinstance(accepted, (list, type(None))):
+        return None
+    return bool(executing or accepted)
+
+
+# A record of the NFS VM (tools/nfsvm, kind nfsvm-record or nfsvm-run) by its schema id: the guest's kernel, which
+# the gate results of the same folder record as platform.release (they ran in that guest), and the image's
+# package facts, which several records copy. `proc_version` is the kernel's own /proc/version.
+VM_FIELDS: dict[str, dict[str, Any]] = {
+    "kernodeck.nfsvm-versions/v1": {
+        "release": "kernel_release", "release#proc": ("proc_version", lambda v: _proc_version(v, 2)),
+        "kernel_package_version": ("proc_version", lambda v: _proc_version(v, -2, "Debian ")),
+        "nfs_kernel_server": "packages.nfs-kernel-server"},
+    "kernodeck.nfsvm-image/v1": {
+        "release": "kernel_release", "release#package": ("kernel_package", lambda v: _package_release(v)),
+        "kernel_package_version": "kernel_package_version", "kernel_deb": "kernel_deb_sha256"},
+    "kernodeck.nfsvm-run/v1": {
+        "release": "kernel_release", "release#package": ("image.kernel_package", lambda v: _package_release(v)),
+        "kernel_package_version": "image.kernel_package_version", "kernel_deb": "image.kernel_deb_sha256",
+        "nfs_kernel_server": "nfs_kernel_server"},
+    "kernodeck.nfs-harness/v1#setup": {"nfs_kernel_server": "package.version"},
+}
+# What start-up code the interpreter's own files hold: the same interpreter reads the same site directories, so a
+# gate and a diagnostic of one folder see the same code-running .pth files and start-up modules. The gate
+# records each .pth it found (isolation.executing_pth_files, and setuptools' own under accepted_pth_files,
+# version 1 listed that one as executing too); the diagnostic records ".pth" in runtime.injection_vectors for any
+# .pth with an `import` line in the same directories (scripts/kernodeck_diagnostic.injection_vectors). A
+# sitecustomize the diagnostic saw imported is a file the gate finds (it searches every directory site imports it
+# from); the converse is not a contradiction (a sitecustomize can hide from sys.modules, which the diagnostic reads,
+# never from the gate's file search), so the diagnostic records that fact only where it names the module. The
+# environment variables among the vectors are each process's own and are not compared.
+START_UP_FIELDS: dict[str, dict[str, Any]] = {
+    "gate": {
+        "pth_code": ("isolation.executing_pth_files/accepted_pth_files (a code-running .pth found)", _gate_pth, 0),
+        **{name: (f"isolation.present (names {name!r})", _lists("isolation.present", name), 0)
+           for name in ("sitecustomize", "usercustomize")},
+    },
+    "diagnostic": {
+        "pth_code": ("runtime.injection_vectors (names '.pth')", _lists("runtime.injection_vectors", ".pth"), 0),
+        **{name: (f"runtime.injection_vectors (names {name!r})", _lists("runtime.injection_vectors", name, True), 0)
+           for name in ("sitecustomize", "usercustomize")},
+    },
+}
 # The gate records platform.system() ("Linux", "Windows", "Darwin"); the diagnostic the family of sys.platform
 # (scripts/kernodeck_diagnostic.runtime_facts: linux, windows for win32 and cygwin, macos, other): compared as families.
 FAMILIES = {"linux": "linux", "windows": "windows", "cygwin": "windows", "darwin": "macos", "macos": "macos"}
@@ -52,13 +130,25 @@ MAX_WITNESSES = 2
 WHY = "the results of one folder describe one machine and one run"
 
 
-def facts_of(kind: str, document: Any) -> dict[str, tuple[str, Any]]:
-    """{fact: (field, value)} for every machine fact this result records (null ones left out)."""
-    found = {}
-    for fact, path in FIELDS.get(kind, {}).items():
-        value = _at(document, path)
+def facts_of(kind: str, document: Any) -> list[tuple[str, str, Any]]:
+    """(fact, field, value) for every machine fact this result records (null ones left out). A fact may be read
+    from more than one field of one result (a fact name `fact#view`): each is compared like another result's."""
+    table: dict[str, Any] = dict(FIELDS.get(kind, {}))
+    if kind in ("nfsvm-record", "nfsvm-run", "nfs-harness") and isinstance(document, dict):
+        table.update(VM_FIELDS.get(str(document.get("schema")), {}))
+    table.update(START_UP_FIELDS.get(kind, {}))
+    found = []
+    for fact, where in table.items():
+        if isinstance(where, tuple) and len(where) == 3:  # (what it names, how it is read from the document)
+            path, read, _ = where
+            value = read(document)
+        elif isinstance(where, tuple):  # (field, how the fact is read from that field's text)
+            field_, read = where
+            path, value = f"{field_} (read as {fact.partition('#')[0]})", _safe(read, _at(document, field_))
+        else:
+            path, value = where, _at(document, where)
         if value is not None:
-            found[fact] = (path, value)
+            found.append((fact.partition("#")[0], path, value))
     return found
 
 
@@ -83,25 +173,42 @@ def _key(fact: str, value: Any) -> Any:
 
 def run_problems(results: Sequence[tuple[str, str, Any]]) -> list[list[str]]:
     """For (name, kind, document) of each result of one folder: the problems of each, in the same order (an empty
-    list where it agrees with the others on every fact both record)."""
-    facts = [facts_of(kind, document) for _, kind, document in results]
+    list where it agrees with the others on every fact both record). Where a fact has no most common value (one
+    against one), the results already off the folder's run on another fact are the ones named; where none is,
+    every holder is."""
+    entries = [(i, fact, path, value) for i, (_, kind, document) in enumerate(results)
+               for fact, path, value in facts_of(kind, document)]
     problems: list[list[str]] = [[] for _ in results]
-    for fact in sorted({fact for found in facts for fact in found}):
-        holders = [i for i, found in enumerate(facts) if fact in found]
-        counts = Counter(_key(fact, facts[i][fact][1]) for i in holders)
+    ties = []
+    for fact in sorted({entry[1] for entry in entries}):
+        holders = [entry for entry in entries if entry[1] == fact]
+        counts = Counter(_key(fact, value) for _, _, _, value in holders)
         if len(counts) < 2:
             continue
         top = max(counts.values())
         common = [key for key, seen in counts.items() if seen == top]
-        majority = common[0] if len(common) == 1 else None
-        for i in holders:
-            path, value = facts[i][fact]
-            if _key(fact, value) == majority:
-                continue
-            others = [j for j in holders if _key(fact, facts[j][fact][1]) != _key(fact, value)]
-            named = ", ".join(f"{results[j][0]} records {facts[j][fact][0]} {facts[j][fact][1]!r}"
-                              for j in others[:MAX_WITNESSES])
-            extra = len(others) - MAX_WITNESSES
-            more = f" (and {extra} other result(s) like them)" if extra > 0 else ""
-            problems[i].append(f"{results[i][0]}: {path} is {value!r}, but {named}{more}: {WHY}")
+        if len(common) > 1:
+            ties.append((fact, holders))
+            continue
+        for i, path, value in _off(fact, holders, common[0]):
+            problems[i].append(_problem(results, fact, holders, i, path, value))
+    odd = {i for i, found in enumerate(problems) if found}
+    for fact, holders in ties:
+        named = [(i, path, value) for i, _, path, value in holders if i in odd] or \
+                [(i, path, value) for i, _, path, value in holders]
+        for i, path, value in named:
+            problems[i].append(_problem(results, fact, holders, i, path, value))
     return problems
+
+
+def _off(fact: str, holders: list[tuple[int, str, str, Any]], majority: Any) -> list[tuple[int, str, Any]]:
+    return [(i, path, value) for i, _, path, value in holders if _key(fact, value) != majority]
+
+
+def _problem(results: Sequence[tuple[str, str, Any]], fact: str, holders: list[tuple[int, str, str, Any]], i: int,
+             path: str, value: Any) -> str:
+    others = [(j, p, v) for j, _, p, v in holders if _key(fact, v) != _key(fact, value)]
+    named = ", ".join(f"{results[j][0]} records {p} {v!r}" for j, p, v in others[:MAX_WITNESSES])
+    extra = len(others) - MAX_WITNESSES
+    more = f" (and {extra} other field(s) like them)" if extra > 0 else ""
+    return f"{results[i][0]}: {path} is {value!r}, but {named}{more}: {WHY}"

@@ -31,10 +31,14 @@ def cli(*args: str) -> subprocess.CompletedProcess:
 
 
 def local_gate(sources: dict) -> dict:
-    """A gate result beside the real diagnostic: it records the interpreter the diagnostic ran (the results of
-    one folder are one machine's run: core.one_run)."""
+    """A gate result beside the real diagnostic: it records the interpreter the diagnostic ran, and the
+    code-running .pth the diagnostic saw in that interpreter's site-packages (setuptools' own, which a version-1
+    gate listed as executing): the results of one folder are one machine's run (core.one_run)."""
     gate = gate_result("linux", sources=sources, in_actions=False)
-    gate["platform"]["python"] = json.loads(DIAGNOSTIC.read_text())["runtime"]["python"]
+    runtime = json.loads(DIAGNOSTIC.read_text())["runtime"]
+    gate["platform"]["python"] = runtime["python"]
+    if ".pth" in runtime.get("injection_vectors", []):
+        gate["isolation"].update(present=[".pth"], executing_pth_files=["distutils-precedence.pth"])
     return gate
 
 
