@@ -66,13 +66,24 @@ VIEWS_SINCE: dict[str, tuple[str, ...]] = {
 
 
 def missing_views(result: dict[str, Any]) -> list[str]:
-    """Each second view (VIEWS_SINCE) a result lacks although its gate's sources write it."""
+    """Each second view (VIEWS_SINCE) a result lacks, or records as null, although its gate's sources write it:
+    null is the view removed as surely as the key (a null statfs_f_type would leave filesystem.type alone; the
+    gate's fstatfs on the handle it just opened does not fail, and a run where it did has no second view of its
+    type and fails by this rule)."""
     files = obj(result, "source").get("files")
     names = set(files) if isinstance(files, dict) else set()
     linux = str(obj(result, "filesystem").get("method") or "").startswith("linux-mountinfo")
-    return [f"{field} is missing: a gate hashing {module} always records it"
-            for module, fields in VIEWS_SINCE.items() if module in names for field in fields
-            if not _has(result, field) and (linux or not field.startswith("filesystem."))]
+    found = []
+    for module, fields in VIEWS_SINCE.items():
+        for field in fields if module in names else ():
+            if not (linux or not field.startswith("filesystem.")):
+                continue
+            if not _has(result, field):
+                found.append(f"{field} is missing: a gate hashing {module} always records it")
+            elif _value(result, field) is None:
+                found.append(f"{field} is None: a gate hashing {module} always records it, and null leaves "
+                             "nothing to compare with")
+    return found
 
 
 def _has(record: Any, path: str) -> bool:
@@ -80,6 +91,12 @@ def _has(record: Any, path: str) -> bool:
     for part in parents:
         record = record.get(part) if isinstance(record, dict) else None
     return isinstance(record, dict) and key in record
+
+
+def _value(record: Any, path: str) -> Any:
+    for part in path.split("."):
+        record = record.get(part) if isinstance(record, dict) else None
+    return record
 
 
 def _listed(paths: set[str]) -> str:

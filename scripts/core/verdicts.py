@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from core import (
+    binary_views,
     collectives,
     fs_magic,
     gate_parameters,
@@ -87,6 +88,7 @@ GATE_RESULT_RULES: dict[str, Rule] = {
     "filesystem_agrees": filesystem_agrees,  # the type against the options mountinfo showed
     "filesystem_magic": fs_magic.problems,  # the type against the kernel's statfs f_type for the same handle
     "machine_agrees": machine_views.problems,  # platform.machine against the binaries' headers and wheel tags
+    "binaries_agree": binary_views.problems,  # the headers' own records, each other's, and _C's Python tag
     "times_agree": time_views.problems,  # started_at against finished_at and duration_s
     "cleanup_agrees": cleanup_agrees,
     "source_files": source_files,

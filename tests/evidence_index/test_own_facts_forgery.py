@@ -2,7 +2,8 @@
 gate result (evidence/local/filesystems) copied, ONE fact edited, every `ok` left true, indexed and verified from
 the bytes. Each is refused as not authentic (exit 3 through the CLI), naming the field; the untouched committed
 results still pass (tests/evidence_index/test_recorded_facts_forgery.py::test_each_committed_gate_result_is_judged
-_as_it_ran). The rules: core.record_rules (timeout_held, cleanup_deadline), core.time_views."""
+_as_it_ran). The rules: core.record_rules (timeout_held, cleanup_deadline), core.time_views, core.binary_views,
+core.result_format.missing_views."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from core import record_rules, time_views, verdicts
+from core import binary_views, record_rules, result_format, time_views, verdicts
 
 from tests.evidence_index.test_recorded_facts_forgery import committed, indexed, setter  # noqa: F401 - fixture
 
@@ -46,6 +47,29 @@ FORGERIES: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
     "started-at-minus-3s": (shifted("started_at", -3), "7 s apart, but duration_s is 3.372"),
     "duration-x10": (scaled("duration_s", 10), "4 s apart, but duration_s is 33.72"),
     "duration-x2": (scaled("duration_s", 2), "4 s apart, but duration_s is 6.744"),
+    # B1, B3, B5: the binaries' headers beside the interpreter that ran
+    "torch-c-name-cp312": (setter("platform.binaries.torch_c.name", "_C.cpython-312-x86_64-linux-gnu.so"),
+                           "an extension for Python 3.12, but platform.python is '3.11.7'"),
+    "torch-c-name-cp310-windows": (setter("platform.binaries.torch_c.name", "_C.cp310-win_amd64.pyd"),
+                                   "an extension for Python 3.10"),
+    "torch-c-name-null": (setter("platform.binaries.torch_c.name", None), "torch_c.name is None beside a read header"),
+    "interpreter-error": (setter("platform.binaries.interpreter.error", "could not read sys.executable"),
+                          "platform.binaries.interpreter.error is 'could not read sys.executable' beside a read elf"),
+    "torch-c-error": (setter("platform.binaries.torch_c.error", "no file to read"),
+                      "platform.binaries.torch_c.error is 'no file to read' beside a read elf"),
+    "interpreter-bits-32": (setter("platform.binaries.interpreter.bits", 32),
+                            "platform.binaries.interpreter.bits is 32, platform.binaries.torch_c.bits is 64"),
+    "torch-c-bits-32": (setter("platform.binaries.torch_c.bits", 32), "platform.binaries.torch_c.bits is 32"),
+    "interpreter-bits-null": (setter("platform.binaries.interpreter.bits", None),
+                              "platform.binaries.interpreter.bits is None: a elf header is 32 or 64 bits"),
+    "interpreter-header-i386": (setter("platform.binaries.interpreter.header", 3),
+                                "header 3 (EM_386) is ELFCLASS32 only"),
+    "interpreter-format-pe": (setter("platform.binaries.interpreter.format", "pe"),
+                              "platform.binaries.interpreter.bits is 64: a pe header records no bits"),
+    "interpreter-format-null": (setter("platform.binaries.interpreter.format", None),
+                                "platform.binaries.interpreter.format and platform.binaries.interpreter.error are"),
+    # S1: the kernel's view of the type nulled
+    "statfs-null": (setter("filesystem.statfs_f_type", None), "filesystem.statfs_f_type is None: a gate hashing"),
 }
 
 
@@ -61,7 +85,8 @@ def test_each_forged_fact_is_not_authentic_naming_it(tmp_path, committed, name):
 
 def test_the_committed_result_is_within_its_own_clocks_and_timeouts(committed):  # noqa: F811
     """The control for each rule above: the untouched bytes satisfy every one."""
-    for rule in (record_rules.timeout_held, record_rules.cleanup_deadline, time_views.problems):
+    for rule in (record_rules.timeout_held, record_rules.cleanup_deadline, time_views.problems, binary_views.problems,
+                 result_format.missing_views):
         assert rule(committed) == [], rule.__name__
 
 
@@ -104,3 +129,38 @@ def test_the_gate_judges_its_final_times_by_the_same_rules():
     late = {"started_at": "2026-12-01T10:00:00+00:00", "finished_at": "2026-12-01T10:00:09+00:00",
             "duration_s": 9.0, "arguments": {"timeout_s": 5.0}, "workspace_cleanup": {"after_global_timeout": False}}
     assert verdicts.final_time_problems(late) == record_rules.timeout_held(late) != []
+
+
+@pytest.mark.parametrize("binaries, problem", [
+    ({"interpreter": {"format": "mach-o-fat", "header": [0x01000007, 0x0100000C], "bits": None, "error": None},
+      "torch_c": {"format": "mach-o", "header": 0x0100000C, "bits": 64, "error": None,
+                  "name": "_C.cpython-311-darwin.so"}}, None),  # python.org's universal2 beside an arm64 wheel
+    ({"interpreter": {"format": "pe", "header": 0x8664, "bits": None, "error": None},
+      "torch_c": {"format": "pe", "header": 0x8664, "bits": None, "error": None, "name": "_C.cp311-win_amd64.pyd"}},
+     None),
+    ({"interpreter": {"format": "elf", "header": 3, "bits": 32, "error": None},
+      "torch_c": {"format": None, "header": None, "bits": None, "error": "no file to read", "name": None}}, None),
+    ({"interpreter": {"format": "elf", "header": 62, "bits": 32, "error": None},  # x32: EM_X86_64, ELFCLASS32
+      "torch_c": {"format": "elf", "header": 62, "bits": 32, "error": None,
+                  "name": "_C.cpython-311-x86_64-linux-gnux32.so"}}, None),
+    ({"interpreter": {"format": "mach-o", "header": 0x0100000C, "bits": 32, "error": None}},
+     "cputype 0x100000c says 64"),
+    ({"interpreter": {"format": "elf", "header": 183, "bits": 64, "error": None},
+      "torch_c": {"format": "elf", "header": 62, "bits": 64, "error": None,
+                  "name": "_C.cpython-311-x86_64-linux-gnu.so"}},
+     "interpreter.header is 183, platform.binaries.torch_c"),
+    ({"interpreter": {"format": None, "header": 62, "bits": None, "error": "x"}}, "beside header 62"),
+    ({"torch_c": "elf"}, "platform.binaries.torch_c is 'elf', a header record"),
+])
+def test_the_binaries_records_are_what_the_header_parser_writes(binaries, problem):
+    result = {"platform": {"python": "3.11.7", "python_implementation": "CPython", "binaries": binaries}}
+    found = binary_views.problems(result)
+    assert (found == []) if problem is None else any(problem in line for line in found), found
+
+
+def test_a_free_threaded_extension_names_its_python():
+    result = {"platform": {"python": "3.13.1", "python_implementation": "CPython", "binaries": {"torch_c": {
+        "format": "elf", "header": 62, "bits": 64, "error": None, "name": "_C.cpython-313t-x86_64-linux-gnu.so"}}}}
+    assert binary_views.problems(result) == []
+    result["platform"]["python"] = "3.12.8"
+    assert "an extension for Python 3.13" in binary_views.problems(result)[0]
