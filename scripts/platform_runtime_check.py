@@ -20,11 +20,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+# Only what parsing the arguments and starting the device worker need: the gate's own modules are imported
+# after that start, beside the worker's torch import (platform_runtime.early_start).
 from core.collectives import MAX_WORLD  # noqa: E402
-from core.files import encode_json  # noqa: E402
-from platform_runtime import gate  # noqa: E402
-from platform_runtime.claims import DEVICE_TYPES, REQUIRABLE, Requirements  # noqa: E402
-from platform_runtime.result import EXIT_USAGE, write  # noqa: E402
+from core.names import EXIT_USAGE  # noqa: E402
+from platform_runtime import early_start  # noqa: E402
+from platform_runtime.request import DEVICE_TYPES, REQUIRABLE, Requirements  # noqa: E402
 
 DEVICE_PATTERN = re.compile(r"^(auto|cpu|mps|cuda(:\d{1,2})?)$")
 
@@ -110,6 +111,8 @@ def output_of(argv: list[str] | None) -> Path | None:
 
 
 def write_output(path: Path, result: dict) -> bool:
+    from platform_runtime.result import write
+
     try:
         write(path, result)
     except OSError as exc:
@@ -127,6 +130,33 @@ def summary(result: dict) -> str:
     return "\n".join(lines)
 
 
+class DeferredSignals:
+    """SIGINT and SIGTERM held while the gate's modules import beside the early device worker; take_over(),
+    called inside the gate's run, restores them (SIGTERM, CI's cancellation, then ends like Ctrl-C) and raises
+    the interrupt that came meanwhile, where the gate kills its children and still writes a failed result."""
+
+    def __init__(self) -> None:
+        self.pending: list[int] = []
+        # A SIGINT inherited as ignored (a shell's background job) stays ignored: Python installs no handler.
+        self.sigint = signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        for signum in ([signal.SIGINT] if self.sigint else []) + [signal.SIGTERM]:
+            signal.signal(signum, self._hold)
+
+    def _hold(self, signum: int, _frame) -> None:
+        self.pending.append(signum)
+
+    def take_over(self) -> None:
+        if self.sigint:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, terminate)
+        if self.pending:
+            raise KeyboardInterrupt
+
+
+def terminate(signum: int, _frame) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
@@ -135,23 +165,20 @@ def main(argv: list[str] | None = None) -> int:
         return usage_error(str(exc), output_of(argv))
     if args.require_filesystem is not None and not re.fullmatch(r"[A-Za-z0-9_.-]{1,32}", args.require_filesystem):
         return usage_error("--require-filesystem must be a file-system type name", args.output)
-    options = gate.Options(
-        device=args.device,
-        requirements=Requirements(tuple(dict.fromkeys(args.require)), args.require_device, args.require_filesystem),
-        work_dir=(args.work_dir or Path.cwd()).absolute(), work_dir_given=args.work_dir is not None,
-        keep_workspace=args.keep_workspace, timeout_s=args.timeout, cleanup_timeout_s=args.cleanup_timeout,
-        # --require collectives alone asks for the check as auto would.
-        collectives=args.collectives or ("auto" if "collectives" in args.require else None),
-        collectives_timeout_s=args.collectives_timeout, collectives_port=args.collectives_port or 0,
-        allow_injection_vectors=args.allow_injection_vectors,
-    )
+    requirements = Requirements(tuple(dict.fromkeys(args.require)), args.require_device, args.require_filesystem)
+    work_dir = (args.work_dir or Path.cwd()).absolute()
+    signals = DeferredSignals()  # from the worker's start until the gate can kill it and write its result
+    early = early_start.start(args.device, requirements, work_dir)
+    try:
+        from platform_runtime import gate
 
-    def terminate(signum, _frame):  # SIGTERM (CI cancellation) ends like Ctrl-C: children killed, result written
-        raise KeyboardInterrupt
+        runner = gate.Gate(options_of(gate.Options, args, requirements, work_dir), early)
+    except BaseException:  # the worker runs in a session of its own: it must not outlive a failed import
+        early_start.children.kill_tree(early.process)
+        raise
+    result = runner.run(take_over=signals.take_over)
+    from core.files import encode_json
 
-    if hasattr(signal, "SIGTERM"):
-        signal.signal(signal.SIGTERM, terminate)
-    result = gate.run(options)
     sys.stdout.write(encode_json(result).decode("utf-8"))
     print(summary(result), file=sys.stderr)
     if args.output is not None and not write_output(args.output, result):
@@ -159,9 +186,24 @@ def main(argv: list[str] | None = None) -> int:
     return result["exit_code"]
 
 
+def options_of(options_type: type, args: argparse.Namespace, requirements: Requirements, work_dir: Path):
+    """The gate's Options from the parsed arguments (the class is passed in: it is imported late)."""
+    return options_type(
+        device=args.device, requirements=requirements,
+        work_dir=work_dir, work_dir_given=args.work_dir is not None,
+        keep_workspace=args.keep_workspace, timeout_s=args.timeout, cleanup_timeout_s=args.cleanup_timeout,
+        # --require collectives alone asks for the check as auto would.
+        collectives=args.collectives or ("auto" if "collectives" in args.require else None),
+        collectives_timeout_s=args.collectives_timeout, collectives_port=args.collectives_port or 0,
+        allow_injection_vectors=args.allow_injection_vectors,
+    )
+
+
 def usage_error(message: str, output: Path | None) -> int:
     print(f"platform_runtime_check.py: error: {message}", file=sys.stderr)
     if output is not None:
+        from platform_runtime import gate
+
         write_output(output, gate.usage_result(message))
     return EXIT_USAGE
 

@@ -16,10 +16,10 @@ from typing import Any
 from core import collectives, isolation_judge, trust, verdicts
 from core.facts import obj
 from core.gpu_view import gpu_view_problems
+from core.names import GPU_KINDS
 from core.platforms import filesystem_problems, nfs_problems, os_facts, os_problems, windows_problems
 from core.torch_build_rules import BACKEND_LIBRARIES
 
-GPU_KINDS = ("cuda", "rocm", "mps")
 # Phases whose own work must allocate on the device (saving copies device tensors to the host, so it is
 # judged by the bytes resident on the device and where its tensors live).
 ALLOCATING_PHASES = ("matmul", "training", "checkpoint_load")

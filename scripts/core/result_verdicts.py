@@ -11,11 +11,11 @@ from typing import Any
 from core import collectives, mount_options, trust
 from core.device_verdicts import device_kind, load_safety_problems
 from core.facts import get, number, obj
+from core.names import WORKSPACE_PREFIX
 from core.torch_build_rules import MISSING_TORCH, recorded_cross_check
 
 CLEANUP_PASSING = ("cleaned", "retained")  # retained: --keep-workspace, whoever keeps it verifies it
 # The workspace the gate makes in the work dir (scripts/platform_runtime/gate.py): one name, never a path.
-WORKSPACE_PREFIX = "platform-runtime-"
 WORKSPACE_NAME = re.compile(re.escape(WORKSPACE_PREFIX) + r"[0-9a-f]{12}")
 NFS_TYPES = ("nfs", "nfs4")  # where a name can vanish for an instant while it is replaced (re-exported by contract)
 

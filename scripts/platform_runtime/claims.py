@@ -6,8 +6,6 @@ probe, platform.system()), never on names, host names or environment variables.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from core import collectives
 from core.contract import NFS_TYPES, nfs_problems, windows_problems
 from core.platforms import filesystem_problems
@@ -15,22 +13,7 @@ from core.requirements import GPU_KINDS, MPS_FALLBACK, device_problems  # noqa: 
 from core.trust import INJECTION_EXEMPT
 from core.verdicts import PHASES  # noqa: F401 - re-exported
 
-# What `--require` accepts: properties of the runner, not the workflow's platform jobs (core.contract.PLATFORMS).
-REQUIRABLE = ("cuda", "rocm", "mps", "windows", "nfs", "collectives")
-DEVICE_TYPES = ("cpu", "cuda", "rocm", "mps")
-
-
-@dataclass(frozen=True)
-class Requirements:
-    platforms: tuple[str, ...]
-    device: str | None
-    filesystem: str | None
-
-    def device_types(self) -> set[str]:
-        wanted = {p for p in self.platforms if p in GPU_KINDS}
-        if self.device:
-            wanted.add(self.device)
-        return wanted
+from platform_runtime.request import DEVICE_TYPES, REQUIRABLE, Requirements  # noqa: F401 - re-exported
 
 
 def conflicts(req: Requirements, requested_device: str) -> list[str]:

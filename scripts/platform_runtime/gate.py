@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import secrets
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,11 +20,20 @@ from core.platforms import os_facts
 from core.provenance import git_state, github_facts, platform_facts
 from core.record_rules import HUNG_CLEANUP_S
 from core.result_format import SCHEMA_VERSION
-from core.result_verdicts import WORKSPACE_PREFIX
 
-from platform_runtime import budget, children, collective_record, device_views, isolation, startup, torch_build
+from platform_runtime import (
+    budget,
+    children,
+    collective_record,
+    device_views,
+    early_start,
+    isolation,
+    startup,
+    torch_build,
+)
 from platform_runtime.binary_arch import record as record_binaries
 from platform_runtime.claims import MPS_FALLBACK, NFS_TYPES, Requirements, conflicts, evaluate
+from platform_runtime.request import device_to_resolve
 from platform_runtime.result import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -102,15 +111,18 @@ def skeleton(options: Options, requested_device: str) -> dict:
 
 
 class Gate:
-    def __init__(self, options: Options) -> None:
+    def __init__(self, options: Options, early: early_start.EarlyDevice | None = None) -> None:
+        """early: the device worker the entry script started before importing this module (None: started here)."""
         self.options = options
+        self.early = early
         # --timeout counts from this process's start and ends at its exit: the checks' deadline leaves the
         # kills, the cleanup and the result inside it (platform_runtime.budget).
         self.budget = budget.Budget(options.timeout_s, options.cleanup_timeout_s)
         self.deadline = self.budget.checks
-        self.running: list = []  # live Popen objects, killed on interrupt
+        self.running: list = [] if early is None else [early.process]  # live Popen objects, killed on interrupt
         self.private = private_paths(options.work_dir)
-        self.torch = isolation.locate_torch()  # only the interpreter's own site-packages, never PYTHONPATH
+        # Only the interpreter's own site-packages, never PYTHONPATH: the one the early device worker was told.
+        self.torch = early.torch if early is not None else isolation.locate_torch()
         self.build = torch_build.read_build(self.torch.site_dir)
         self.workspace: Path | None = None
         self.cleaner = None  # the cleanup worker, started early, waiting for its go (_start_early)
@@ -140,11 +152,7 @@ class Gate:
 
     def device_to_resolve(self) -> str:
         """--device auto with a required device means that device: its own failure then says why."""
-        wanted = self.options.requirements.device_types()
-        if self.options.device == "auto" and len(wanted) == 1:
-            kind = next(iter(wanted))
-            return "cuda" if kind == "rocm" else kind  # torch runs ROCm under its "cuda" device type
-        return self.options.device
+        return device_to_resolve(self.options.device, self.options.requirements)
 
     def kill_all(self, cleaner: bool = True) -> None:
         """Kill every running child; cleaner=False spares the waiting cleanup worker (a probe that timed out
@@ -166,16 +174,24 @@ class Gate:
 
     # --- the run ----------------------------------------------------------------------------------------
 
-    def run(self) -> dict:
+    def run(self, take_over: Callable[[], None] | None = None) -> dict:
+        """take_over: called first inside the interrupt handling (the entry script's held signals)."""
         options = self.options
-        started = self.started = time.monotonic()
+        # The run's duration counts from the early device worker's start, so it holds every check's.
+        started = self.started = self.early.started if self.early is not None else time.monotonic()
         result = skeleton(options, self.device_to_resolve())
         result["platform"]["binaries"] = record_binaries(self.torch.site_dir)  # machine's 2nd view
         refused = conflicts(options.requirements, options.device)
-        workspace_name = f"{WORKSPACE_PREFIX}{secrets.token_hex(6)}"
+        workspace_name = self.early.workspace_name if self.early is not None else early_start.workspace_name()
         failures: list[str] = []
         exit_code = EXIT_OK
+        if refused and self.early is not None:  # nothing runs for conflicting requirements
+            children.kill_tree(self.early.process)
+            self.early.process.communicate()
+            self.running.remove(self.early.process)
         try:
+            if take_over is not None:
+                take_over()
             # The device worker is the critical path: it starts before the gate's own bookkeeping (the source
             # hashes, git, the isolation record), which then runs beside its torch import.
             early = None if refused else self._start_early(workspace_name)
@@ -210,11 +226,12 @@ class Gate:
         """The device worker first, then torch's RECORD check and the cleanup worker (which waits for its go,
         so that removing the workspace at the end does not wait for a fresh interpreter)."""
         workspace = self.options.work_dir / workspace_name
-        device_args = ["--hold", self.device_to_resolve(), str(workspace / "device")]
-        if self.torch.site_dir is not None:
-            device_args.append(str(self.torch.site_dir))
-        device = self._launch("device_compute", children.device_worker_command(*device_args),
-                              self.options.device_timeout_s, hold=True)
+        if self.early is None:
+            device = self._launch("device_compute", early_start.device_worker_command(
+                self.device_to_resolve(), workspace, self.torch), self.options.device_timeout_s, hold=True)
+        else:  # its duration and deadline count from its own start
+            capped, by_global = self.deadline.cap(self.options.device_timeout_s)
+            device = ("device_compute", self.early.process, self.early.started, capped, by_global)
         self.views.start_record_check()  # torch's files hashed while the worker imports torch
         if not self.options.keep_workspace:
             command = children.worker_command("fs_worker", "cleanup", str(workspace), "--wait-for-go")
@@ -416,8 +433,8 @@ class Gate:
         result["checks"]["workspace_cleanup"] = check
 
 
-def run(options: Options) -> dict:
-    return Gate(options).run()
+def run(options: Options, early: early_start.EarlyDevice | None = None) -> dict:
+    return Gate(options, early).run()
 
 
 def usage_result(message: str) -> dict:

@@ -7,8 +7,7 @@ import tempfile
 from pathlib import Path
 
 from core.files import atomic_write_json
-
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_TIMEOUT, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+from core.names import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE  # noqa: F401 - re-exported
 
 
 def redact_local_paths(text: str, private_paths: list[Path]) -> str:

@@ -1,0 +1,48 @@
+"""The device worker, started by the gate's entry script as soon as its arguments are parsed, before the gate's
+own modules are imported: its torch import (about 2 s here) is the gate's critical path, and the 40-70 ms the
+gate's imports take then run beside it instead of before it (docs/performance.md#gate). Only the standard
+library and the modules the start needs are imported here."""
+
+from __future__ import annotations
+
+import secrets
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from core.names import WORKSPACE_PREFIX
+
+from platform_runtime import children, isolation, startup
+from platform_runtime.request import Requirements, device_to_resolve
+
+
+@dataclass
+class EarlyDevice:
+    """A device worker already running for a workspace not yet made (the file-system probe makes it)."""
+
+    workspace_name: str
+    process: subprocess.Popen
+    started: float  # time.monotonic() at its start: its duration and deadline count from here
+    torch: isolation.TorchLocation
+
+
+def workspace_name() -> str:
+    return f"{WORKSPACE_PREFIX}{secrets.token_hex(6)}"
+
+
+def device_worker_command(device: str, workspace: Path, torch: isolation.TorchLocation) -> list[str]:
+    args = ["--hold", device, str(workspace / "device")]
+    if torch.site_dir is not None:
+        args.append(str(torch.site_dir))
+    return children.device_worker_command(*args)
+
+
+def start(device: str, requirements: Requirements, work_dir: Path) -> EarlyDevice:
+    """Start the device worker for a fresh workspace name in work_dir; the gate collects or kills it."""
+    torch = isolation.locate_torch()  # only the interpreter's own site-packages, never PYTHONPATH
+    name = workspace_name()
+    command = device_worker_command(device_to_resolve(device, requirements), work_dir / name, torch)
+    started = time.monotonic()
+    process = children.start(command, env=startup.worker_environment(), hold=True)
+    return EarlyDevice(name, process, started, torch)
