@@ -123,22 +123,33 @@ HARNESS_NAME = "nfs-harness.json"
 ACTION_SCENARIO = "action"
 
 
+# A live VM run's folder (tools/nfsvm) keeps each phase's harness record as <phase>/nfs-harness.json: the folder
+# names the scenario there (core.vm_run_judge.EVIDENCE_NAMES flattens them to <scenario>-nfs-harness.json).
+PHASE_FOLDERS = {"action": ACTION_SCENARIO, "server_restart": "server-restart", "server_gone": "server-gone"}
+
+
 def scenario_of_name(name: str) -> str | None:
     """The scenario a harness record's file name says: nfs-harness.json the action's, <scenario>-nfs-harness.json
-    a VM scenario's (tools/nfsvm/evidence.py names them so); None for a name of neither form."""
-    base = name.rsplit("/", 1)[-1]
+    a VM scenario's (tools/nfsvm/evidence.py names them so), <phase>/nfs-harness.json in a live VM run's folder
+    that phase's; None for a name of neither form."""
+    parts = name.rsplit("/", 2)
+    base = parts[-1]
     if base == HARNESS_NAME:
-        return ACTION_SCENARIO
+        return PHASE_FOLDERS.get(parts[-2], ACTION_SCENARIO) if len(parts) > 1 else ACTION_SCENARIO
     prefix = base[:-len(HARNESS_NAME)] if base.endswith("-" + HARNESS_NAME) else ""
     return prefix[:-1] or None
 
 
 def scenario_problems(name: str, harness: dict[str, Any]) -> list[str]:
-    """A record that names its scenario (`scenario`, written from the teardown's --scenario) lies under a file
-    name of that scenario: the server-restart scenario's record and its gate cannot stand as the action's run.
-    A record without one (made before it was written) is not compared."""
+    """A record names its scenario (`scenario`, written from the teardown's --scenario, which it requires) and lies
+    under a file name of that scenario: the server-restart scenario's record and its gate cannot stand as the
+    action's run. A record without one cannot be told from another scenario's, and is refused (every committed
+    record names it: evidence/nfs and evidence/nfs-systemd were recorded with it)."""
     recorded, named = harness.get("scenario"), scenario_of_name(name)
-    if recorded is None or named is None or recorded == named:
+    if not isinstance(recorded, str) or not recorded:
+        return [f"scenario is {recorded!r}: a harness record names the run its teardown ended (action, server-restart"
+                f", ...), so its file name {name.rsplit('/', 1)[-1]} can be held to it"]
+    if named is None or recorded == named:
         return []
     return [f"scenario is {recorded!r}, but its file name {name.rsplit('/', 1)[-1]} is the {named!r} run's "
             f"(nfs-harness.json is the action's, <scenario>-nfs-harness.json a scenario's)"]

@@ -3,7 +3,7 @@
 
     python scripts/steps/nfs_harness.py setup --export DIR --mount DIR [--grace-seconds 10]
     python scripts/steps/nfs_harness.py teardown --export DIR --mount DIR --gate-result FILE --record FILE
-        [--umount-timeout 30] [--scenario action|server-restart|...]
+        --scenario action|server-restart|... [--umount-timeout 30]
 
 Runs as an unprivileged user with `sudo -n` for the privileged commands (a GitHub ubuntu runner; the
 VM of `dev.py nfs` runs the same steps). setup: installs nfs-kernel-server unless it is installed
@@ -192,7 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     down.add_argument("--record", type=Path, required=True)
     down.add_argument("--umount-timeout", type=float, default=UMOUNT_TIMEOUT_S,
                       help="seconds one umount may take before the mount counts as hung (default %(default)s)")
-    down.add_argument("--scenario", help="which run this teardown ends, recorded as `scenario`: `action` for the nfs "
+    down.add_argument("--scenario", required=True,
+                      help="which run this teardown ends, recorded as `scenario`: `action` for the nfs "
                       "action's, a VM scenario's name (server-restart) for its; the evidence index holds it to the "
                       "record's file name (nfs-harness.json is the action's, <scenario>-nfs-harness.json the "
                       "scenario's)")
@@ -212,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         return fail(f"{args.record} already exists")
     if not 1 <= args.umount_timeout <= 600:
         return fail("--umount-timeout must be between 1 and 600")
-    if args.scenario is not None and not SCENARIO.fullmatch(args.scenario):
+    if not SCENARIO.fullmatch(args.scenario):
         return fail(f"--scenario {args.scenario!r} is not a lower-case name (a-z, 0-9 and -, at most 40)")
     # Never resolve() the mount point itself: that stats it, and on a hard mount whose server is gone the
     # stat blocks for ever (seen in the VM's server_gone phase). Its parent is a local folder.

@@ -1,9 +1,9 @@
 """The NFS VM's server-restart scenario cannot stand as the nfs action's run (the outside review's F3): its gate
 result and harness record are a consistent pair of the same VM, so only the scenario the teardown records
 (`scenario`, from --scenario) tells them apart, and the index holds it to the record's file name
-(core.harness_judge.scenario_problems). The committed pair predates the field: each test adds it as a run at
-these sources writes it (the action's `action`, the VM's `server-restart`), then indexes the nfs folder the way
-evidence/README.md does and verifies it against the checkout that ran the VM."""
+(core.harness_judge.scenario_problems). The committed records name theirs (evidence/nfs was recorded with the field,
+the action's `action`, the VM's `server-restart`); a record without one is refused. Each test indexes the nfs
+folder the way evidence/README.md does and verifies it against the checkout that ran the VM."""
 
 from __future__ import annotations
 
@@ -46,9 +46,39 @@ def index_and_verify(folder: Path, names: tuple[str, str]) -> tuple[int, dict]:
     return verified.returncode, json.loads(report.read_text())
 
 
-def test_the_committed_action_pair_without_a_scenario_stays_authentic(tmp_path):
+def test_the_committed_records_name_their_scenario():
+    assert json.loads((NFS / "nfs-harness.json").read_text())["scenario"] == "action"
+    assert json.loads((NFS / "server-restart-nfs-harness.json").read_text())["scenario"] == "server-restart"
+
+
+def test_the_committed_action_pair_stays_authentic(tmp_path):
     code, report = index_and_verify(nfs_folder(tmp_path, {n: n for n in ACTION}, {}), ACTION)
     assert (code, report["outcome"]) == (0, "pass"), (report["problems"], report["verdict"])
+
+
+def test_the_committed_server_restart_pair_swapped_in_as_the_actions_run_is_not_authentic(tmp_path):
+    """The outside review's swap-server-restart-gate-into-nfs: the committed bytes, only renamed."""
+    folder = nfs_folder(tmp_path, dict(zip(ACTION, SCENARIO)), {})
+    assert_refused(*index_and_verify(folder, ACTION),
+                   "nfs-harness.json: scenario is 'server-restart', but its file name nfs-harness.json is the "
+                   "'action' run's")
+
+
+def test_the_server_restart_pair_swapped_into_the_whole_folder_is_not_authentic(tmp_path):
+    folder = tmp_path / "nfs"
+    shutil.copytree(NFS, folder)
+    (folder / "evidence-index.json").unlink()
+    for name, source in zip(ACTION, SCENARIO):
+        shutil.copy2(NFS / source, folder / name)
+    assert_refused(*index_and_verify(folder, ()), "nfs-harness.json: scenario is 'server-restart', but its file name")
+
+
+def test_a_record_with_its_scenario_removed_is_refused(tmp_path):
+    folder = nfs_folder(tmp_path, {n: n for n in ACTION}, {})
+    edit_json(folder / "nfs-harness.json", lambda d: d.pop("scenario"))
+    code, report = index_and_verify(folder, ACTION)
+    assert code != 0 and report["outcome"] != "pass", report
+    assert any("scenario" in why for why in report["problems"] + report["verdict"]["reasons"]), report
 
 
 def test_the_action_pair_naming_the_action_passes(tmp_path):
@@ -81,4 +111,10 @@ def test_the_names_say_their_scenario():
     assert scenario_of_name("artifacts/x/nfs-harness.json") == "action"
     assert scenario_of_name("server-restart-nfs-harness.json") == "server-restart"
     assert scenario_of_name("other.json") is None and scenario_of_name("xnfs-harness.json") is None
-    assert scenario_problems("nfs-harness.json", {}) == []  # a record made before the field: not compared
+    # a live VM run's folder keeps each phase's record as <phase>/nfs-harness.json
+    assert scenario_of_name("run/server_restart/nfs-harness.json") == "server-restart"
+    assert scenario_of_name("run/action/nfs-harness.json") == "action"
+    assert scenario_problems("run/server_restart/nfs-harness.json", {"scenario": "server-restart"}) == []
+    assert scenario_problems("nfs-harness.json", {}) == [
+        "scenario is None: a harness record names the run its teardown ended (action, server-restart, ...), so its "
+        "file name nfs-harness.json can be held to it"]

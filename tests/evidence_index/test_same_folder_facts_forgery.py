@@ -149,3 +149,31 @@ def test_a_gate_from_another_kernel_beside_the_vm_records_is_not_authentic(tmp_p
                  folder / "server-restart-gate.json")
     code, report = rebuild_nfs(folder)
     assert_refused(code, report, "server-restart-gate.json: platform.release is '6.18.44-fc-v1045', but")
+
+
+# --- a training run's environment, where a gate of the same machine sits beside it ------------------------
+
+def training_run_beside_its_machines_gate(tmp_path: Path) -> Path:
+    """The committed training run with the run-local gate copied beside it: the same machine and interpreter
+    (python 3.11.7, torch 2.13.0+cpu) made both. A lone training run has no second view of its environment
+    (docs/verdicts.md#without-torch): the gate is one."""
+    folder = copy(tmp_path, "local/training-run")
+    shutil.copy2(EVIDENCE / "local" / "run-local" / GATE, folder / GATE)
+    return folder
+
+
+def test_a_training_run_beside_its_machines_gate_stays_authentic(tmp_path):
+    assert_authentic(*rebuild_and_verify(training_run_beside_its_machines_gate(tmp_path)))
+
+
+@pytest.mark.parametrize("field, value, words", [
+    ("python", "3.12.3", "training-run/summary.json: environment.python is '3.12.3', but platform-runtime-cpu.json "
+                         "records platform.python '3.11.7'"),
+    ("torch", "2.13.0+cu130", "training-run/summary.json: environment.torch is '2.13.0+cu130', but "
+                              "platform-runtime-cpu.json records device.torch.version '2.13.0+cpu'"),
+], ids=["python", "torch"])
+def test_a_training_run_summary_naming_another_environment_than_its_gate_is_not_authentic(tmp_path, field, value,
+                                                                                         words):
+    folder = training_run_beside_its_machines_gate(tmp_path)
+    edit_json(folder / "training-run" / "summary.json", lambda d: d["environment"].update({field: value}))
+    assert_refused(*rebuild_and_verify(folder), words)

@@ -77,7 +77,8 @@ def busy_rename_phase(job: dict, out: Path, _boot: float) -> dict:
         report["stress_killed_writer"] = stress_on_nfs(job, mount, base)
     gate_like = phases.fake_gate_result(base, "platform-runtime-busyrename0000")
     report["teardown"] = phases.harness(job, "teardown", "--export", str(export), "--mount", str(mount),
-                                        "--gate-result", str(gate_like), "--record", str(base / "nfs-harness.json"))
+                                        "--gate-result", str(gate_like), "--record", str(base / "nfs-harness.json"),
+                                        "--scenario", "busy-rename")
     report["rounds"] = rounds
     report["verdict"] = judge(rounds)
     report["ok"] = report["verdict"]["pass"]

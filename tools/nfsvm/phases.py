@@ -287,13 +287,15 @@ def busy_unmount_phase(job: dict, out: Path, _boot: float) -> dict:
         holder = spawn_runner(["sleep", "600"], cwd=f"{mount}/{name}")
         gate_like = fake_gate_result(base, name)
         first = harness(job, "teardown", "--export", str(export), "--mount", str(mount), "--gate-result",
-                        str(gate_like), "--record", str(base / "teardown-busy.json"))
+                        str(gate_like), "--record", str(base / "teardown-busy.json"),
+                        "--scenario", "busy-unmount")
         busy_record = json.loads((base / "teardown-busy.json").read_text())
         kept = (export / name / "sub" / "kept").exists()
         os.killpg(holder.pid, 9)
         holder.communicate()
         second = harness(job, "teardown", "--export", str(export), "--mount", str(mount), "--gate-result",
-                         str(gate_like), "--record", str(base / "teardown-free.json"))
+                         str(gate_like), "--record", str(base / "teardown-free.json"),
+                         "--scenario", "busy-unmount")
         free_record = json.loads((base / "teardown-free.json").read_text())
         report.update({"busy": {"exit_code": first["exit_code"], "unmounted": busy_record["unmounted"],
                                 "export_side_delete": busy_record["export_side_delete"], "export_kept": kept,

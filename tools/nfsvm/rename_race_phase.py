@@ -215,7 +215,7 @@ def rename_race_phase(job: dict, out: Path, _boot: float) -> dict:
     gate_like = phases.fake_gate_result(base, WORKSPACE)
     report["teardown"] = phases.harness(job, "teardown", "--export", str(export), "--mount", str(base / "mount1"),
                                         "--gate-result", str(gate_like), "--record", str(base / "nfs-harness.json"),
-                                        timeout=HARNESS_LIMIT_S)
+                                        "--scenario", "rename-race", timeout=HARNESS_LIMIT_S)
     report["conditions"] = conditions
     phases.core_on_path()
     from core.rename_race import rename_race_verdict

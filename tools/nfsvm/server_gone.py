@@ -106,7 +106,8 @@ def server_gone_phase(job: dict, out: Path, _boot: float) -> dict:
     teardown_process = phases.spawn_runner([job["python"], "-B", f"{job['repo']}/scripts/steps/nfs_harness.py",
                                             "teardown", "--export", str(export), "--mount", str(mount),
                                             "--gate-result", str(gate_result), "--record", str(record_path),
-                                            "--umount-timeout", str(UMOUNT_TIMEOUT_S)], output=subprocess.DEVNULL)
+                                            "--umount-timeout", str(UMOUNT_TIMEOUT_S), "--scenario", "server-gone"],
+                                           output=subprocess.DEVNULL)
     teardown = {"exit_code": wait_bounded(teardown_process, TEARDOWN_LIMIT_S),
                 "seconds": round(time.monotonic() - teardown_started, 1), "limit_s": TEARDOWN_LIMIT_S}
     record = load(record_path)

@@ -221,7 +221,8 @@ def two_clients_phase(job: dict, out: Path, _boot: float) -> dict:
             result.setdefault("reason", reason)
     gate_like = phases.fake_gate_result(base, workspace)
     result["teardown"] = phases.harness(job, "teardown", "--export", str(export), "--mount", str(base / "mount1"),
-                                 "--gate-result", str(gate_like), "--record", str(base / "nfs-harness.json"))
+                                 "--gate-result", str(gate_like), "--record", str(base / "nfs-harness.json"),
+                                 "--scenario", "two-clients")
     if result["teardown"]["exit_code"] != 0:
         result.setdefault("reason", f"teardown exited {result['teardown']['exit_code']}")
     result["ok"] = "reason" not in result
