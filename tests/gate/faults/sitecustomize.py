@@ -327,17 +327,10 @@ def _forked():
     if (role, role_args) != (ROLE, ROLE_ARGS):
         SCRIPT, ROLE, ROLE_ARGS = script, role, role_args
         _inject()
-        if AUDIT_DIR:  # it ends with os._exit, which runs no exit handler: its record is written first
+        if AUDIT_DIR:  # it ends with os._exit, whose wrapper (below) writes its record
             import time
 
             STARTED[:] = ["fork", time.monotonic()]
-            real_exit = os._exit
-
-            def _exit(code):
-                _record()
-                real_exit(code)
-
-            os._exit = _exit
 
 
 if hasattr(os, "register_at_fork"):
@@ -359,3 +352,12 @@ if AUDIT_DIR:
                        "ran": [STARTED[1], time.monotonic()]}, handle)
 
     atexit.register(_record)
+    # A process that ends with os._exit (a forked role, the device worker) runs no exit handler: its record is
+    # written first, as the real os._exit would skip it otherwise.
+    _real_exit = os._exit
+
+    def _exit_recorded(code):
+        _record()
+        _real_exit(code)
+
+    os._exit = _exit_recorded
