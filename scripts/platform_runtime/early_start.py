@@ -5,6 +5,7 @@ library and the modules the start needs are imported here."""
 
 from __future__ import annotations
 
+import datetime as dt
 import secrets
 import subprocess
 import time
@@ -25,6 +26,15 @@ class EarlyDevice:
     process: subprocess.Popen
     started: float  # time.monotonic() at its start: its duration and deadline count from here
     torch: isolation.TorchLocation
+    # The wall clock read beside `started`: the result's started_at. The result's duration_s counts from
+    # `started`, and core.time_views holds the two clocks to 2 s; the gate's imports between this start and
+    # the result's skeleton took more than that in the VM under load, which then failed the run.
+    started_at: str = ""
+
+
+def wall_now() -> str:
+    """The wall clock as the result records it: UTC, to the whole second."""
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
 def workspace_name() -> str:
@@ -43,6 +53,6 @@ def start(device: str, requirements: Requirements, work_dir: Path) -> EarlyDevic
     torch = isolation.locate_torch()  # only the interpreter's own site-packages, never PYTHONPATH
     name = workspace_name()
     command = device_worker_command(device_to_resolve(device, requirements), work_dir / name, torch)
-    started = time.monotonic()
+    started, started_at = time.monotonic(), wall_now()
     process = children.start(command, env=startup.worker_environment(), hold=True)
-    return EarlyDevice(name, process, started, torch)
+    return EarlyDevice(name, process, started, torch, started_at)

@@ -5,7 +5,6 @@ gate's interpreter finds."""
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import time
 from collections.abc import Callable
@@ -90,16 +89,16 @@ def arguments_of(options: Options) -> dict:
     }
 
 
-def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+_now = early_start.wall_now
 
 
-def skeleton(options: Options, requested_device: str) -> dict:
-    """The result before anything ran: every required field, ok false."""
+def skeleton(options: Options, requested_device: str, started_at: str | None = None) -> dict:
+    """The result before anything ran: every required field, ok false. started_at: the wall clock read with the
+    monotonic start duration_s counts from (now, when not given)."""
     return {
         "schema": GATE_SCHEMA_ID, "schema_version": SCHEMA_VERSION, "ok": False, "exit_code": EXIT_FAILED,
         "failures": [],
-        "started_at": _now(), "duration_s": 0.0,
+        "started_at": started_at or _now(), "duration_s": 0.0,
         "arguments": arguments_of(options), "requirements": [], "platform": platform_facts(),
         "device": {"requested": requested_device, "resolved": None, "type": None},
         "filesystem": {"type": None, "method": "not-probed"},
@@ -179,7 +178,7 @@ class Gate:
         options = self.options
         # The run's duration counts from the early device worker's start, so it holds every check's.
         started = self.started = self.early.started if self.early is not None else time.monotonic()
-        result = skeleton(options, self.device_to_resolve())
+        result = skeleton(options, self.device_to_resolve(), self.early.started_at if self.early is not None else None)
         result["platform"]["binaries"] = record_binaries(self.torch.site_dir)  # machine's 2nd view
         refused = conflicts(options.requirements, options.device)
         workspace_name = self.early.workspace_name if self.early is not None else early_start.workspace_name()

@@ -74,3 +74,33 @@ def test_the_device_checks_duration_counts_from_the_early_start_and_fits_in_the_
     # The run's clock starts with the early worker, so the run holds the check.
     assert 0 < device["duration_s"] <= run.result["duration_s"]
     assert os.path.basename(run.result["workspace_cleanup"]["workspace"]).startswith("platform-runtime-")
+
+
+def test_started_at_is_read_with_the_early_start_so_slow_imports_after_it_do_not_split_the_results_clocks(tmp_path):
+    # In the NFS VM under load the gate's imports, between the early worker's start (where duration_s counts
+    # from) and the result's skeleton, took over 2 s: started_at read there made the result's own clocks
+    # disagree (core.time_views) and failed a sound run. 3 s of sleep stands for those imports here.
+    out = tmp_path / "result.json"
+    probe = f"""
+import sys, time
+sys.argv = ["platform_runtime_check.py", "--device", "cpu", "--work-dir", {str(tmp_path)!r}, "--output", {str(out)!r}]
+sys.path.insert(0, {str(SCRIPTS)!r})
+import platform_runtime_check as cli
+from platform_runtime import early_start
+start = early_start.start
+def slow_start(*args):
+    early = start(*args)
+    time.sleep(3)
+    return early
+early_start.start = slow_start
+sys.exit(cli.main())
+"""
+    done = subprocess.run([sys.executable, "-I", "-B", "-c", probe], capture_output=True, text=True, timeout=240)
+    import json
+
+    from core import time_views
+
+    result = json.loads(out.read_text())
+    assert result["duration_s"] >= 3
+    assert time_views.problems(result) == [], result["failures"]
+    assert done.returncode == 0 and result["ok"] is True, result["failures"]
