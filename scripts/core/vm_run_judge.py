@@ -319,14 +319,38 @@ def judge_vm_run(run: dict[str, Any], load: Load | None = None) -> tuple[list[st
         wanted = [*made, INDEX_CHECK]  # tools/nfsvm/cli.judge_run appends it to every run (failing without action)
         if sorted(recorded) != sorted(wanted):
             forged.append(f"checks are {sorted(recorded)}, a run of phases {phases} makes {sorted(wanted)}")
+        details = {c["name"]: c.get("detail") for c in checks}
         for name, check in made.items():
             if name in recorded and recorded[name] != check["ok"]:
                 forged.append(f"checks.{name}.ok is recorded {recorded[name]!r}, its records say {check['ok']!r} "
                               f"({check['detail'][:200]})")
+            elif recorded.get(name) is True and details[name] != check["detail"]:
+                # A passing check's detail is its records described (describe_*, no judge's reasons, which
+                # change as the judge does): text its records do not say is not the run's.
+                forged.append(f"checks.{name}.detail is recorded {str(details[name])[:200]!r}, its records say "
+                              f"{check['detail'][:200]!r}")
             if not check["ok"]:
                 reasons.append(f"{name}: {check['detail'][:300]}")
     reasons += [f"{name} did not pass" for name, ok in recorded.items() if not ok and name not in
                 {r.split(":", 1)[0] for r in reasons}]
+    forged += index_check_problems(run, checks)
     if run.get("ok") is not all(recorded.values()):
         forged.append(f"ok is recorded {run.get('ok')!r}, its checks say {all(recorded.values())!r}")
     return reasons, forged
+
+
+def index_check_problems(run: dict[str, Any], checks: list[dict[str, Any]]) -> list[str]:
+    """The evidence_index check is the run's own `evidence_index` (tools/nfsvm/cli.judge_run): ok where its
+    exit_code is 0, its detail the message."""
+    index = run.get("evidence_index") if isinstance(run.get("evidence_index"), dict) else None
+    check = next((c for c in checks if c.get("name") == INDEX_CHECK), None)
+    if index is None or check is None:
+        return []
+    problems = []
+    if check["ok"] is not (index.get("exit_code") == 0):
+        problems.append(f"checks.{INDEX_CHECK}.ok is recorded {check['ok']!r}, evidence_index.exit_code is "
+                        f"{index.get('exit_code')!r}")
+    if check.get("detail") != index.get("message"):
+        problems.append(f"checks.{INDEX_CHECK}.detail is recorded {str(check.get('detail'))[:200]!r}, "
+                        f"evidence_index.message is {str(index.get('message'))[:200]!r}")
+    return problems
