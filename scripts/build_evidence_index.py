@@ -282,7 +282,7 @@ def run_verify(args: argparse.Namespace) -> int:
     if args.source_root is not None and not args.source_root.is_dir():
         raise InputError(f"--source-root {args.source_root} is not a folder")
     report = verify(statement, {"artifacts": args.artifacts, "logs": args.logs}, allow_offline=args.allow_offline,
-                    source_root=args.source_root, allow_without_torch=args.allow_without_torch)
+                    source_root=args.source_root, allow_without_torch=args.allow_without_torch, index_path=args.index)
     if args.json is not None and str(args.json) == "-":
         sys.stdout.write(encode_json(report.as_dict()).decode("utf-8"))
     else:

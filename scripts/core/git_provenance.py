@@ -3,14 +3,16 @@
 
 - `git_state_problems`, on the result alone: what core.provenance.git_state writes. A head is 40 lowercase hex
   digits, with dirty a bool and the diff's SHA-256 beside it; a clean tree's `git diff HEAD` is empty, so
-  dirty false goes with the SHA-256 of no bytes. No head goes with the error that says why (no git, not a
-  checkout) and nothing else.
+  dirty false goes with the SHA-256 of no bytes, and dirty true with the SHA-256 of some bytes. No head goes
+  with the error that says why (no git, not a checkout) and nothing else.
 - `commit_problems`, given what the source root's history holds for that head (the evidence index reads it:
   `git show <head>:<path>` hashed, for every path the result names). A head that is not a commit of the
   source root is unconfirmed and refused; for a clean run (dirty false) the commit's bytes of every source
   the result names are the bytes it hashed (`source.files`). A dirty run's bytes differ from its commit by
   a diff only its SHA-256 names: only that its commit exists is confirmed. Either way the commit was made
   before the run started (its committer date at most CLOCK_SKEW_S after the result's `started_at`).
+- `history_problems`, for a result naming no commit: its source hashes are its provenance, and the bytes they
+  name existed when it started, in some state of the source root's history made before the run (r2, G3).
 
 Stdlib only."""
 
@@ -57,10 +59,13 @@ def git_state_problems(result: dict[str, Any]) -> list[str]:
     elif dirty is False and diff != EMPTY_DIFF_SHA256:
         problems.append(f"{p}.dirty is False, but diff_sha256 is {diff[:12]}..., not the SHA-256 of an empty diff: "
                         "a clean tree has no diff")
+    elif dirty is True and diff == EMPTY_DIFF_SHA256:  # r2, G2: "dirty" beside a diff of no bytes
+        problems.append(f"{p}.dirty is True, but diff_sha256 is {diff[:12]}..., the SHA-256 of an empty diff: "
+                        "a dirty tree's diff holds its changes")
     return problems
 
 
-def _instant(text: Any) -> datetime | None:
+def instant(text: Any) -> datetime | None:
     try:
         moment = datetime.fromisoformat(text) if isinstance(text, str) else None
     except ValueError:
@@ -81,7 +86,7 @@ def commit_problems(git: Any, files: Any, commit: dict[str, Any] | None, started
         return [f"source.git.head {str(head)[:80]!r} is not a commit of the source root: the commit the result "
                 "names is unconfirmed"]
     problems = []
-    committed, started = _instant(commit.get("committed_at")), _instant(started_at)
+    committed, started = instant(commit.get("committed_at")), instant(started_at)
     if committed is not None and started is not None and (committed - started).total_seconds() > CLOCK_SKEW_S:
         problems.append(f"source.git.head {head[:12]} was committed at {commit.get('committed_at')}, after the run "
                         f"started ({started_at}): the run cannot have been at that commit")
@@ -94,3 +99,33 @@ def commit_problems(git: Any, files: Any, commit: dict[str, Any] | None, started
     listed = ", ".join(differing[:MAX_LISTED]) + (" ..." if len(differing) > MAX_LISTED else "")
     return problems + [f"source.git says a clean tree at {head[:12]}, but {len(differing)} of source.files differ "
                        f"from that commit's bytes: {listed}"]
+
+
+def history_problems(files: dict[str, Any], fact: dict[str, Any] | None, started_at: Any = None) -> list[str]:
+    """A result naming no commit against when its bytes existed in the source root's history (the index reads
+    it: evidence_index.root_history). `fact` is {"first": the earliest state equal to `files` ({commit,
+    committed_at}) or None, "before": the last state made before the run ({commit, committed_at, differing})
+    or None}; None when the history was not read (nothing is compared). The bytes a run hashed existed when it
+    started: a first state dated more than CLOCK_SKEW_S after `started_at`, or none, is refused, naming the
+    files that differ from the last state before the run."""
+    if fact is None:
+        return []
+    first, before = fact.get("first"), fact.get("before")
+    if isinstance(first, dict):
+        made, started = instant(first.get("committed_at")), instant(started_at)
+        if made is None or started is None or (made - started).total_seconds() <= CLOCK_SKEW_S:
+            return []
+        at = f"are the bytes of {str(first.get('commit'))[:12]} ({first.get('committed_at')}), made after the run " \
+             f"started ({started_at})"
+    else:
+        at = "are the bytes of no state of the source root's history"
+    if isinstance(before, dict) and before.get("differing"):
+        differing = [str(p) for p in before["differing"]]
+        listed = ", ".join(f"source.files.{p}" for p in differing[:MAX_LISTED]) + (
+            " ..." if len(differing) > MAX_LISTED else "")
+        why = f"{len(differing)} differ from {str(before.get('commit'))[:12]} ({before.get('committed_at')}), the " \
+              f"last state before it: {listed}"
+    else:
+        why = "no state of the source root's history was made before it"
+    return [f"source.git names no commit and source.files {at}; {why}: a run hashes bytes that existed when it "
+            "started"]

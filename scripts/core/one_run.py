@@ -123,6 +123,23 @@ START_UP_FIELDS: dict[str, dict[str, Any]] = {
            for name in ("sitecustomize", "usercustomize")},
     },
 }
+
+
+def _checkout(document: Any) -> str | None:
+    """The commit the gate ran at, or "none (why)" where git named none (not recorded without source.git)."""
+    git = get(get(document, "source"), "git")
+    if not isinstance(git, dict):
+        return None
+    head = git.get("head")
+    return head if isinstance(head, str) else f"{NO_COMMIT} ({git.get('error')})"
+
+
+# One folder is one checkout: every gate of it ran git in the same tree, so each names the same commit, or none
+# names one (adversarial review r2, G1: one result's `source.git` replaced by "git is not installed" beside results
+# naming a head drops the commit binding of that one result). Compared by the commit alone: a tree that became
+# dirty between two runs of one checkout is still that checkout; why git named none is not compared.
+NO_COMMIT = "none"
+CHECKOUT_FIELDS: dict[str, dict[str, Any]] = {"gate": {"checkout": ("source.git.head", _checkout, 0)}}
 # The gate records platform.system() ("Linux", "Windows", "Darwin"); the diagnostic the family of sys.platform
 # (scripts/kernodeck_diagnostic.runtime_facts: linux, windows for win32 and cygwin, macos, other): compared as families.
 FAMILIES = {"linux": "linux", "windows": "windows", "cygwin": "windows", "darwin": "macos", "macos": "macos"}
@@ -137,6 +154,7 @@ def facts_of(kind: str, document: Any) -> list[tuple[str, str, Any]]:
     if kind in ("nfsvm-record", "nfsvm-run", "nfs-harness") and isinstance(document, dict):
         table.update(VM_FIELDS.get(str(document.get("schema")), {}))
     table.update(START_UP_FIELDS.get(kind, {}))
+    table.update(CHECKOUT_FIELDS.get(kind, {}))
     found = []
     for fact, where in table.items():
         if isinstance(where, tuple) and len(where) == 3:  # (what it names, how it is read from the document)
@@ -163,6 +181,8 @@ def _at(document: Any, path: str) -> Any:
 
 
 def _key(fact: str, value: Any) -> Any:
+    if fact == "checkout" and isinstance(value, str) and value.startswith(NO_COMMIT + " "):
+        return NO_COMMIT
     if fact == "python" and isinstance(value, str):  # the diagnostic writes X.Y.Z of sys.version_info, the gate
         release = re.match(r"\d+\.\d+\.\d+", value)  # platform.python_version() ("3.14.0rc1" for a candidate)
         return release.group(0) if release else value

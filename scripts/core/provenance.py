@@ -72,7 +72,6 @@ def git_state(root: Path) -> dict:
     """HEAD, whether the tree is dirty and the SHA-256 of the diff, so a dirty run still names its bytes."""
     try:
         head = _git(root, "rev-parse", "--verify", "HEAD").decode().strip()
-        status = _git(root, "status", "--porcelain")
         diff = _git(root, "diff", "--no-ext-diff", "--no-textconv", "HEAD", "--binary")
     except FileNotFoundError:
         return {"head": None, "dirty": None, "diff_sha256": None, "error": "git is not installed"}
@@ -81,7 +80,10 @@ def git_state(root: Path) -> dict:
     except subprocess.CalledProcessError:
         return {"head": None, "dirty": None, "diff_sha256": None,
                 "error": "not a git checkout (the source hashes identify the bytes)"}
-    return {"head": head, "dirty": bool(status.strip()), "diff_sha256": hashlib.sha256(diff).hexdigest(),
+    # Dirty means the tracked bytes differ from HEAD, which is what the diff holds: untracked files (a venv, the
+    # outputs) are not sources, and a source that is untracked is absent from HEAD, which the judge compares
+    # with a clean run's hashes. So a dirty result's diff is never the empty one (core.git_provenance).
+    return {"head": head, "dirty": bool(diff), "diff_sha256": hashlib.sha256(diff).hexdigest(),
             "error": None}
 
 

@@ -25,6 +25,7 @@ from .crossfile import check as cross_check
 from .index_verdict import decide_local, decide_run
 from .results import is_result, parse_json, read_result_bytes, too_large
 from .root_commits import bind_to_commits
+from .root_history import bind_to_history
 from .root_sets import bind_to_root
 from .runfacts import facts_from_api
 
@@ -74,6 +75,7 @@ def _results_under(prefix: str, observed: Observed, root: Any = None) -> list[di
     root = root if isinstance(root, dict) else {}
     bind_to_root(records, observed.json, root.get("sets"))
     bind_to_commits(records, observed.json, root.get("commits"))
+    bind_to_history(records, observed.json, root.get("history"))
     _one_run(records, documents)
     _distinct_runs(records, documents)
     return records

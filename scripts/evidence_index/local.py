@@ -22,6 +22,7 @@ from .common import InputError, hash_stream, is_safe_relative
 from .index_judge import Observed, judge_local
 from .results import MAX_RESULT_BYTES, REPO_ROOT, SIDECAR_SUFFIX, keep_max, parse_json, unreadable
 from .root_commits import claims_in, commit_facts
+from .root_history import headless_in, history_facts
 from .root_sets import root_facts
 from .statement import make_statement, now_utc
 
@@ -113,7 +114,9 @@ def build_local_index(results_dir: Path, output: Path | None = None, source_root
         "source_root": {"given": True, "git": git_state(root), "files": files,
                         "files_sha256": digest_of_files(files), "resolved": resolved, "sets": sets,
                         # What the root's history holds for each commit a gate result names (root_commits).
-                        "commits": commit_facts(root, claims_in(data for data, _, _ in observed.json.values()))},
+                        "commits": commit_facts(root, claims_in(data for data, _, _ in observed.json.values())),
+                        # When the bytes of each result naming no commit existed there (root_history).
+                        "history": history_facts(root, headless_in(data for data, _, _ in observed.json.values()))},
         "results": unbound,
         "skipped": skipped,
     }

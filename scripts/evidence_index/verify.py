@@ -28,12 +28,15 @@ from core.contract import parse_strict
 from . import PREDICATE_TYPE, PREDICATE_VERSION, STATEMENT_TYPE
 from .checkout_hashes import files_digest_problems, hash_sources
 from .common import InputError, hash_stream, is_safe_relative
+from .index_facts import index_fact_problems
 from .index_judge import Observed, differences, judge_index
 from .logparse import LogScanner
 from .results import MAX_RESULT_BYTES, SIDECAR_SUFFIX, keep_max, parse_json
 from .root_commits import claims_in, commit_facts
+from .root_history import headless_in, history_facts
 from .root_sets import root_facts
 from .runfacts import API_DOCUMENTS, api_subject
+from .verdict_file import verdict_file_problems
 from .zipsafe import UnsafeArchive, safe_extract
 
 KINDS = ("github-run", "local")
@@ -235,22 +238,30 @@ def _with_commits(predicate: dict[str, Any], observed: Observed, source_root: Pa
     root = judged.get("source_root") if isinstance(judged.get("source_root"), dict) else {"given": True}
     facts = commit_facts(source_root, claims_in(data for data, _, _ in observed.json.values()))
     judged["source_root"] = dict(root, commits=facts)
+    if predicate.get("kind") == "local":  # when the bytes of each result naming no commit existed (root_history)
+        judged["source_root"]["history"] = history_facts(
+            source_root, headless_in(data for data, _, _ in observed.json.values()))
     return judged
 
 
 def commit_differences(predicate: dict[str, Any], judged: dict[str, Any]) -> list[str]:
     """Recorded commit facts that --source-root's history contradicts."""
-    recorded = (predicate.get("source_root") or {}).get("commits")
-    if recorded is None or recorded == (judged.get("source_root") or {}).get("commits"):
-        return []
-    return ["predicate.source_root.commits differ from what --source-root's history holds for the results' commits"]
+    found = []
+    for key in ("commits", "history"):
+        recorded = (predicate.get("source_root") or {}).get(key)
+        if recorded is not None and recorded != (judged.get("source_root") or {}).get(key):
+            found.append(f"predicate.source_root.{key} differ from what --source-root's history holds for the "
+                         "results' " + ("commits" if key == "commits" else "sources naming no commit"))
+    return found
 
 
 def verify(statement: dict[str, Any], roots: dict[str, Path | None], allow_offline: bool = False,
-           source_root: Path | None = None, allow_without_torch: bool = False) -> Report:
+           source_root: Path | None = None, allow_without_torch: bool = False,
+           index_path: Path | None = None) -> Report:
     """Hash every subject, run the index's judge on those bytes, and compare what the index records with it.
     An index built --offline (act: no job log was read) passes only with allow_offline: otherwise editing a
-    real run's index into an "offline" one would be a way to drop its logs from the judgement."""
+    real run's index into an "offline" one would be a way to drop its logs from the judgement. `index_path`, the
+    index's file: a verdict file beside it must restate it (verdict_file)."""
     sets = root_facts(source_root) if source_root is not None else None  # unreadable lists: exit 2, first
     report = Report(problems=check_envelope(statement))
     if report.problems:
@@ -295,6 +306,10 @@ def verify(statement: dict[str, Any], roots: dict[str, Path | None], allow_offli
         report.problems += zip_disagreements(statement["subject"], [r for r in report.rows if r["name"] in unpacked],
                                              roots.get("artifacts"))
     report.problems += shape_problems(statement)  # after the judge's, whose differences name the field first
+    # What the judge does not derive, held to the folder, the root and the index's other facts (index_facts), and
+    # the verdict file beside the index to the index (verdict_file).
+    report.problems += index_fact_problems(predicate, names, roots.get("artifacts"), source_root)
+    report.problems += verdict_file_problems(index_path, statement) if index_path is not None else []
     report.verdict = copy.deepcopy(recomputed["verdict"])
     if source_root is None and not (predicate.get("source_root") or {}).get("sets"):
         report.sources += " (the index records no source lists: the results' lists and versions were not compared)"

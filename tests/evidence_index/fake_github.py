@@ -625,7 +625,12 @@ def gate_result(platform: str, *, ok: bool = True, sources: dict[str, str] | Non
     return {
         "schema": "kernodeck.platform-runtime.result/v1", "ok": ok, "exit_code": 0 if ok else 1,
         "failures": [] if ok else ["device_compute: loss did not decrease"],
-        "started_at": "2026-08-24T10:01:00Z", "duration_s": 5.459,
+        # A runner's run is dated inside its fake job; a local one (in_actions False) ran a minute ago, after the
+        # bytes it hashes were written: a result naming no commit ran bytes that existed when it started
+        # (evidence_index.root_history judges that from the source root's history).
+        "started_at": "2026-08-24T10:01:00Z" if in_actions else (
+            dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=60)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "duration_s": 5.459,
         "arguments": {"device": device, "require": [platform] if platform in ("windows", "mps", "cuda", "nfs") else [],
                       "require_device": None, "require_filesystem": None,
                       "work_dir": "current-directory", "keep_workspace": False, "timeout_s": 600,
