@@ -53,7 +53,7 @@ def test_one_result_saying_git_is_not_installed_beside_results_naming_a_head_is_
     edit_json(folder / EXT4, lambda d: d["source"].update(git=NO_GIT))
     code, report = index_and_verify(folder, root)
     assert (code, report["outcome"]) == (3, "not-authentic"), said(report)
-    assert any(f"{EXT4}: source.git.error is 'git is not installed', but" in p and "source.git.head '" in p
+    assert any(f"{EXT4}: source.git.head is 'none (git is not installed)', but" in p and "source.git.head '" in p
                for p in report["problems"]), report["problems"]
 
 
