@@ -87,7 +87,8 @@ def _gate_pth(document: Any) -> bool | None:
 
 # A record of the NFS VM (tools/nfsvm, kind nfsvm-record or nfsvm-run) by its schema id: the guest's kernel, which
 # the gate results of the same folder record as platform.release (they ran in that guest), and the image's
-# package facts, which several records copy. `proc_version` is the kernel's own /proc/version.
+# package facts, which several records copy. `proc_version` is the kernel's own /proc/version; `init` what the image
+# boots as PID 1 (busybox, systemd), which the systemd VM's install phase read as `pid1`.
 VM_FIELDS: dict[str, dict[str, Any]] = {
     "kernodeck.nfsvm-versions/v1": {
         "release": "kernel_release", "release#proc": ("proc_version", lambda v: _proc_version(v, 2)),
@@ -95,11 +96,13 @@ VM_FIELDS: dict[str, dict[str, Any]] = {
         "nfs_kernel_server": "packages.nfs-kernel-server"},
     "kernodeck.nfsvm-image/v1": {
         "release": "kernel_release", "release#package": ("kernel_package", lambda v: _package_release(v)),
-        "kernel_package_version": "kernel_package_version", "kernel_deb": "kernel_deb_sha256"},
+        "kernel_package_version": "kernel_package_version", "kernel_deb": "kernel_deb_sha256", "init": "init"},
     "kernodeck.nfsvm-run/v1": {
         "release": "kernel_release", "release#package": ("image.kernel_package", lambda v: _package_release(v)),
         "kernel_package_version": "image.kernel_package_version", "kernel_deb": "image.kernel_deb_sha256",
-        "nfs_kernel_server": "nfs_kernel_server"},
+        "nfs_kernel_server": "nfs_kernel_server", "init": "init"},
+    # the systemd VM's install phase: the package it installed, and what ran as PID 1
+    "kernodeck.nfsvm-install/v1": {"nfs_kernel_server": "nfs_kernel_server", "init": "pid1"},
     "kernodeck.nfs-harness/v1#setup": {"nfs_kernel_server": "package.version"},
 }
 # What start-up code the interpreter's own files hold: the same interpreter reads the same site directories, so a

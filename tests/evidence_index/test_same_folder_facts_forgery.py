@@ -177,3 +177,24 @@ def test_a_training_run_summary_naming_another_environment_than_its_gate_is_not_
     folder = training_run_beside_its_machines_gate(tmp_path)
     edit_json(folder / "training-run" / "summary.json", lambda d: d["environment"].update({field: value}))
     assert_refused(*rebuild_and_verify(folder), words)
+
+
+# --- the systemd VM's folder: its image, its run and its install phase name one init and one package --------
+
+SYSTEMD_MADE_AT = json.loads((EVIDENCE / "nfs-systemd" / "nfs-vm-run.json").read_text())["git"]["head"]
+
+
+def test_the_nfs_systemd_folder_indexed_whole_stays_authentic(tmp_path):
+    assert_authentic(*rebuild_and_verify(copy(tmp_path, "nfs-systemd"), made_at=SYSTEMD_MADE_AT))
+
+
+@pytest.mark.parametrize("name, change, words", [
+    ("install.json", lambda d: d.update(pid1="busybox"), "install.json: pid1 is 'busybox', but"),
+    ("nfs-vm-run.json", lambda d: d.update(init="busybox"), "nfs-vm-run.json: init is 'busybox', but"),
+    ("install.json", lambda d: d.update(nfs_kernel_server="1:2.6.3-1"),
+     "install.json: nfs_kernel_server is '1:2.6.3-1', but"),
+], ids=["install-pid1", "vm-run-init", "install-package"])
+def test_a_systemd_vm_fact_the_other_records_refute_is_not_authentic(tmp_path, name, change, words):
+    folder = copy(tmp_path, "nfs-systemd")
+    edit_json(folder / name, change)
+    assert_refused(*rebuild_and_verify(folder, made_at=SYSTEMD_MADE_AT), words)
