@@ -37,6 +37,7 @@ _FINDINGS = (
     (re.compile(r"^an LD_LIBRARY_PATH entry holds a dynamic string token"), "LD_LIBRARY_PATH"),
     (re.compile(r"^a \S+ file beside the interpreter replaces its start-up path"), "._pth"),
     (re.compile(r"^\S+\.pth (in a site directory runs code at every start-up|imported _distutils_hack into)"), ".pth"),
+    (re.compile(r"^\S+ is a module in a site directory that no installed distribution lists"), "unlisted module"),
     (re.compile(r"^a (sitecustomize|usercustomize) (in .+ runs at every start-up|was imported into the gate's "
                 r"own process at start-up|was loaded into the device worker at start-up)$"), None),
 )

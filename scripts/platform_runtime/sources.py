@@ -76,6 +76,7 @@ GATE_SOURCES: tuple[str, ...] = (
     "scripts/platform_runtime/procmaps.py",
     "scripts/platform_runtime/result.py",
     "scripts/platform_runtime/roles.py",
+    "scripts/platform_runtime/site_owners.py",
     "scripts/platform_runtime/sources.py",
     "scripts/platform_runtime/startup.py",
     "scripts/platform_runtime/stuck.py",

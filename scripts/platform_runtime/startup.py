@@ -27,7 +27,7 @@ import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from platform_runtime import bytecode, ld_library_path, path_config, procmaps
+from platform_runtime import bytecode, ld_library_path, path_config, procmaps, site_owners
 from platform_runtime.isolation import interpreter_site_dirs, torch_search_dirs
 
 LOADER_VARIABLES = ("LD_PRELOAD", "LD_AUDIT", "DYLD_INSERT_LIBRARIES")  # honoured by the loader, always
@@ -333,6 +333,9 @@ def scan(maps_text: str | None = None, environment: dict[str, str] | None = None
     searched = {d for _, d in search}
     search += [("a sys.path entry", d) for d in path_config.sys_path_entries() if d not in searched]
     judge_start_up_modules(search, out)
+    for name in site_owners.unowned_modules(site_dirs):
+        out.add("unlisted module", f"{name} is a module in a site directory that no installed distribution lists: "
+                                   f"it runs in every process that imports {name}, an optional probe included")
     for name in path_config.override_files(maps_text):
         out.add("._pth", f"a {name} file beside the interpreter replaces its start-up path (sys.path) in the gate "
                          "and in every worker")

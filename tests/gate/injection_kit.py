@@ -162,3 +162,44 @@ def openssl_config(folder: Path) -> Path:
                       f"planted = planted_sect\n[default_sect]\nactivate = 1\n[planted_sect]\nmodule = {module}\n"
                       "activate = 1\n", encoding="utf-8")
     return config
+
+
+# A module named for an optional import the standard library probes on every platform (subprocess tries
+# `import msvcrt` to learn whether it runs on Windows): dropped into site-packages on Linux it runs in every
+# process that imports subprocess, then hides by raising the ImportError the probe expects. In the gate's
+# file-system probe it rewrites the detected file system as NFS 4.2, the kernel's statfs magic included.
+MODULE_FAKING_NFS = '''
+import os, sys
+if sys.argv[:1] and os.path.basename(sys.argv[0]) == "fs_worker.py" and sys.argv[1:2] == ["probe"]:
+    import importlib.machinery
+
+    def _patch(module):
+        real = module.detect_linux
+
+        def detect_linux(path, proc=module.Path("/proc")):
+            found = real(path, proc)
+            found.update(type="nfs4", mount_options=["rw", "relatime", "vers=4.2", "hard", "proto=tcp", "sec=sys",
+                                                     "local_lock=none"], nfs_version="4.2", statfs_f_type=0x6969)
+            return found
+        module.detect_linux = detect_linux
+
+    class _Finder:
+        def find_spec(self, name, path=None, target=None):
+            if name != "platform_runtime.filesystem":
+                return None
+            sys.meta_path.remove(self)
+            spec = importlib.machinery.PathFinder.find_spec(name, path)
+            run = spec.loader.exec_module
+
+            def exec_module(module):
+                run(module)
+                _patch(module)
+            spec.loader.exec_module = exec_module
+            return spec
+    loaded = sys.modules.get("platform_runtime.filesystem")
+    if loaded is not None and hasattr(loaded, "detect_linux"):  # imported before subprocess was
+        _patch(loaded)
+    else:
+        sys.meta_path.insert(0, _Finder())
+raise ModuleNotFoundError("No module named 'msvcrt'", name="msvcrt")
+'''

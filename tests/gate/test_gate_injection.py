@@ -181,6 +181,29 @@ def test_other_start_up_code_in_site_packages_fails_named(tmp_path, name):
         assert run.result["isolation"]["executing_pth_files"] == [name]
 
 
+def test_a_module_no_distribution_lists_dropped_into_site_packages_fails_named_though_it_hides(tmp_path):
+    """msvcrt.py on Linux: subprocess's own `import msvcrt` probe runs it in every process, and it raises the
+    ImportError the probe expects, so sys.modules never holds it; only its file, which no RECORD lists, shows."""
+    python, purelib = venv_with_real_torch(tmp_path / "venv")
+    (purelib / "msvcrt.py").write_text(kit.MODULE_FAKING_NFS, encoding="utf-8")
+    run = run_gate_with(tmp_path, python, ROOT / "scripts" / "platform_runtime_check.py", "--device", "cpu",
+                        "--require", "nfs", env={})
+    assert_refused_naming(run, "unlisted module")
+    assert "msvcrt is a module in a site directory that no installed distribution lists" in nfs_verdict(run)["reason"]
+    assert run.result["filesystem"]["type"] == "nfs4"  # the module did rewrite what the probe saw
+
+
+def test_a_module_its_distributions_record_lists_is_not_a_vector(tmp_path):
+    python, purelib = venv_with_real_torch(tmp_path / "venv")
+    (purelib / "listed_mod.py").write_text("x = 1\n", encoding="utf-8")
+    info = purelib / "listed_mod-1.0.dist-info"
+    info.mkdir()
+    (info / "RECORD").write_text("listed_mod.py,sha256=x,6\nlisted_mod-1.0.dist-info/RECORD,,\n", encoding="utf-8")
+    run = run_gate_with(tmp_path, python, ROOT / "scripts" / "platform_runtime_check.py", "--device", "cpu",
+                        "--require", "nfs", env={})
+    assert "unlisted module" not in run.result["isolation"]["present"], run.result["isolation"]["findings"]
+
+
 def test_a_pythonpath_sitecustomize_patching_the_gates_json_and_hiding_from_os_environ_fails_named(tmp_path):
     folder = tmp_path / "pp"
     folder.mkdir()
