@@ -9,7 +9,7 @@ from __future__ import annotations
 from core import collectives
 from core.contract import NFS_TYPES, nfs_problems, windows_problems
 from core.platforms import filesystem_problems
-from core.requirements import GPU_KINDS, MPS_FALLBACK, device_problems  # noqa: F401 - MPS_FALLBACK re-exported
+from core.requirements import GPU_KINDS, MPS_FALLBACK, device_problems, held_reason  # noqa: F401 - MPS_FALLBACK
 from core.trust import INJECTION_EXEMPT
 from core.verdicts import PHASES  # noqa: F401 - re-exported
 
@@ -42,19 +42,17 @@ def _on_device(device: dict, kind: str, compute_ok: bool, environment: dict,
                facts: dict | None = None) -> tuple[bool, str]:
     """Whether the device check really ran on `kind`: core.requirements' rule, which the judge re-derives."""
     problems = device_problems(device, kind, compute_ok, environment, facts)
-    return not problems, "; ".join(problems[:4]) or (
-        f"matmul, training, checkpoint save and load each ran on {device.get('resolved')} ({kind})")
+    return not problems, "; ".join(problems[:4]) or held_reason(f"device={kind}", device, {})
 
 
 def _windows(platform: dict, filesystem: dict, facts: dict | None = None) -> tuple[bool, str]:
     problems = windows_problems(platform, filesystem, facts)
-    return not problems, "; ".join(problems) or f"Windows, volume file system {filesystem.get('type')}"
+    return not problems, "; ".join(problems) or held_reason("windows", {}, filesystem)
 
 
 def _nfs(platform: dict, filesystem: dict, facts: dict | None = None) -> tuple[bool, str]:
     problems = nfs_problems(platform, filesystem, facts)
-    return not problems, "; ".join(problems) or (f"the work dir's mount is {filesystem.get('type')}, "
-                                                 f"vers={filesystem.get('nfs_version')}")
+    return not problems, "; ".join(problems) or held_reason("nfs", {}, filesystem)
 
 
 def evaluate(req: Requirements, platform: dict, device: dict, compute_ok: bool, filesystem: dict,
@@ -86,7 +84,7 @@ def evaluate(req: Requirements, platform: dict, device: dict, compute_ok: bool, 
     if req.filesystem:
         problems = filesystem_problems(req.filesystem, filesystem, platform, facts)
         verdicts.append({"name": f"filesystem={req.filesystem}", "ok": not problems,
-                         "reason": "; ".join(problems) or f"the work dir's file system is {filesystem.get('type')}"})
+                         "reason": "; ".join(problems) or held_reason(f"filesystem={req.filesystem}", {}, filesystem)})
     if injection:
         for verdict in verdicts:
             if verdict["name"] not in INJECTION_EXEMPT:

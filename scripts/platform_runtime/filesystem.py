@@ -17,6 +17,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from platform_runtime import inode_flags
+
 # Option keys that name hosts, addresses, users or paths; dropped from the report.
 PRIVATE_OPTION_KEYS = frozenset({
     "addr", "clientaddr", "mountaddr", "mounthost", "mountport", "uid", "gid", "context", "fscontext",
@@ -133,6 +135,7 @@ def detect_linux(path: Path, proc: Path = Path("/proc")) -> dict:
     try:
         st_dev = os.fstat(fd).st_dev
         magic = statfs_magic(fd)  # the same handle whose mount id names the mountinfo line
+        flags = inode_flags.read(fd)  # ext4's extents flag, which ext2 and ext3 never give (core.fs_magic)
         try:
             mount_id = read_mount_id((proc / "self" / "fdinfo" / str(fd)).read_text())
         except OSError:
@@ -140,7 +143,7 @@ def detect_linux(path: Path, proc: Path = Path("/proc")) -> dict:
     finally:
         os.close(fd)
     entries = parse_mountinfo((proc / "self" / "mountinfo").read_text())
-    return {**describe_mount(*match_mount(entries, mount_id, st_dev)), "statfs_f_type": magic}
+    return {**describe_mount(*match_mount(entries, mount_id, st_dev)), "statfs_f_type": magic, "inode_flags": flags}
 
 
 def describe_windows_volume(fs_name: str, drive_type: int) -> dict:

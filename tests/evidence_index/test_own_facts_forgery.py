@@ -3,7 +3,7 @@ gate result (evidence/local/filesystems) copied, ONE fact edited, every `ok` lef
 the bytes. Each is refused as not authentic (exit 3 through the CLI), naming the field; the untouched committed
 results still pass (tests/evidence_index/test_recorded_facts_forgery.py::test_each_committed_gate_result_is_judged
 _as_it_ran). The rules: core.record_rules (timeout_held, cleanup_deadline), core.time_views, core.binary_views,
-core.result_format.missing_views."""
+core.result_format.missing_views, core.requirements.held_reason."""
 
 from __future__ import annotations
 
@@ -14,8 +14,10 @@ from typing import Any
 
 import pytest
 from core import binary_views, record_rules, result_format, time_views, verdicts
+from core.requirements import held_reason
 
 from tests.evidence_index.test_recorded_facts_forgery import committed, indexed, setter  # noqa: F401 - fixture
+from tests.evidence_index.test_verdicts_forgery import index_and_verify, real  # noqa: F401 - the fixture
 
 
 def shifted(path: str, seconds: float) -> Callable[[dict[str, Any]], None]:
@@ -68,6 +70,13 @@ FORGERIES: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
                               "platform.binaries.interpreter.bits is 64: a pe header records no bits"),
     "interpreter-format-null": (setter("platform.binaries.interpreter.format", None),
                                 "platform.binaries.interpreter.format and platform.binaries.interpreter.error are"),
+    # requirement-reason-lies: a held requirement's words are part of its verdict
+    "requirement-reason-nfs": (setter("requirements.1.reason", "the work dir's mount is nfs4, vers=4.2"),
+                               "requirements[filesystem=ext4].reason is recorded \"the work dir's mount is nfs4"),
+    "requirement-reason-gpu": (setter("requirements.0.reason",
+                                      "matmul, training, checkpoint save and load each ran on cuda:0 (cpu)"),
+                               "its facts say 'matmul, training, checkpoint save and load each ran on cpu (cpu)'"),
+    "requirement-reason-null": (setter("requirements.1.reason", None), "requirements[filesystem=ext4].reason is"),
     # S1: the kernel's view of the type nulled
     "statfs-null": (setter("filesystem.statfs_f_type", None), "filesystem.statfs_f_type is None: a gate hashing"),
 }
@@ -164,3 +173,43 @@ def test_a_free_threaded_extension_names_its_python():
     assert binary_views.problems(result) == []
     result["platform"]["python"] = "3.12.8"
     assert "an extension for Python 3.13" in binary_views.problems(result)[0]
+
+
+def test_the_gate_words_a_held_requirement_with_the_judges_function():
+    """platform_runtime.claims.evaluate (the gate) and core.requirements.held_reason (the judge) say the same."""
+    from platform_runtime.claims import Requirements, evaluate
+
+    device = {"resolved": "cpu", "type": "cpu", "ran_on": ["cpu"]}
+    filesystem = {"type": "ext4", "method": "linux-mountinfo-mnt-id"}
+    held = evaluate(Requirements((), "cpu", "ext4"), {"system": "Linux"}, device, True, filesystem)
+    assert [(v["ok"], v["reason"]) for v in held] == [
+        (True, held_reason("device=cpu", device, filesystem)),
+        (True, held_reason("filesystem=ext4", device, filesystem))]
+
+
+def _refused_now(tmp_path, document: dict[str, Any], named: str) -> None:
+    """A result made now by this checkout's gate, edited, indexed and verified through the CLI: exit 3."""
+    verified, report = index_and_verify(tmp_path, document)
+    assert verified.returncode == 3, verified.stdout + verified.stderr
+    assert any(named in line for line in report["problems"]), report["problems"]
+
+
+def test_a_result_made_now_records_the_views_these_rules_read_and_passes(tmp_path, real):  # noqa: F811
+    assert real["filesystem"]["type"] == "ext4" and real["filesystem"]["inode_flags"] & 0x80000, real["filesystem"]
+    assert real["workspace_cleanup"]["deadline_cut_by_budget"] is False
+    verified, report = index_and_verify(tmp_path, real)
+    assert verified.returncode == 0, report["problems"]
+
+
+@pytest.mark.parametrize("edit, named", [
+    (setter("filesystem.type", "ext3"), "filesystem.type is 'ext3', but filesystem.inode_flags 0x80000 carries"),
+    (setter("filesystem.type", "ext2"), "filesystem.type is 'ext2', but filesystem.inode_flags"),
+    (setter("filesystem.inode_flags", None), "filesystem.inode_flags is None on an ext super block"),
+    (lambda d: d["filesystem"].pop("inode_flags"), "filesystem.inode_flags is missing"),
+    (setter("workspace_cleanup.deadline_cut_by_budget", True), "a cut deadline is shorter than 30.0"),
+    (setter("arguments.cleanup_timeout_s", 60.0), "an uncut deadline is the one wanted, 60.0"),
+], ids=["type-ext3", "type-ext2", "inode-flags-null", "inode-flags-deleted", "cut-by-budget", "cleanup-timeout-60"])
+def test_a_result_made_now_with_one_fact_edited_is_not_authentic(tmp_path, real, edit, named):  # noqa: F811
+    document = copy.deepcopy(real)
+    edit(document)
+    _refused_now(tmp_path, document, named)
