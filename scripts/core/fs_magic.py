@@ -48,7 +48,7 @@ MAGICS: dict[int, tuple[str, ...]] = {
 KNOWN_TYPES = frozenset(name for names in MAGICS.values() for name in names)
 MOUNTINFO = "linux-mountinfo"
 # ext2, ext3 and ext4 share 0xEF53; the workspace directory's inode flags (FS_IOC_GETFLAGS, recorded as
-# `filesystem.inode_flags` by platform_runtime.inode_flags) tell ext4 with extents from the other two.
+# `filesystem.inode_flags` by platform_runtime.filesystem.inode_flags) tell ext4 with extents from the other two.
 EXT_MAGIC = 0xEF53
 FS_EXTENT_FL = 0x00080000  # include/uapi/linux/fs.h; EXT4_EXTENTS_FL, set on each new inode of an extents fs
 WITHOUT_EXTENTS = ("ext2", "ext3")
@@ -116,7 +116,7 @@ def extents_problems(result: dict[str, Any]) -> list[str]:
     passes: a type raised from ext3 to ext4 stays taken as recorded."""
     fs = result.get("filesystem")
     if not isinstance(fs, dict) or not str(fs.get("method") or "").startswith(MOUNTINFO) or "inode_flags" not in fs:
-        return []  # older gates (core.result_format.VIEWS_SINCE says when it must be there)
+        return []  # older gates; a deleted one is not seen (docs/verdicts.md: no gate source says it must be there)
     flags, fs_type = fs["inode_flags"], fs.get("type")
     machine = (result.get("platform") or {}).get("machine") if isinstance(result.get("platform"), dict) else None
     if flags is None:

@@ -62,11 +62,7 @@ VIEWS_SINCE: dict[str, tuple[str, ...]] = {
     "scripts/platform_runtime/binary_arch.py": ("platform.binaries.interpreter", "platform.binaries.torch_c"),
     "scripts/core/time_views.py": ("finished_at",),
     "scripts/core/fs_magic.py": ("filesystem.statfs_f_type",),  # of a mount found in Linux mountinfo
-    "scripts/platform_runtime/inode_flags.py": ("filesystem.inode_flags",),  # ditto; null off ext (fs_magic)
 }
-# Views that are null where the kernel has none to give (NFS and tmpfs have no inode flags): core.fs_magic says
-# where null is the view removed.
-NULLABLE_VIEWS = frozenset({"filesystem.inode_flags"})
 
 
 def missing_views(result: dict[str, Any]) -> list[str]:
@@ -84,7 +80,7 @@ def missing_views(result: dict[str, Any]) -> list[str]:
                 continue
             if not _has(result, field):
                 found.append(f"{field} is missing: a gate hashing {module} always records it")
-            elif _value(result, field) is None and field not in NULLABLE_VIEWS:
+            elif _value(result, field) is None:
                 found.append(f"{field} is None: a gate hashing {module} always records it, and null leaves "
                              "nothing to compare with")
     return found

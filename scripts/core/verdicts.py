@@ -20,7 +20,6 @@ from collections.abc import Callable
 from typing import Any
 
 from core import (
-    binary_views,
     collectives,
     fs_magic,
     gate_parameters,
@@ -89,7 +88,7 @@ GATE_RESULT_RULES: dict[str, Rule] = {
     "filesystem_magic": fs_magic.problems,  # the type against the kernel's statfs f_type for the same handle
     "filesystem_extents": fs_magic.extents_problems,  # ext2/ext3 against the workspace directory's extents flag
     "machine_agrees": machine_views.problems,  # platform.machine against the binaries' headers and wheel tags
-    "binaries_agree": binary_views.problems,  # the headers' own records, each other's, and _C's Python tag
+    "binaries_agree": machine_views.binary_problems,  # the headers' own records, each other's, and _C's Python tag
     "times_agree": time_views.problems,  # started_at against finished_at and duration_s
     "cleanup_agrees": cleanup_agrees,
     "source_files": source_files,

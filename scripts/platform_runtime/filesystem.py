@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from platform_runtime import inode_flags
+from core.fs_magic import GENERIC_IOCTL_MACHINES  # the generic _IOC layout: dir bits 30-31, size bits 16-29
 
 # Option keys that name hosts, addresses, users or paths; dropped from the report.
 PRIVATE_OPTION_KEYS = frozenset({
@@ -130,12 +130,43 @@ def statfs_magic(fd: int) -> int | None:
     return ctypes.c_long.from_buffer(buffer).value & 0xFFFFFFFF
 
 
+IOC_READ = 2
+
+
+def getflags_request(long_size: int | None = None) -> int:
+    """FS_IOC_GETFLAGS, _IOR('f', 1, long), in the generic ioctl layout (include/uapi/asm-generic/ioctl.h)."""
+    import ctypes
+
+    size = ctypes.sizeof(ctypes.c_long) if long_size is None else long_size
+    return (IOC_READ << 30) | (size << 16) | (ord("f") << 8) | 1
+
+
+def inode_flags(fd: int, machine: str | None = None) -> int | None:
+    """The inode flags of the workspace directory the probe just made (FS_IOC_GETFLAGS, lsattr's view): the
+    second view of an ext2/ext3/ext4 type that statfs cannot give (the three share 0xEF53). ext4 with its extents
+    feature (mkfs.ext4's default) gives every new directory FS_EXTENT_FL (ext4_new_inode); the kernel mounts a
+    file system that has the feature only as ext4, so an ext2 or ext3 directory never carries it
+    (core.fs_magic.extents_problems). Machines whose ioctl layout differs (powerpc, mips, sparc, alpha) are not
+    asked, and record None, as does a file system without the request (NFS: ENOTTY)."""
+    if (machine or platform.machine()) not in GENERIC_IOCTL_MACHINES:
+        return None
+    import array
+    import fcntl  # POSIX only: this module is loaded on Windows too, where this is never called
+
+    buffer = array.array("i", [0, 0])  # the kernel writes an int; a long's room in case
+    try:
+        fcntl.ioctl(fd, getflags_request(), buffer, True)
+    except OSError:
+        return None
+    return buffer[0] & 0xFFFFFFFF
+
+
 def detect_linux(path: Path, proc: Path = Path("/proc")) -> dict:
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     try:
         st_dev = os.fstat(fd).st_dev
         magic = statfs_magic(fd)  # the same handle whose mount id names the mountinfo line
-        flags = inode_flags.read(fd)  # ext4's extents flag, which ext2 and ext3 never give (core.fs_magic)
+        flags = inode_flags(fd)  # ext4's extents flag, which ext2 and ext3 never give (core.fs_magic)
         try:
             mount_id = read_mount_id((proc / "self" / "fdinfo" / str(fd)).read_text())
         except OSError:

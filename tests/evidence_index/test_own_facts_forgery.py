@@ -2,8 +2,9 @@
 gate result (evidence/local/filesystems) copied, ONE fact edited, every `ok` left true, indexed and verified from
 the bytes. Each is refused as not authentic (exit 3 through the CLI), naming the field; the untouched committed
 results still pass (tests/evidence_index/test_recorded_facts_forgery.py::test_each_committed_gate_result_is_judged
-_as_it_ran). The rules: core.record_rules (timeout_held, cleanup_deadline), core.time_views, core.binary_views,
-core.result_format.missing_views, core.requirements.held_reason."""
+_as_it_ran). The rules: core.record_rules (timeout_held, cleanup_deadline), core.time_views,
+core.machine_views.binary_problems, core.result_format.missing_views, core.requirements.held_reason,
+core.fs_magic.extents_problems."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from core import binary_views, record_rules, result_format, time_views, verdicts
+from core import machine_views, record_rules, result_format, time_views, verdicts
 from core.requirements import held_reason
 
 from tests.evidence_index.test_recorded_facts_forgery import committed, indexed, setter  # noqa: F401 - fixture
@@ -94,8 +95,8 @@ def test_each_forged_fact_is_not_authentic_naming_it(tmp_path, committed, name):
 
 def test_the_committed_result_is_within_its_own_clocks_and_timeouts(committed):  # noqa: F811
     """The control for each rule above: the untouched bytes satisfy every one."""
-    for rule in (record_rules.timeout_held, record_rules.cleanup_deadline, time_views.problems, binary_views.problems,
-                 result_format.missing_views):
+    for rule in (record_rules.timeout_held, record_rules.cleanup_deadline, time_views.problems,
+                 machine_views.binary_problems, result_format.missing_views):
         assert rule(committed) == [], rule.__name__
 
 
@@ -163,16 +164,16 @@ def test_the_gate_judges_its_final_times_by_the_same_rules():
 ])
 def test_the_binaries_records_are_what_the_header_parser_writes(binaries, problem):
     result = {"platform": {"python": "3.11.7", "python_implementation": "CPython", "binaries": binaries}}
-    found = binary_views.problems(result)
+    found = machine_views.binary_problems(result)
     assert (found == []) if problem is None else any(problem in line for line in found), found
 
 
 def test_a_free_threaded_extension_names_its_python():
     result = {"platform": {"python": "3.13.1", "python_implementation": "CPython", "binaries": {"torch_c": {
         "format": "elf", "header": 62, "bits": 64, "error": None, "name": "_C.cpython-313t-x86_64-linux-gnu.so"}}}}
-    assert binary_views.problems(result) == []
+    assert machine_views.binary_problems(result) == []
     result["platform"]["python"] = "3.12.8"
-    assert "an extension for Python 3.13" in binary_views.problems(result)[0]
+    assert "an extension for Python 3.13" in machine_views.binary_problems(result)[0]
 
 
 def test_the_gate_words_a_held_requirement_with_the_judges_function():
@@ -205,10 +206,9 @@ def test_a_result_made_now_records_the_views_these_rules_read_and_passes(tmp_pat
     (setter("filesystem.type", "ext3"), "filesystem.type is 'ext3', but filesystem.inode_flags 0x80000 carries"),
     (setter("filesystem.type", "ext2"), "filesystem.type is 'ext2', but filesystem.inode_flags"),
     (setter("filesystem.inode_flags", None), "filesystem.inode_flags is None on an ext super block"),
-    (lambda d: d["filesystem"].pop("inode_flags"), "filesystem.inode_flags is missing"),
     (setter("workspace_cleanup.deadline_cut_by_budget", True), "a cut deadline is shorter than 30.0"),
     (setter("arguments.cleanup_timeout_s", 60.0), "an uncut deadline is the one wanted, 60.0"),
-], ids=["type-ext3", "type-ext2", "inode-flags-null", "inode-flags-deleted", "cut-by-budget", "cleanup-timeout-60"])
+], ids=["type-ext3", "type-ext2", "inode-flags-null", "cut-by-budget", "cleanup-timeout-60"])
 def test_a_result_made_now_with_one_fact_edited_is_not_authentic(tmp_path, real, edit, named):  # noqa: F811
     document = copy.deepcopy(real)
     edit(document)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from core import fs_magic
-from platform_runtime import filesystem, inode_flags
+from platform_runtime import filesystem
 
 pytestmark = [pytest.mark.root, pytest.mark.skipif(sys.platform != "linux" or os.geteuid() != 0,
                                                    reason="loop-mounts ext images (Linux, root)")]
@@ -90,7 +90,7 @@ def test_a_file_system_without_inode_flags_records_none(tmp_path):
     try:
         fd = os.open(tmp_path, os.O_RDONLY)
         try:
-            flags = inode_flags.read(fd)
+            flags = filesystem.inode_flags(fd)
         finally:
             os.close(fd)
     finally:
@@ -101,6 +101,6 @@ def test_a_file_system_without_inode_flags_records_none(tmp_path):
 def test_a_machine_with_another_ioctl_layout_is_not_asked():
     fd = os.open("/", os.O_RDONLY)
     try:
-        assert inode_flags.read(fd, machine="ppc64le") is None
+        assert filesystem.inode_flags(fd, machine="ppc64le") is None
     finally:
         os.close(fd)
