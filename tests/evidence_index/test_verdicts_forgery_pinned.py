@@ -11,6 +11,7 @@ import copy
 import pytest
 from core import gate_parameters, verdicts
 from core.contract import judge
+from core.requirements import held_reason
 
 from tests.evidence_index.test_verdicts_forgery import (  # noqa: F401 - real: the fixture
     expect_judge_refuses,
@@ -203,7 +204,9 @@ def _with_collectives(document: dict, world: int, device_type: str, **facts) -> 
     document["checks"]["collectives"] = check
     document["arguments"].update(collectives=str(world), collectives_timeout_s=60.0)
     document["arguments"]["require"].append("collectives")
-    document["requirements"].append({"name": "collectives", "ok": True, "reason": "2 ranks answered"})
+    # Worded as the gate words a held requirement (core.requirements.held_reason: the judge compares the words).
+    document["requirements"].append({"name": "collectives", "ok": True,
+                                     "reason": held_reason("collectives", {}, {}, check)})
     return document
 
 
