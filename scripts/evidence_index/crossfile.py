@@ -34,7 +34,7 @@ from typing import Any
 from core.contract import parse_strict
 from core.harness_judge import HARNESS_NAME, harness_gate_problems, scenario_problems
 
-from . import vmrun
+from . import reprise_record, vmrun
 from .results import REPO_ROOT
 
 # The reprise modules run copied alone, so they import each other as top-level modules from their folder.
@@ -293,6 +293,8 @@ def verification_problems(subject: str, document: dict[str, Any], observed: Any)
     recorded = reprise_compare.protocol_problems(document, verify_resume.plan(), runs,
                                                  (verify_resume.CONTINUOUS, verify_resume.RESUMED),
                                                  list(verify_resume.NEGATIVE), logs)
+    recorded += reprise_record.log_line_problems(logs) + reprise_record.wall_problems(
+        document, verify_resume.CONTINUOUS, verify_resume.CUT, (verify_resume.RESUMED, verify_resume.INCOMPLETE))
     draws = _claimed_draws_problems(document, recomputed, where)
     return (fingerprint + [f"{where}: {line}" for line in conclusions + facts + flags + recorded] + draws + bindings
             + unread)

@@ -19,6 +19,7 @@ from core import fs_magic, time_views
 from core.contract import PLAN_JOB, platform_of, result_artifact_name
 from core.distinct_runs import copy_problems, name_problem
 from core.fleet import box_of
+from core.gpu_agreement import folder_problems as gpu_problems
 from core.one_run import run_problems
 
 from .crossfile import check as cross_check
@@ -84,7 +85,8 @@ def _results_under(prefix: str, observed: Observed, root: Any = None) -> list[di
 def _one_run(records: list[dict[str, Any]], documents: list[Any]) -> None:
     """Results of one folder (or artifact) that disagree about the machine they ran on (core.one_run) are not
     this folder's run: not authentic, each naming its field and the result(s) it disagrees with."""
-    found = run_problems([(r["name"], str(r.get("kind")), d) for r, d in zip(records, documents)])
+    results = [(r["name"], str(r.get("kind")), d) for r, d in zip(records, documents)]
+    found = [a + b for a, b in zip(run_problems(results), gpu_problems(results))]  # and one GPU, one set of facts
     for record, problems in zip(records, found):
         if problems:
             record["not_authentic"] = list(record.get("not_authentic") or []) + problems

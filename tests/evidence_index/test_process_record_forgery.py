@@ -1,0 +1,87 @@
+"""A reprise verification's process record (evidence_index.reprise_record; the outside review r3, findings 9 and
+11): the committed run-local and CUDA reprise runs copied, one process log or one wall time edited, re-indexed
+and verified. Each is refused as not authentic (exit 3) naming the log line or the field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from evidence_index.reprise_record import log_line_problems, wall_problems
+
+from tests.evidence_index.checkouts import CUDA_COMMIT
+from tests.evidence_index.test_crossfile_forgery import assert_refused, copy, edit_json, rebuild_and_verify, reprise
+
+TRACEBACK = "Traceback (most recent call last):\nRuntimeError: checkpoint.pt: PytorchStreamReader failed\n"
+
+
+def _append(path: Path, text: str) -> None:
+    path.write_text(path.read_text() + text)
+
+
+def _prepend(path: Path, text: str) -> None:
+    path.write_text(text + path.read_text())
+
+
+def test_a_traceback_appended_to_a_process_log_is_not_authentic(tmp_path):
+    folder = copy(tmp_path, "local/run-local")
+    _append(reprise(folder) / "logs" / "continu.log", TRACEBACK)
+    code, report = rebuild_and_verify(folder)
+    assert_refused(code, report, "logs/continu.log line 2 is 'Traceback (most recent call last):'")
+
+
+def test_a_warning_prepended_to_a_process_log_is_not_authentic(tmp_path):
+    folder = copy(tmp_path, "local/run-local")
+    _prepend(reprise(folder) / "logs" / "reprise.log", "UserWarning: resuming WITHOUT the RNG state\n")
+    code, report = rebuild_and_verify(folder)
+    assert_refused(code, report, "logs/reprise.log line 1 is 'UserWarning: resuming WITHOUT the RNG state'")
+
+
+def test_a_line_added_to_the_cuda_runs_process_log_is_not_authentic(tmp_path):
+    folder = copy(tmp_path, "cuda/run")
+    _append(folder / "reprise-verification" / "logs" / "continu.log", "extra line\n")
+    code, report = rebuild_and_verify(folder, made_at=CUDA_COMMIT)
+    assert_refused(code, report, "logs/continu.log line 2 is 'extra line'")
+
+
+def test_a_process_wall_time_shorter_than_its_recorded_order_allows_is_not_authentic(tmp_path):
+    folder = copy(tmp_path, "local/run-local")
+    edit_json(reprise(folder) / "verification.json",
+              lambda d: d["protocol"]["processes"][0].update(wall_s=0.001))
+    code, report = rebuild_and_verify(folder)
+    assert_refused(code, report, "protocol.processes[0:continu].wall_s 0.001 is less than "
+                                 "protocol.processes[1:coupure].wall_s 5.345")
+
+
+# The rules themselves, on the recorded values (no index): each can fail, and the committed records hold.
+WALLS = [("continu", 5.615), ("coupure", 5.345), ("reprise", 6.362), ("reprise-incomplete", 6.361)]
+
+
+def _verification(walls=WALLS, total=11.715) -> dict:
+    return {"protocol": {"processes": [{"name": n, "wall_s": w} for n, w in walls]}, "timing": {"wall_s": total}}
+
+
+def _walls(document: dict) -> list[str]:
+    return wall_problems(document, "continu", "coupure", ("reprise", "reprise-incomplete"))
+
+
+@pytest.mark.parametrize("document, words", [
+    (_verification(total=11.0), "timing.wall_s 11.0 is less than protocol.processes[1:coupure].wall_s 5.345 plus"),
+    (_verification(total=5.0), "protocol.processes[0:continu].wall_s 5.615 is more than the whole"),
+    (_verification([("continu", 5.0), *WALLS[1:]]), "protocol.processes[0:continu].wall_s 5.0 is less than"),
+])
+def test_each_wall_time_rule_can_fail(document, words):
+    assert any(words in p for p in _walls(document)), _walls(document)
+
+
+def test_the_recorded_wall_times_hold():
+    assert _walls(_verification()) == []
+    cuda = [("continu", 6.885), ("coupure", 6.883), ("reprise", 5.881), ("reprise-incomplete", 6.847)]
+    assert _walls(_verification(cuda, 13.735)) == []
+
+
+def test_only_train_py_lines_are_a_process_logs_lines():
+    assert log_line_problems({"continu": "train.py: 10 steps done\n"}) == []
+    assert log_line_problems({"continu": "train.py: 10 steps done\n\n"}) == [
+        "logs/continu.log line 2 is '': the protocol's process prints only 'train.py: ' lines "
+        "(a line no recorded run printed)"]
