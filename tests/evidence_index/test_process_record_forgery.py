@@ -4,6 +4,7 @@ and verified. Each is refused as not authentic (exit 3) naming the log line or t
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -46,11 +47,13 @@ def test_a_line_added_to_the_cuda_runs_process_log_is_not_authentic(tmp_path):
 
 def test_a_process_wall_time_shorter_than_its_recorded_order_allows_is_not_authentic(tmp_path):
     folder = copy(tmp_path, "local/run-local")
+    cut = json.loads((reprise(folder) / "verification.json").read_text())["protocol"]["processes"][1]
+    assert cut["name"] == "coupure"
     edit_json(reprise(folder) / "verification.json",
               lambda d: d["protocol"]["processes"][0].update(wall_s=0.001))
     code, report = rebuild_and_verify(folder)
     assert_refused(code, report, "protocol.processes[0:continu].wall_s 0.001 is less than "
-                                 "protocol.processes[1:coupure].wall_s 5.345")
+                                 f"protocol.processes[1:coupure].wall_s {cut['wall_s']}")
 
 
 # The rules themselves, on the recorded values (no index): each can fail, and the committed records hold.
