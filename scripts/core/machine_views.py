@@ -159,7 +159,7 @@ def record_problems(field: str, binary: dict[str, Any]) -> list[str]:
         return [] if bits is None else [f"{field}.bits is {bits!r}: a {form} header records no bits"]
     if bits not in (32, 64) or not _int(bits):
         return [f"{field}.bits is {bits!r}: a {form} header is 32 or 64 bits"]
-    if form == "elf" and header in ELF_32_ONLY and bits != 32:
+    if form == "elf" and _int(header) and header in ELF_32_ONLY and bits != 32:
         return [f"{field}.bits is {bits!r}, but its header {header} ({ELF_32_ONLY[header]}) is ELFCLASS32 only"]
     if form == "mach-o" and _int(header) and (bits == 64) != bool(header & CPU_ARCH_ABI64):
         return [f"{field}.bits is {bits!r}, but its cputype {header:#x} says "
