@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core import fs_magic, time_views
+from core import fs_magic, runner_views, time_views
 from core.contract import PLAN_JOB, platform_of, result_artifact_name
 from core.distinct_runs import copy_problems, name_problem
 from core.fleet import box_of
@@ -130,6 +130,34 @@ def _second_views(records: list[dict[str, Any]], observed: Observed, not_before:
     return records
 
 
+def _job_views(records: list[dict[str, Any]], observed: Observed, entry: dict[str, Any],
+               predicate: dict[str, Any]) -> None:
+    """Each gate result of a platform job against what GitHub and the runner say of that job (core.runner_views:
+    its labels, its log's set-up lines, the run's commit and workflow, the artifact's creation): a result the
+    job's own views contradict was not made by this job as GitHub ran it, so it is not authentic."""
+    job = entry.get("job") or {}
+    log = entry.get("log") or {}
+    run = predicate.get("run") or {}
+    artifact = entry.get("artifact") or {}
+    listed = next((a for a in predicate.get("artifacts") or [] if isinstance(a, dict) and artifact.get("id")
+                   is not None and str(a.get("id")) == str(artifact.get("id"))), None)
+    shared = (runner_views.log_problems(job, log) + runner_views.gpu_problems(entry["platform"], job)
+              + runner_views.artifact_problems(job, listed))
+    for record in records:
+        subject = record.get("subject")
+        if record.get("kind") != "gate" or subject not in observed.json:
+            continue
+        document = parse_json(observed.json[subject][0])
+        if not isinstance(document, dict):
+            continue
+        contradicted = shared + runner_views.os_problems(document, job, log.get("runner")) \
+            + runner_views.provenance_problems(document, run, entry["platform"])
+        if contradicted:
+            record["not_authentic"] = list(record.get("not_authentic") or []) + contradicted
+            record["reasons"] = list(record.get("reasons") or []) + [f"not authentic: {p}" for p in contradicted]
+            record["ok"] = False
+
+
 def _built(predicate: dict[str, Any]) -> tuple[str, Any] | None:
     return ("the index's built_at", predicate["built_at"]) if predicate.get("built_at") else None
 
@@ -198,6 +226,7 @@ def judge_run(predicate: dict[str, Any], observed: Observed) -> dict[str, Any]:
         started = ("the job's started_at (GitHub)", job["started_at"]) if job.get("started_at") else None
         ended = ("the job's completed_at (GitHub)", job["completed_at"]) if job.get("completed_at") else None
         bound = _second_views(bound, observed, started, ended or _built(judged))
+        _job_views(bound, observed, entry, judged)
         entry["results"] = _unbound(entry.get("results") or []) + bound
         entry["runner"] = _runner(entry)
     plan = judged.get("plan")

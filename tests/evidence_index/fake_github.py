@@ -104,7 +104,7 @@ class FakeArtifact:
     content: bytes | Path  # the zip's bytes, or a file holding them
     expired: bool = False
     digest: str | None = "auto"  # "auto": sha256 of content, as upload-artifact v4 records it; None: absent
-    created_at: str = "2026-08-24T10:03:30Z"
+    created_at: str | None = None  # None: shortly before its job completed (FakeGitHub.created_at_of)
 
     def size(self) -> int:
         return self.content.stat().st_size if isinstance(self.content, Path) else len(self.content)
@@ -401,6 +401,19 @@ class FakeGitHub:
             listed = [job for job in self._all_jobs() if job in listed or job in carried]
         return [shapes.job(self, job) for job in listed]
 
+    def created_at_of(self, artifact: FakeArtifact) -> str:
+        """An artifact's created_at: as given, else 11 s before the job that uploaded it completed (the job
+        named in the artifact's name, `platform-runtime-<platform>-...`; else the last job to complete). GitHub
+        creates an artifact while its job's upload step runs, inside the job's window."""
+        if artifact.created_at is not None:
+            return artifact.created_at
+        done = [job for job in self._all_jobs() if job.status == "completed" and job.completed_at]
+        mine = [job for job in done if f"-{job.name.rsplit(' / ', 1)[-1].split(' ')[0]}-" in artifact.name] or done
+        if not mine:
+            return "2026-08-24T10:03:30Z"
+        end = max(dt.datetime.fromisoformat(job.completed_at.replace("Z", "+00:00")) for job in mine)
+        return (end - dt.timedelta(seconds=11)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
     def _attempt(self, handler: _Handler, attempt: int) -> None:
         if not 1 <= attempt <= self.run_attempt:
             handler._send_json(shapes.error(404, "Not Found"), 404)
@@ -416,7 +429,7 @@ class FakeGitHub:
     def _artifacts_listed(self, query: dict[str, str]) -> list[dict[str, Any]]:
         """`name` filters; `direction` (desc by default, as described) orders by created_at."""
         chosen = [a for a in self.artifacts if "name" not in query or a.name == query["name"]]
-        chosen.sort(key=lambda a: (a.created_at, a.id), reverse=query.get("direction", "desc") != "asc")
+        chosen.sort(key=lambda a: (self.created_at_of(a), a.id), reverse=query.get("direction", "desc") != "asc")
         return [shapes.artifact(self, a) for a in chosen]
 
     def _page(self, handler: _Handler, path: str, query: dict[str, str], key: str, items: list[Any]) -> None:
@@ -608,7 +621,8 @@ def measured_checks(kind: str, ok: bool) -> dict[str, Any]:
 def gate_result(platform: str, *, ok: bool = True, sources: dict[str, str] | None = None,
                 run_id: int | str | None = 17320001234, run_attempt: int | str = 1, job_id: int | str | None = None,
                 repository: str = REPOSITORY, sha: str = "1928efbf98b33bc87fea7962539525f57a349d25",
-                in_actions: bool = True) -> dict[str, Any]:
+                in_actions: bool = True,
+                workflow_path: str = ".github/workflows/platform-runtime.yml") -> dict[str, Any]:
     """A gate result document that satisfies schemas/platform-runtime-result.schema.json.
 
     For the indexer's tests only (the index is about bytes); never evidence of anything.
@@ -667,7 +681,8 @@ def gate_result(platform: str, *, ok: bool = True, sources: dict[str, str] | Non
                                                                   "the bytes)"}},
         "github": {"sha": sha, "run_id": str(run_id), "run_attempt": str(run_attempt),
                    "job_id": None if job_id is None else str(job_id), "repository": repository,
-                   "workflow_ref": f"{repository}/.github/workflows/platform-runtime.yml@refs/heads/main",
+                   # GITHUB_WORKFLOW_REF names the run's top-level workflow, the caller's inside a reusable one.
+                   "workflow_ref": f"{repository}/{workflow_path}@refs/heads/main",
                    "job": platform, "runner_os": runner["runner_os"], "runner_arch": runner["arch"]}
         if in_actions else None,
     }
@@ -753,7 +768,8 @@ def standard_run(fake: FakeGitHub, platforms: tuple[str, ...], sources: dict[str
         job = FakeJob(id=job_id, name=f"{prefix}{platform}", run_attempt=fake.run_attempt,
                       labels=RUNNERS[platform]["labels"], log=runner_log(platform, job_name=f"{prefix}{platform}"))
         result = gate_result(platform, sources=sources, run_id=fake.run_id, run_attempt=fake.run_attempt,
-                             job_id=job_id, repository=fake.repository, sha=fake.head_sha)
+                             job_id=job_id, repository=fake.repository, sha=fake.head_sha,
+                             workflow_path=fake.workflow_path)
         body = json.dumps(result, indent=2).encode()
         artifact = FakeArtifact(id=first_artifact_id + offset, name=f"platform-runtime-{platform}-attempt-"
                                 f"{fake.run_attempt}", content=make_zip({f"platform-runtime-{platform}.json": body}))

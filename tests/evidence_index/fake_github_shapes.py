@@ -98,8 +98,12 @@ def job(fake: Any, job: Any) -> dict[str, Any]:
                    "started_at": job.started_at, "completed_at": completed}
                   for number, name in enumerate(STEPS, 1)],
         "check_run_url": f"{api}/check-runs/{job.id}", "labels": job.labels,
-        "runner_id": 1000 + job.id % 1000, "runner_name": "GitHub Actions 1000",
-        "runner_group_id": 2, "runner_group_name": "GitHub Actions",
+        # A GitHub-hosted runner is "GitHub Actions <n>" in group "GitHub Actions"; a self-hosted one carries
+        # its own name (the fake's self-hosted box: gpu-box-01, as its log says) in its group (Default).
+        "runner_id": 1000 + job.id % 1000,
+        "runner_name": "gpu-box-01" if "self-hosted" in job.labels else "GitHub Actions 1000",
+        "runner_group_id": 1 if "self-hosted" in job.labels else 2,
+        "runner_group_name": "Default" if "self-hosted" in job.labels else "GitHub Actions",
     }
 
 
@@ -111,8 +115,8 @@ def artifact(fake: Any, artifact: Any) -> dict[str, Any]:
         "id": artifact.id, "node_id": f"MDg6QXJ0aWZhY3Q{artifact.id}", "name": artifact.name,
         "size_in_bytes": artifact.size(), "url": f"{api}/actions/artifacts/{artifact.id}",
         "archive_download_url": f"{api}/actions/artifacts/{artifact.id}/zip", "expired": artifact.expired,
-        "created_at": artifact.created_at, "expires_at": "2026-11-22T10:03:30Z",
-        "updated_at": artifact.created_at, "digest": digest,
+        "created_at": fake.created_at_of(artifact), "expires_at": "2026-11-22T10:03:30Z",
+        "updated_at": fake.created_at_of(artifact), "digest": digest,
         "workflow_run": {"id": fake.run_id, "repository_id": REPO_ID, "head_repository_id": REPO_ID,
                          "head_branch": fake.head_branch, "head_sha": fake.head_sha},
     }

@@ -21,6 +21,7 @@ from core.contract import plan_log_line
 
 from tests.conftest import ROOT, SCRIPTS
 from tests.evidence_index.fake_github import (
+    RUNNERS,
     FakeArtifact,
     FakeGitHub,
     FakeJob,
@@ -92,7 +93,7 @@ def build_run(folder: Path, platform: str, files: dict[str, bytes], log: bytes, 
     with FakeGitHub() as fake:
         results = [data for name, data in files.items() if name.endswith(".json") and b'"started_at"' in data]
         fake.jobs = [FakeJob(id=JOB_ID, name=f"platform-runtime / {platform}", log=log,
-                             **(window or job_times(*results)))]
+                             labels=RUNNERS[platform]["labels"], **(window or job_times(*results)))]
         if plan is not None:
             fake.jobs.insert(0, FakeJob(id=PLAN_JOB_ID, name="platform-runtime / plan", log=plan))
         fake.artifacts = [FakeArtifact(id=3901000101, name=f"platform-runtime-{platform}-attempt-1",
@@ -280,7 +281,11 @@ def test_a_linux_result_in_a_windows_artifact_proves_nothing_about_windows(tmp_p
     reasons = run.index["predicate"]["verdict"]["reasons"]
     assert "windows not proven: platform.system is 'Linux', not Windows" in reasons
     assert "windows not proven: the 'windows' requirement did not hold" in reasons
-    assert run.verify().returncode == 1  # authentic, and it fails
+    # GitHub ran the job on windows-2025 and the runner's log says Windows Server: a Linux result is not its own.
+    refused = run.verify()
+    assert refused.returncode == 3, refused.stdout
+    assert ("platform.system is 'Linux', but the job's labels (GitHub) names Windows (['windows-2025'])"
+            in refused.stdout), refused.stdout
     index = run.index
     index["predicate"]["verdict"] = {"pass": True, "reasons": [],
                                      "platforms": {"windows": {"ok": True, "reasons": []}}}

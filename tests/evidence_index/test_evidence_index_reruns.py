@@ -33,10 +33,14 @@ def rerun_failed_windows(fake: FakeGitHub, sources: dict[str, str]) -> dict[str,
     windows_1.log = runner_log("windows", job_name=windows_1.name, exit_code=1)
     next(job for job in fake.jobs if job.name.endswith("/ evidence")).conclusion = "failure"
     fake.run_attempt = 2
+    # The re-run ran later than attempt 1: its job's window (GitHub), its gate's start and its upload inside it.
     windows_2 = FakeJob(id=windows_1.id + 100_000, name=windows_1.name, run_attempt=2, labels=windows_1.labels,
-                        log=runner_log("windows", job_name=windows_1.name))
-    body = json.dumps(gate_result("windows", sources=sources, run_id=fake.run_id, run_attempt=2,
-                                  job_id=windows_2.id, sha=fake.head_sha)).encode()
+                        log=runner_log("windows", job_name=windows_1.name), started_at="2026-08-24T11:15:00Z",
+                        completed_at="2026-08-24T11:21:00Z")
+    result = gate_result("windows", sources=sources, run_id=fake.run_id, run_attempt=2, job_id=windows_2.id,
+                         sha=fake.head_sha)
+    result["started_at"] = "2026-08-24T11:16:00Z"
+    body = json.dumps(result).encode()
     rerun = FakeArtifact(id=3901000200, name="platform-runtime-windows-attempt-2",
                          content=make_zip({"platform-runtime-windows.json": body}), created_at="2026-08-24T11:20:00Z")
     fake.jobs += [windows_2, FakeJob(id=windows_2.id + 1, name="platform-runtime / evidence", run_attempt=2,
