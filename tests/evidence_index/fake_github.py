@@ -636,7 +636,7 @@ def gate_result(platform: str, *, ok: bool = True, sources: dict[str, str] | Non
         checks["jsonl_append"]["method"] = checks["jsonl_append"]["lock_probe"]["method"] = LOCK_METHODS[system]
     if runner["fs"] == "nfs4":  # the gate always tells the readers to tolerate a missing name on NFS
         checks["concurrent_replace"]["tolerate_missing"] = True
-    return {
+    result = {
         "schema": "kernodeck.platform-runtime.result/v1", "ok": ok, "exit_code": 0 if ok else 1,
         "failures": [] if ok else ["device_compute: loss did not decrease"],
         # A runner's run is dated inside its fake job; a local one (in_actions False) ran a minute ago, after the
@@ -686,6 +686,12 @@ def gate_result(platform: str, *, ok: bool = True, sources: dict[str, str] | Non
                    "job": platform, "runner_os": runner["runner_os"], "runner_arch": runner["arch"]}
         if in_actions else None,
     }
+    from core.requirements import held_reason  # the gate's own words for a requirement that held
+
+    for requirement in result["requirements"]:
+        if requirement["ok"]:
+            requirement["reason"] = held_reason(platform, result["device"], result["filesystem"])
+    return result
 
 
 def make_zip(files: dict[str, bytes], *, symlinks: dict[str, str] | None = None,
