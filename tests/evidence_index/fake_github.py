@@ -592,7 +592,9 @@ BUILDS: dict[str, dict[str, Any]] = {
                       "driver_too_old_warning": False, "device_count": 1, "name": "NVIDIA H200",
                       "total_memory_bytes": 150109880320, "uuid": "00000000-1111-2222-3333-444444444444",
                       "capability": "9.0", "arch": "sm_90", "arch_in_build": True, "arch_list": ["sm_90"],
-                      "compiled_cuda": "13.0", "compiled_hip": None}},
+                      "compiled_cuda": "13.0", "compiled_hip": None,
+                      # The kernel module's version, as a Linux gate reads it (/proc/driver/nvidia/version).
+                      "kernel_driver": "580.159.04"}},
     "mps": {"torch": {"version": "2.13.0", "cuda": None, "hip": None},
             "torch_build": {"version": "2.13.0", "cuda": None, "hip": None},
             "mps": {"built": True, "available": True, "fallback_env_set": False}},
