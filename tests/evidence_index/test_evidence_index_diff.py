@@ -5,6 +5,7 @@ indexes built by the CLI over copies of them (a local index) or from a GitHub-sh
 from __future__ import annotations
 
 import copy
+import datetime as dt
 import json
 import os
 import shutil
@@ -99,8 +100,10 @@ def test_noise_is_not_a_difference(tmp_path):
         # Another run's clock: started and finished a day earlier, together (core.time_views holds them to its
         # duration, and the index's build time bounds both).
         document["started_at"] = "2026-11-30T10:00:00+00:00"
-        if "finished_at" in document:
-            document["finished_at"] = "2026-11-30T10:00:03+00:00"
+        if "finished_at" in document:  # as far after the start as the run lasted (its recorded duration)
+            end = dt.datetime(2026, 11, 30, 10, 0, 0, tzinfo=dt.timezone.utc) + dt.timedelta(
+                seconds=round(document["duration_s"]))
+            document["finished_at"] = end.isoformat()
         document["workspace_cleanup"]["workspace"] = "platform-runtime-ffffffffffff"
         document["filesystem"]["mount_id"] = 977
         document["checks"]["jsonl_append"]["duration_s"] += 0.4  # within 0.5 s
