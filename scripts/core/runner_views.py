@@ -15,7 +15,7 @@ Pure functions of the recorded facts; evidence_index.index_judge applies them at
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from core.contract import PLATFORMS
@@ -161,10 +161,14 @@ def log_problems(job: dict[str, Any], log: dict[str, Any]) -> list[str]:
 
 
 def _time(value: Any) -> datetime | None:
+    """An ISO 8601 time, aware (a stamp without an offset is taken as UTC, so two stamps always compare)."""
+    if not isinstance(value, str):
+        return None
     try:
-        return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
 
 
 def artifact_problems(job: dict[str, Any], listed: dict[str, Any] | None) -> list[str]:
