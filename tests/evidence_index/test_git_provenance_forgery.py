@@ -10,7 +10,7 @@ import copy
 import json
 import os
 import subprocess
-from datetime import datetime, timedelta
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -105,7 +105,9 @@ def test_relabelled_to_a_commit_of_the_same_bytes_made_before_the_run_it_passes(
 def test_a_commit_made_after_the_run_is_refused(tmp_path, committed):
     root = tmp_path / "checkout"
     started = datetime.fromisoformat(committed["started_at"])
-    head = replica(root, committed, (started + timedelta(hours=1)).isoformat())  # an hour after the run began
+    # After the run began and before now (the index is built now: a commit after that is refused otherwise).
+    after = started + (datetime.now(timezone.utc) - started) / 2
+    head = replica(root, committed, after.isoformat(timespec="seconds"))
     outcome, said = judged(tmp_path, relabelled(committed, head), root)
     assert outcome == "fail" and any(f"source.git.head {head[:12]} was committed at" in line for line in said), said
 
