@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -17,7 +18,7 @@ import pytest
 from core import machine_views, record_rules, result_format, time_views, verdicts
 from core.requirements import held_reason
 
-from tests.evidence_index.test_recorded_facts_forgery import committed, indexed, setter  # noqa: F401 - fixture
+from tests.evidence_index.test_recorded_facts_forgery import EXT4, committed, indexed, setter  # noqa: F401 - fixture
 from tests.evidence_index.test_verdicts_forgery import index_and_verify, real  # noqa: F401 - the fixture
 
 
@@ -33,9 +34,17 @@ def scaled(path: str, factor: float) -> Callable[[dict[str, Any]], None]:
     return edit
 
 
+# The committed run's own figures, read from its bytes (a re-recording changes them): its duration and the whole
+# seconds between its two stamps.
+RUN = json.loads(EXT4.read_text(encoding="utf-8"))
+DURATION = RUN["duration_s"]
+APART = int((dt.datetime.fromisoformat(RUN["finished_at"]) - dt.datetime.fromisoformat(RUN["started_at"]))
+            .total_seconds())
+
 FORGERIES: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
-    # A2: a 3.4 s run under a 1 s --timeout that never fired
-    "timeout-1s": (setter("arguments.timeout_s", 1.0), "duration_s is 3.372, longer than arguments.timeout_s 1.0"),
+    # A2: a run of several seconds under a 1 s --timeout that never fired
+    "timeout-1s": (setter("arguments.timeout_s", 1.0),
+                   f"duration_s is {DURATION}, longer than arguments.timeout_s 1.0"),
     "timeout-3s": (setter("arguments.timeout_s", 3.0), "longer than arguments.timeout_s 3.0"),
     # A1: the argument and the deadline it set disagree
     "cleanup-timeout-5": (setter("arguments.cleanup_timeout_s", 5.0),
@@ -45,11 +54,11 @@ FORGERIES: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
     "cleanup-hung-30": (setter("workspace_cleanup.file_system_hung", True),
                         "file_system_hung is True: the cleanup's deadline is at most 5.0"),
     # T1/T2: the two clocks of one process
-    "finished-at-plus-50s": (shifted("finished_at", 50), "54 s apart, but duration_s is 3.372"),
-    "finished-at-plus-3s": (shifted("finished_at", 3), "7 s apart, but duration_s is 3.372"),
-    "started-at-minus-3s": (shifted("started_at", -3), "7 s apart, but duration_s is 3.372"),
-    "duration-x10": (scaled("duration_s", 10), "4 s apart, but duration_s is 33.72"),
-    "duration-x2": (scaled("duration_s", 2), "4 s apart, but duration_s is 6.744"),
+    "finished-at-plus-50s": (shifted("finished_at", 50), f"{APART + 50} s apart, but duration_s is {DURATION}"),
+    "finished-at-plus-3s": (shifted("finished_at", 3), f"{APART + 3} s apart, but duration_s is {DURATION}"),
+    "started-at-minus-3s": (shifted("started_at", -3), f"{APART + 3} s apart, but duration_s is {DURATION}"),
+    "duration-x10": (scaled("duration_s", 10), f"{APART} s apart, but duration_s is {round(DURATION * 10, 3)}"),
+    "duration-x2": (scaled("duration_s", 2), f"{APART} s apart, but duration_s is {round(DURATION * 2, 3)}"),
     # B1, B3, B5: the binaries' headers beside the interpreter that ran
     "torch-c-name-cp312": (setter("platform.binaries.torch_c.name", "_C.cpython-312-x86_64-linux-gnu.so"),
                            "an extension for Python 3.12, but platform.python is '3.11.7'"),
