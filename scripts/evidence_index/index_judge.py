@@ -24,7 +24,7 @@ from core.one_run import run_problems
 
 from .crossfile import check as cross_check
 from .index_verdict import decide_local, decide_run
-from .results import is_result, parse_json, read_result_bytes, too_large
+from .results import gate_documents, is_result, parse_json, read_result_bytes, too_large
 from .root_commits import bind_to_commits
 from .root_history import bind_to_history
 from .root_sets import bind_to_root
@@ -108,22 +108,21 @@ def _distinct_runs(records: list[dict[str, Any]], documents: list[Any]) -> None:
             record["ok"] = False
 
 
+def _not_authentic(record: dict[str, Any], contradicted: list[str]) -> None:
+    """A record whose bytes another view contradicts: not authentic, each contradiction a reason, and not ok."""
+    record["not_authentic"] = list(record.get("not_authentic") or []) + contradicted
+    record["reasons"] = list(record.get("reasons") or []) + [f"not authentic: {p}" for p in contradicted]
+    record["ok"] = False
+
+
 def _second_views(records: list[dict[str, Any]], observed: Observed, not_before: tuple[str, Any] | None,
                   not_after: tuple[str, Any] | None) -> list[dict[str, Any]]:
     """Each gate result's start against the clocks the index holds (core.time_views: GitHub's job window, the
     index's own build time): a run outside them is not authentic. What core.fs_magic cannot confirm is listed."""
-    for record in records:
-        subject = record.get("subject")
-        if record.get("kind") != "gate" or subject not in observed.json:
-            continue
-        document = parse_json(observed.json[subject][0])
-        if not isinstance(document, dict):
-            continue
+    for record, document in gate_documents(records, observed.json):
         contradicted = time_views.window_problems(document, not_before, not_after)
         if contradicted:
-            record["not_authentic"] = list(record.get("not_authentic") or []) + contradicted
-            record["reasons"] = list(record.get("reasons") or []) + [f"not authentic: {p}" for p in contradicted]
-            record["ok"] = False
+            _not_authentic(record, contradicted)
         unconfirmed = fs_magic.unconfirmed(document)
         if unconfirmed:
             record["unconfirmed"] = unconfirmed
@@ -143,19 +142,11 @@ def _job_views(records: list[dict[str, Any]], observed: Observed, entry: dict[st
                    is not None and str(a.get("id")) == str(artifact.get("id"))), None)
     shared = (runner_views.log_problems(job, log) + runner_views.gpu_problems(entry["platform"], job)
               + runner_views.artifact_problems(job, listed))
-    for record in records:
-        subject = record.get("subject")
-        if record.get("kind") != "gate" or subject not in observed.json:
-            continue
-        document = parse_json(observed.json[subject][0])
-        if not isinstance(document, dict):
-            continue
+    for record, document in gate_documents(records, observed.json):
         contradicted = shared + runner_views.os_problems(document, job, log.get("runner")) \
             + runner_views.provenance_problems(document, run, entry["platform"])
         if contradicted:
-            record["not_authentic"] = list(record.get("not_authentic") or []) + contradicted
-            record["reasons"] = list(record.get("reasons") or []) + [f"not authentic: {p}" for p in contradicted]
-            record["ok"] = False
+            _not_authentic(record, contradicted)
 
 
 def _built(predicate: dict[str, Any]) -> tuple[str, Any] | None:

@@ -6,6 +6,7 @@ The digest is taken from the very bytes that are parsed, so what is judged is wh
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,17 @@ def parse_json(data: bytes | None) -> Any:
     except ValueError:
         return None
 
+
+def gate_documents(records: list[dict[str, Any]], json_bytes: dict[str, tuple]) -> Iterator[tuple[dict, dict]]:
+    """Each gate record with its result parsed from the bytes the index read (subject -> (bytes, ...)), for those
+    that parse to an object: the one walk the judge's second views share."""
+    for record in records:
+        entry = json_bytes.get(record.get("subject") or "")
+        if record.get("kind") != "gate" or not entry:
+            continue
+        document = parse_json(entry[0])
+        if isinstance(document, dict):
+            yield record, document
 
 
 def unreadable(name: str, why: str) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from core.git_provenance import HEAD, commit_problems
 from core.provenance import GIT_TIMEOUT_S, git_command, git_environment
 
 from .common import is_safe_relative
-from .results import parse_json
+from .results import gate_documents, parse_json
 
 
 def claims_of(documents: Iterable[Any]) -> dict[str, set[str]]:
@@ -93,11 +93,7 @@ def bind_to_commits(records: list[dict[str, Any]], json_bytes: dict[str, tuple[b
     recorded): nothing is compared then."""
     if not isinstance(commits, dict):
         return
-    for record in records:
-        entry = json_bytes.get(record.get("subject") or "")
-        document = parse_json(entry[0]) if entry else None
-        if record.get("kind") != "gate" or not isinstance(document, dict):
-            continue
+    for record, document in gate_documents(records, json_bytes):
         source = document.get("source") if isinstance(document.get("source"), dict) else {}
         git = source.get("git")
         head = git.get("head") if isinstance(git, dict) else None

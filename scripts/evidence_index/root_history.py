@@ -28,7 +28,7 @@ from core.provenance import GIT_TIMEOUT_S, git_command, git_environment
 
 from .checkout_hashes import digest_of_files
 from .common import is_safe_relative
-from .results import parse_json
+from .results import gate_documents, parse_json
 
 WORKING_TREE = "working tree"
 ZERO = "0" * 40
@@ -169,11 +169,7 @@ def bind_to_history(records: list[dict[str, Any]], json_bytes: dict[str, tuple[b
 
     if not isinstance(history, dict) or history.get("read") is not True:
         return
-    for record in records:
-        entry = json_bytes.get(record.get("subject") or "")
-        document = parse_json(entry[0]) if entry else None
-        if record.get("kind") != "gate" or not isinstance(document, dict):
-            continue
+    for record, document in gate_documents(records, json_bytes):
         source = document.get("source") if isinstance(document.get("source"), dict) else {}
         git, files = source.get("git"), source.get("files")
         if not isinstance(git, dict) or git.get("head") is not None or not isinstance(files, dict) or not files:
