@@ -112,21 +112,35 @@ def extents_problems(result: dict[str, Any]) -> list[str]:
     file system with the extents feature only as ext4 (fs/ext4/super.c ext4_feature_set_ok), and on it every new
     directory carries FS_EXTENT_FL, so an ext2 or ext3 type beside the flag is an ext4 mount renamed. On an ext
     super block (0xEF53) of a machine the gate asks, the flags are always answered: null is the view removed.
-    An ext4 without the extents feature (mkfs.ext4 -O ^extent, an ext3 mounted as ext4) records no flag and
-    passes: a type raised from ext3 to ext4 stays taken as recorded."""
+    An ext2 or ext3 type is a claim that only the flags support (statfs gives the three one magic), so it must
+    carry them: deleted (or null where the gate asks, whatever statfs_f_type says) the claim stands on nothing
+    and is refused; an ext2/ext3 result of a gate before the flags (95dd4dd) is refused so too, while an ext4 one
+    of such a gate (evidence/cuda) is judged without them. An ext4 without the extents feature (mkfs.ext4 -O
+    ^extent, an ext3 mounted as ext4) records no flag and passes: a type raised from ext3 to ext4 stays taken
+    as recorded."""
     fs = result.get("filesystem")
-    if not isinstance(fs, dict) or not str(fs.get("method") or "").startswith(MOUNTINFO) or "inode_flags" not in fs:
-        return []  # older gates; a deleted one is not seen (docs/verdicts.md: no gate source says it must be there)
-    flags, fs_type = fs["inode_flags"], fs.get("type")
+    if not isinstance(fs, dict) or not str(fs.get("method") or "").startswith(MOUNTINFO):
+        return []
+    fs_type = fs.get("type")
+    claimed = fs_type in WITHOUT_EXTENTS
+    if "inode_flags" not in fs:
+        if claimed:
+            return [f"filesystem.inode_flags is missing beside filesystem.type {fs_type!r}: ext2 and ext3 share "
+                    f"ext4's statfs f_type {EXT_MAGIC:#x}, and only the workspace directory's flags tell them from "
+                    "an ext4 mount renamed"]
+        return []  # older gates' ext4 and other types: judged by the views they hold
+    flags = fs["inode_flags"]
     machine = (result.get("platform") or {}).get("machine") if isinstance(result.get("platform"), dict) else None
+    asked = isinstance(machine, str) and machine in GENERIC_IOCTL_MACHINES  # a list or a dict is no machine
     if flags is None:
-        if fs.get("statfs_f_type") == EXT_MAGIC and machine in GENERIC_IOCTL_MACHINES:
-            return [f"filesystem.inode_flags is None on an ext super block (statfs_f_type {EXT_MAGIC:#x}) of a "
-                    f"{machine} kernel: FS_IOC_GETFLAGS always answers there"]
+        if asked and (claimed or fs.get("statfs_f_type") == EXT_MAGIC):
+            beside = f"filesystem.type {fs_type!r}" if claimed else f"an ext super block (statfs_f_type {EXT_MAGIC:#x})"
+            return [f"filesystem.inode_flags is None beside {beside} of a {machine} kernel: FS_IOC_GETFLAGS always "
+                    "answers there"]
         return []
     if not count(flags) or flags > 0xFFFFFFFF:
         return [f"filesystem.inode_flags is {flags!r}: FS_IOC_GETFLAGS gives a 32-bit set of flags"]
-    if fs_type in WITHOUT_EXTENTS and flags & FS_EXTENT_FL:
+    if claimed and flags & FS_EXTENT_FL:
         return [f"filesystem.type is {fs_type!r}, but filesystem.inode_flags {flags:#x} carries FS_EXTENT_FL "
                 f"({FS_EXTENT_FL:#x}): only an ext4 mount gives a new directory extents"]
     return []

@@ -17,7 +17,7 @@ from typing import Any
 
 from core import mount_options
 from core.facts import get
-from core.verdicts import NFS_TYPES
+from core.result_verdicts import NFS_TYPES  # not core.verdicts: core.record_rules, in its table, reads this module
 
 WINDOWS_FS_METHOD = "win32-GetVolumeInformationW"
 # What GetVolumeInformationW names; a Linux file system type (ext4, xfs, tmpfs, overlay...) never proves Windows.

@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from core.facts import count, get, number, obj
+from core.platforms import SYSTEMS, WINDOWS_FS_METHOD, os_facts, os_problems
 from core.torch_build_rules import BACKEND_LIBRARIES
 
 SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -25,6 +26,16 @@ PARENT_FLAGS = ("isolated", "ignore_environment", "no_site", "no_user_site")
 HUNG_CLEANUP_S = 5.0
 MIN_WAIT_S = 0.1
 ROUNDING_S = 0.0005
+# The methods each system's file-system probe writes (platform_runtime.filesystem.detect, which picks the probe by
+# platform.system()): the first of each names a type (Linux: mountinfo by mount id or, failing that, by st_dev),
+# the others name none. Any other system is "unsupported-system"; "not-probed" is the result's skeleton, written
+# before the probe ran (platform_runtime.gate.skeleton), on any system.
+PROBE_METHODS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "Linux": (("linux-mountinfo-mnt-id", "linux-mountinfo-st-dev"), ("linux-mountinfo-unmatched", "linux-error")),
+    "Windows": ((WINDOWS_FS_METHOD,), ("windows-error",)),
+    "Darwin": (("darwin-statfs",), ("darwin-error",)),
+}
+UNSUPPORTED, NOT_PROBED = "unsupported-system", "not-probed"
 
 
 def global_timeout(result: dict[str, Any]) -> list[str]:
@@ -198,4 +209,35 @@ def isolation_flags(result: dict[str, Any]) -> list[str]:
                        and f.endswith("is set and the gate's own process was started without -I or -E")]
     if started_without and (flags["ignore_environment"] or flags["isolated"]):
         problems.append(f"isolation.parent_flags is {flags}, but isolation.findings says {started_without[0]!r}")
+    return problems
+
+
+def filesystem_probe(result: dict[str, Any]) -> list[str]:
+    """The type was named by the probe the gate runs on the recorded `platform.system`: every Linux view of the
+    type (the statfs magic, the inode flags, the mount options, core.fs_magic and core.mount_options) is judged
+    only on a mountinfo result, so a method edited to another OS's probe, or to one no gate writes, would leave an
+    edited type with none of them. `platform.system` itself is then held to every other fact that speaks to the
+    OS (core.platforms.os_facts: the kernel release, the compiler, the wheel tags, the lock method...), as a
+    requirement's proof holds it: a Linux result edited to Darwin with an apfs type named by darwin-statfs is
+    refused by the facts left as they were. An NFS version is derived by the probe from an nfs type's options
+    and is null beside any other type."""
+    fs = obj(result, "filesystem")
+    if "method" not in fs:
+        return []  # the schema requires it
+    system, method, fs_type = get(result, "platform.system"), fs.get("method"), fs.get("type")
+    naming, failing = PROBE_METHODS.get(system, ((), (UNSUPPORTED,))) if isinstance(system, str) else ((), ())
+    failing += (NOT_PROBED,)
+    problems = []
+    if method not in naming + failing:
+        problems.append(f"filesystem.method is {method!r}, but on platform.system {system!r} the gate's probe writes "
+                        f"{' or '.join(naming + failing) or 'no method'}")
+    elif method in failing and fs_type is not None:
+        problems.append(f"filesystem.type is {fs_type!r}, but filesystem.method {method!r} is a probe that named no "
+                        "type")
+    version = fs.get("nfs_version")
+    if version is not None and not str(fs_type).startswith("nfs"):  # platform_runtime.filesystem.nfs_version
+        problems.append(f"filesystem.nfs_version is {version!r} beside filesystem.type {fs_type!r}: the probe "
+                        "records an NFS version for an nfs type only")
+    if system in SYSTEMS:
+        problems += os_problems(os_facts(result), system)
     return problems

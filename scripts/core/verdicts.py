@@ -104,6 +104,7 @@ GATE_RESULT_RULES: dict[str, Rule] = {
     "timeout_held": record_rules.timeout_held,  # duration_s inside arguments.timeout_s
     "cleanup_deadline": record_rules.cleanup_deadline,  # deadline_s as arguments.cleanup_timeout_s set it
     "filesystem_record": record_rules.filesystem_record,
+    "filesystem_probe": record_rules.filesystem_probe,  # the probe of platform.system named the type
     "device_names": record_rules.device_names,
     "torch_build_record": record_rules.torch_build_record,
     "isolation_flags": record_rules.isolation_flags,

@@ -214,7 +214,7 @@ def test_a_result_made_now_records_the_views_these_rules_read_and_passes(tmp_pat
 @pytest.mark.parametrize("edit, named", [
     (setter("filesystem.type", "ext3"), "filesystem.type is 'ext3', but filesystem.inode_flags 0x80000 carries"),
     (setter("filesystem.type", "ext2"), "filesystem.type is 'ext2', but filesystem.inode_flags"),
-    (setter("filesystem.inode_flags", None), "filesystem.inode_flags is None on an ext super block"),
+    (setter("filesystem.inode_flags", None), "filesystem.inode_flags is None beside an ext super block"),
     (setter("workspace_cleanup.deadline_cut_by_budget", True), "a cut deadline is shorter than 30.0"),
     (setter("arguments.cleanup_timeout_s", 60.0), "an uncut deadline is the one wanted, 60.0"),
 ], ids=["type-ext3", "type-ext2", "inode-flags-null", "cut-by-budget", "cleanup-timeout-60"])
