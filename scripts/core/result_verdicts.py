@@ -52,10 +52,22 @@ def build_cross_check(result: dict[str, Any]) -> list[str]:
     return problems + [f"device.build_cross_check: {str(item)[:200]}" for item in expected if item not in cross]
 
 
+# A gate hashing this source records device.views.distributions (issue 28): a result without it was edited.
+DISTRIBUTIONS_SOURCE = "scripts/platform_runtime/dependencies.py"
+
+
 def device_views(result: dict[str, Any]) -> list[str]:
     """Issue 19's views of the torch build a worker cannot forge (core.trust), recomputed where recorded."""
     device = obj(result, "device")
-    return [f"device.views: {problem}" for problem in trust.device_view_problems(device)] if "views" in device else []
+    if "views" not in device:
+        return []
+    problems = [f"device.views: {problem}" for problem in trust.device_view_problems(device)]
+    files = obj(result, "source").get("files")
+    views = device["views"] if isinstance(device["views"], dict) else {}
+    if isinstance(files, dict) and DISTRIBUTIONS_SOURCE in files and "distributions" not in views:
+        problems.append(f"device.views.distributions is missing, though the gate hashed {DISTRIBUTIONS_SOURCE}, "
+                        "which records it: the files the device worker loaded are not shown checked")
+    return problems
 
 
 def collectives_ran(result: dict[str, Any]) -> list[str]:

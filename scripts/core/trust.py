@@ -100,6 +100,31 @@ def record_problems(record: dict[str, Any]) -> list[str]:
     return problems
 
 
+def distribution_problems(view: dict[str, Any]) -> list[str]:
+    """Why the code the device worker ran from site directories besides torch is not verified, recomputed from
+    what the check measured (platform_runtime.dependencies, loaded_files): verified means no problem was found
+    (a file that differs from its distribution's RECORD, a forged .pyc, a loaded file no RECORD lists) and
+    loaded files were matched (the worker always loads torch's). A recorded `verified` that disagrees is named
+    with both values. Distributions without a RECORD (`not_checked`) are named there, not refused."""
+    listed = view.get("problems")
+    problems = [str(p) for p in listed][:3] if isinstance(listed, list) else [
+        f"device.views.distributions.problems is {listed!r}, not a list"]
+    counts = {key: _count(view.get(key)) for key in ("files", "bytes", "loaded_files", "bytecode_compared")}
+    for key, value in counts.items():
+        if value is None:
+            problems.append(f"device.views.distributions.{key} is {view.get(key)!r}: not a count")
+    if not problems and not counts["loaded_files"]:
+        problems.append("device.views.distributions matched 0 loaded files: the files the device worker loaded "
+                        "were not checked against their distributions' RECORDs")
+    if not isinstance(view.get("distributions"), list) or not isinstance(view.get("not_checked"), list):
+        problems.append("device.views.distributions names no list of the distributions checked and not checked")
+    verified = not problems
+    if view.get("verified") is not verified:
+        problems.append(f"device.views.distributions.verified is recorded {view.get('verified')!r}, its measurements "
+                        f"say {verified}")
+    return problems
+
+
 def device_view_problems(device: Any) -> list[str]:
     """Why the device claim is not backed by views the worker cannot forge: torch's files against its RECORD,
     the backend libraries the parent saw mapped into the worker (Linux), and on CUDA the worker's device UUID
@@ -110,6 +135,9 @@ def device_view_problems(device: Any) -> list[str]:
     problems: list[str] = []
     record = views.get("record") if isinstance(views.get("record"), dict) else {}
     problems += record_problems(record)
+    if "distributions" in views:  # recorded since issue 28's rule; older results lack it
+        distributions = views["distributions"] if isinstance(views["distributions"], dict) else {}
+        problems += distribution_problems(distributions)
     mapped = views.get("mapped") if isinstance(views.get("mapped"), dict) else {}
     if mapped.get("observed") == "linux-proc-maps":
         torch_lib = mapped.get("torch_lib") if isinstance(mapped.get("torch_lib"), list) else []

@@ -202,10 +202,10 @@ def collect(name: str, process: subprocess.Popen, started: float, timeout: float
 
 
 def collect_after_report(name: str, process: subprocess.Popen, started: float, timeout: float,
-                         global_deadline: bool, on_report: Callable[[int], None],
+                         global_deadline: bool, on_report: Callable[[int, dict], None],
                          grace: Callable[[], float] = default_grace) -> ChildOutcome:
-    """collect() for a child that prints its report and then waits for its stdin to close: on_report(pid)
-    runs while the child is still alive (the parent reads what it mapped), then stdin is closed. A child that
+    """collect() for a child that prints its report and then waits for its stdin to close: on_report(pid,
+    report) runs while the child is still alive (the parent reads what it mapped), then stdin is closed. A child that
     exits at once after printing (a forged report) leaves nothing to read, and on_report sees that."""
     out: list[bytes] = []
     err: list[bytes] = []
@@ -221,10 +221,10 @@ def collect_after_report(name: str, process: subprocess.Popen, started: float, t
         try:
             for line in process.stdout:
                 out.append(line)
-                if not reported and parse_last_json(line) is not None:
+                if not reported and (report := parse_last_json(line)) is not None:
                     reported = True
                     try:
-                        on_report(process.pid)
+                        on_report(process.pid, report)
                     finally:
                         release()
         finally:

@@ -8,11 +8,25 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 from pathlib import Path
 
 from core.contract import parse_strict
 
-from platform_runtime import children, driver_access, nvidia_driver, procmaps, startup, torch_record
+from platform_runtime import (
+    children,
+    dependencies,
+    driver_access,
+    loaded_files,
+    nvidia_driver,
+    procmaps,
+    startup,
+    torch_record,
+)
+from platform_runtime.isolation import torch_search_dirs
+
+NOT_CHECKED = {"verified": False, "distributions": [], "files": 0, "bytes": 0, "loaded_files": 0,
+               "bytecode_compared": 0, "not_checked": [], "duration_s": 0.0, "after_report_s": 0.0}
 
 
 class DeviceViews:
@@ -22,6 +36,9 @@ class DeviceViews:
         self.mappings: list[procmaps.Mapping] | None = None
         self.open_files: list[str] | None = None
         self._record: dict | None = None
+        self._dependencies: dict | None = None  # dependencies.verify_required's report, from the same process
+        self._loaded: dict | None = None  # loaded_files.check's report, made after the worker's
+        self._loaded_thread: threading.Thread | None = None
         self._thread: threading.Thread | None = None
         self._process = None
 
@@ -42,6 +59,8 @@ class DeviceViews:
                 ended = children.describe_returncode(self._process.returncode)
                 report = {"verified": False, "files": 0, "bytes": 0, "duration_s": 0.0,
                           "problems": [f"the RECORD check's process ended {ended} without a report"]}
+            required = report.pop(torch_record.DEPENDENCIES_KEY, None)
+            self._dependencies = required if isinstance(required, dict) else None
             self._record = report
 
         self._thread = threading.Thread(target=check, name="torch-record", daemon=True)
@@ -55,6 +74,7 @@ class DeviceViews:
     def record_check(self, timeout: float) -> dict:
         """The RECORD check's report, waiting at most `timeout` seconds (the gate's deadline) for it."""
         if self._thread is None:
+            self._dependencies = dependencies.verify_required(torch_search_dirs(), self.site_dir, self.dist_info)
             return torch_record.verify(self.site_dir, self.dist_info)
         self._thread.join(timeout=max(timeout, 0.0))
         if self._record is None:
@@ -63,11 +83,37 @@ class DeviceViews:
                     "problems": ["torch's files were still being hashed against its RECORD at the gate's deadline"]}
         return self._record
 
-    def observe(self, pid: int) -> None:
-        """Called while the device worker waits after its report: what it has mapped, from outside."""
+    def observe(self, pid: int, report: dict | None = None) -> None:
+        """Called while the device worker waits after its report: what it has mapped, from outside; then the
+        files it loaded are matched to their distributions in a thread, beside the checks still running."""
         text = procmaps.read_maps(pid)
         self.mappings = procmaps.parse_maps(text) if text else None
         self.open_files = driver_access.open_targets(pid)
+        self._loaded_thread = threading.Thread(target=self._check_loaded, args=(report or {},), name="loaded-files",
+                                               daemon=True)
+        self._loaded_thread.start()
+
+    def _required(self) -> list[dict]:
+        """The distributions checked before the report, once the RECORD check's process has given them."""
+        if self._thread is not None:
+            self._thread.join()  # a daemon thread: record_check's deadline kills the process this waits on
+        required = self._dependencies
+        checked = required["distributions"] if isinstance(required, dict) and isinstance(
+            required.get("distributions"), list) else []
+        # torch's own files are views.record's: hashed once, in the RECORD check's process.
+        return checked + ([{"site": str(self.site_dir), "dist_info": self.dist_info}] if self.dist_info else [])
+
+    def _check_loaded(self, report: dict) -> None:
+        started = time.monotonic()
+        worker = report.get("loaded_files")
+        paths = [p for p in worker if isinstance(p, str)] if isinstance(worker, list) else []
+        paths += [m.path for m in self.mappings or []]
+        paths += [f for m in list(sys.modules.values()) if isinstance(f := getattr(m, "__file__", None), str)]
+        loaded = loaded_files.check(paths, torch_search_dirs(), self._required)
+        if not isinstance(worker, list):
+            loaded["problems"].append("the device worker reported no list of the files it loaded")
+        loaded["after_report_s"] = round(time.monotonic() - started, 3)
+        self._loaded = loaded
 
     def _lib_dir(self) -> Path | None:
         return self.site_dir / "torch" / "lib" if self.site_dir is not None else None
@@ -95,9 +141,32 @@ class DeviceViews:
                     isolation["findings"].append(finding)
         return {"observed": "linux-proc-maps", "torch_lib": mapped}
 
+    def _distributions(self, report: dict, timeout: float) -> dict:
+        """device.views.distributions: the distributions torch requires, checked before the report, and every
+        file loaded from a site directory by the worker (its report, the maps the parent read) or by the parent
+        itself matched to a checked distribution (core.trust.distribution_problems judges it)."""
+        if self._loaded_thread is None:  # observe never ran (no report read while the worker lived)
+            self._check_loaded(report)
+        else:
+            self._loaded_thread.join(timeout=max(timeout, 0.0))
+        required, loaded = self._dependencies, self._loaded
+        if not isinstance(required, dict) or not isinstance(required.get("distributions"), list) or loaded is None:
+            return {**NOT_CHECKED, "problems": ["the distributions the device worker loaded were not checked against "
+                                                "their RECORDs before the gate's deadline"]}
+        checked = required["distributions"] + loaded["late"]
+        problems = [p for r in required["distributions"] for p in r["problems"]] + loaded["problems"]
+        return {"verified": not problems, "distributions": sorted({r["name"] for r in checked}),
+                "files": sum(r["files"] for r in checked), "bytes": sum(r["bytes"] for r in checked),
+                "loaded_files": loaded["loaded_files"],
+                "bytecode_compared": sum(r["bytecode_compared"] for r in checked) + loaded["bytecode_compared"],
+                "not_checked": loaded["not_checked"], "problems": problems,
+                "duration_s": round(required.get("duration_s", 0.0) + loaded["duration_s"], 3),
+                "after_report_s": loaded["after_report_s"]}
+
     def record(self, report: dict, isolation: dict, timeout: float) -> dict:
         """device.views: what each view saw (measurements; core.trust.device_view_problems judges them)."""
         views: dict = {"record": self.record_check(timeout), "mapped": self._mapped(isolation)}
+        views["distributions"] = self._distributions(report, timeout)
         kind = report.get("type")
         if kind in ("cuda", "rocm") and views["mapped"].get("observed") == "linux-proc-maps":
             views["driver_access"] = driver_access.summarize(self.open_files, self.mappings, kind)

@@ -242,11 +242,20 @@ def run(requested: str, workspace: Path, site_dir: str | None = None) -> dict:
     return report
 
 
+def loaded_files() -> list[str]:
+    """The files of every module this process holds: the gate's parent checks those in site directories against
+    their distributions' RECORDs (platform_runtime.loaded_files). The list is this worker's word: the parent's
+    view of its maps and the checks made before the report do not depend on it."""
+    return sorted({file for module in list(sys.modules.values())
+                   if isinstance(file := getattr(module, "__file__", None), str)})
+
+
 def main(argv: list[str]) -> int:
     hold = argv[:1] == ["--hold"]
     argv = argv[1:] if hold else argv
     requested, workspace = argv[0], Path(argv[1])
     report = run(requested, workspace, argv[2] if len(argv) > 2 else None)
+    report["loaded_files"] = loaded_files()
     sys.stdout.write(json.dumps(finite(report), sort_keys=True, allow_nan=False) + "\n")
     sys.stdout.flush()
     if hold:
