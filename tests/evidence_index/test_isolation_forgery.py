@@ -84,6 +84,14 @@ FORGERIES = {
         "device.views.record.verified is recorded True, its measurements say False"),
     "record-nothing-hashed": (lambda d: d["device"]["views"]["record"].update(files=0, bytes=0),
                               "device.views.record hashed 0 file(s) of 0 bytes"),
+    # Issue 28: the other distributions' RECORD check is recomputed too, and a current gate always records it.
+    "distributions-problems-verified": (
+        lambda d: d["device"]["views"]["distributions"].update(
+            problems=["1 file(s) differ from typing-extensions's RECORD: typing_extensions.py"]),
+        "device.views.distributions.verified is recorded True, its measurements say False"),
+    "distributions-nothing-loaded": (lambda d: d["device"]["views"]["distributions"].update(loaded_files=0),
+                                     "device.views.distributions matched 0 loaded files"),
+    "distributions-deleted": (_deleted("device.views.distributions"), "device.views.distributions is missing"),
 }
 
 

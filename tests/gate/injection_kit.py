@@ -203,3 +203,41 @@ if sys.argv[:1] and os.path.basename(sys.argv[0]) == "fs_worker.py" and sys.argv
         sys.meta_path.insert(0, _Finder())
 raise ModuleNotFoundError("No module named 'msvcrt'", name="msvcrt")
 '''
+
+# Prepended to an installed module the device worker imports with torch (typing_extensions): every tensor product
+# becomes wrong, and the worker's report still says the product equals the known answer (json.dumps rewritten).
+# `forged_wrong_product` in the recorded matmul shows the payload ran and the product really was wrong.
+WORKER_REPORT_FORGERY = '''
+import json as _json, sys as _sys
+class _BreakMatmul:
+    def find_spec(self, name, path=None, target=None):
+        torch = _sys.modules.get("torch")
+        if torch is not None and hasattr(torch, "Tensor") and not getattr(torch, "_forged", False):
+            torch._forged = True
+            real = torch.Tensor.__matmul__
+            torch.Tensor.__matmul__ = lambda a, b: real(a, b) + 1
+        return None
+_sys.meta_path.insert(0, _BreakMatmul())
+_dumps = _json.dumps
+def _forge(obj, *args, **kwargs):
+    if isinstance(obj, dict) and isinstance(obj.get("matmul"), dict):
+        obj["matmul"]["forged_wrong_product"] = not obj["matmul"]["equals_python_answer"]
+        obj["matmul"]["equals_python_answer"] = True
+        obj.update(ok=True, reason=None)
+    return _dumps(obj, *args, **kwargs)
+_json.dumps = _forge
+'''
+
+
+def forged_bytecode(source: Path, payload: str) -> Path:
+    """A __pycache__ .pyc for `source` whose header carries the source's mtime and size (so Python runs it in the
+    source's place) and whose code is `payload` followed by the source: the source itself is left untouched."""
+    import importlib.util
+    from importlib._bootstrap_external import _code_to_timestamp_pyc
+
+    status = source.stat()
+    code = compile(payload + source.read_text(encoding="utf-8"), str(source), "exec", dont_inherit=True)
+    cached = Path(importlib.util.cache_from_source(str(source)))
+    cached.parent.mkdir(exist_ok=True)
+    cached.write_bytes(_code_to_timestamp_pyc(code, int(status.st_mtime), status.st_size))
+    return cached
