@@ -293,7 +293,7 @@ def verification_problems(subject: str, document: dict[str, Any], observed: Any)
     recorded = reprise_compare.protocol_problems(document, verify_resume.plan(), runs,
                                                  (verify_resume.CONTINUOUS, verify_resume.RESUMED),
                                                  list(verify_resume.NEGATIVE), logs)
-    recorded += reprise_record.log_line_problems(logs) + reprise_record.wall_problems(
+    recorded += reprise_record.wall_problems(
         document, verify_resume.CONTINUOUS, verify_resume.CUT, (verify_resume.RESUMED, verify_resume.INCOMPLETE))
     draws = _claimed_draws_problems(document, recomputed, where)
     return (fingerprint + [f"{where}: {line}" for line in conclusions + facts + flags + recorded] + draws + bindings

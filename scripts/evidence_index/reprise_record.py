@@ -1,11 +1,9 @@
 """What a reprise verification's own record says of its processes, held to what scripts/reprise/verify_resume.py
 can have produced (the outside review r3, findings 9 and 11), beyond reprise_compare.protocol_problems:
 
-- a process log (logs/<name>.log, the process's stdout and stderr) holds only train.py's own lines: every line
-  starts "train.py: " (the lines that rule already compares one by one). reprise_compare tolerates another
-  library's warning between them; the judge does not: a Traceback or a warning appended or prepended to a
-  passing process's log is a line the protocol's recorded runs did not print (every committed run's logs
-  hold train.py's lines only). A real run that printed one fails here, and its log says why.
+- (a process log, logs/<name>.log, is held by reprise_compare.log_problems, the reprise's own rule, which
+  protocol_problems applies for verify_resume.py and for the judge alike: every line train.py's, its warnings
+  as "train.py: warning: " lines, the others exactly what the runs it wrote make it print.)
 - the process wall times against the order verify_resume.run_processes runs them in, and against the
   verification's own `timing.wall_s`: continu starts before coupure and is waited for after coupure ends, so
   its wall time is at least coupure's; the resumes start once coupure has ended, so the whole verification
@@ -18,20 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-PREFIX = "train.py: "
 ROUNDING_S = 0.003  # three times rounded to 1 ms
-
-
-def log_line_problems(logs: dict[str, str]) -> list[str]:
-    """Each process log's first line that train.py does not print (its `train.py: ` lines only)."""
-    problems = []
-    for name, text in sorted(logs.items()):
-        for number, line in enumerate(text.splitlines(), 1):
-            if not line.startswith(PREFIX):
-                problems.append(f"logs/{name}.log line {number} is {line[:120]!r}: the protocol's process prints "
-                                f"only {PREFIX!r} lines (a line no recorded run printed)")
-                break
-    return problems
 
 
 def _walls(document: dict[str, Any]) -> dict[str, float]:

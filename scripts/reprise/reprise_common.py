@@ -12,9 +12,12 @@ import csv
 import hashlib
 import io
 import json
+import logging
 import math
 import os
 import struct
+import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +56,11 @@ NOISE_STD = 0.01  # NumPy: target noise
 RNG_NAMES = ("python", "numpy", "torch")
 ATOL = 1e-12
 RTOL = 0.0
+# Every line a train.py process prints starts with this (its stdout and stderr are its log, logs/<name>.log):
+# its own messages, and each warning raised while it runs as one WARNING_PREFIX line (capture_warnings).
+# reprise_compare.log_problems holds a log to it.
+LOG_PREFIX = "train.py: "
+WARNING_PREFIX = LOG_PREFIX + "warning: "
 
 
 class RepriseError(Exception):
@@ -61,6 +69,50 @@ class RepriseError(Exception):
 
 class CheckpointError(RepriseError):
     pass
+
+
+def escaped(text: str) -> str:
+    """`text` as printable ASCII on one line: a backslash, a newline and every other control or non-ASCII
+    character written as its Python escape (unicode_escape), so a message cannot start a line of its own."""
+    return "".join(char if " " <= char <= "~" and char != "\\" else char.encode("unicode_escape").decode("ascii")
+                   for char in text)
+
+
+def warning_line(category: str, message: str, where: str = "") -> str:
+    """One log line for a warning: `train.py: warning: <category>: <message>[ (<file>:<line>)]`, escaped."""
+    return f"{WARNING_PREFIX}{escaped(category)}: {escaped(message)}" + (f" ({escaped(where)})" if where else "")
+
+
+class _WarningLines(logging.Handler):
+    """A log record at WARNING or above, as one warning line (category logging.<LEVEL>, message <logger>: text)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            _print_warning(warning_line(f"logging.{record.levelname}", f"{record.name}: {record.getMessage()}"))
+        except Exception:  # a record that does not format: logging's own rule is to report, never to raise
+            self.handleError(record)
+
+
+def _print_warning(line: str) -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    # The file's name only: a library's absolute path would name the user's home in the log.
+    _print_warning(warning_line(category.__name__, str(message), f"{Path(str(filename)).name}:{lineno}"))
+
+
+def capture_warnings() -> None:
+    """From now on in this process, a Python warning (torch's C++ warnings arrive as these) and a log record
+    reaching the root logger print as one WARNING_PREFIX line each, on stderr; every line ends with "\\n" on
+    every platform. What bypasses Python (a C library writing to the file descriptors itself, or a logger
+    with its own stream handler) is not captured: its line in the log fails the verification, naming it."""
+    warnings.showwarning = _show_warning
+    logging.root.addHandler(_WarningLines(logging.WARNING))
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(newline="\n")
 
 
 def sha256_file(path: Path) -> str:

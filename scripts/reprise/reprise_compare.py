@@ -374,34 +374,53 @@ def process_log_lines(spec: dict[str, Any], runs: dict[str, Run]) -> list[str]:
     args = spec["args"]
     output = args[args.index("--output") + 1]
     summary = runs[output].summary
-    lines = [f"train.py: {summary['steps_done']} steps done, final MSE (eval) {summary['final_mse_eval']:.12g}, "
-             f"wrote {output}"]
+    lines = [f"{common.LOG_PREFIX}{summary['steps_done']} steps done, final MSE (eval) "
+             f"{summary['final_mse_eval']:.12g}, wrote {output}"]
     if "--per-rng-controls" in args:
         folder = args[args.index("--per-rng-controls") + 1]
-        lines += [f"train.py: control omitting the {rng} RNG restore, wrote {folder}/omit-{rng}"
+        lines += [f"{common.LOG_PREFIX}control omitting the {rng} RNG restore, wrote {folder}/omit-{rng}"
                   for rng in common.RNG_NAMES]
     return lines
 
 
+def log_problems(name: str, text: str, expected: list[str] | None) -> list[str]:
+    """The one rule for a process log (logs/<name>.log: the process's stdout and stderr), which verify_resume
+    applies before writing its report and the evidence index applies to the recorded bytes: every byte is
+    something train.py wrote. Each line ends with a newline and is printable ASCII starting
+    reprise_common.LOG_PREFIX (a warning raised during the run is one WARNING_PREFIX line, escaped); those that
+    are not warnings are exactly `expected` (None: not known, only the lines' form is held). A line another
+    library printed past train.py, or a Traceback, is refused, by its line number."""
+    where = f"logs/{name}.log"
+    if text and not text.endswith("\n"):
+        return [f"{where} ends without a newline ({text.rsplit(chr(10), 1)[-1][:120]!r}): train.py ends every "
+                "line it prints"]
+    lines = text.split("\n")[:-1]
+    for number, line in enumerate(lines, 1):
+        if not line.startswith(common.LOG_PREFIX) or not all(" " <= char <= "~" for char in line):
+            return [f"{where} line {number} is {line[:120]!r}: a train.py process prints only printable ASCII "
+                    f"lines starting {common.LOG_PREFIX!r} (a warning as {common.WARNING_PREFIX!r}), so this line "
+                    "is not the run's"]
+    held = [line for line in lines if not line.startswith(common.WARNING_PREFIX)]
+    if expected is None or held == expected:
+        return []
+    index = next(i for i in range(max(len(held), len(expected)))
+                 if i >= len(held) or i >= len(expected) or held[i] != expected[i])
+    said = held[index][:120] if index < len(held) else "(no such line)"
+    want = expected[index][:120] if index < len(expected) else "(no such line)"
+    return [f"{where} train.py line {index + 1} is {said!r}; the runs it wrote make train.py print {want!r}"]
+
+
 def process_log_problems(plan: list[dict[str, Any]], runs: dict[str, Run], logs: dict[str, str]) -> list[str]:
-    """Each process's log (logs/<name>.log: its stdout and stderr) against what train.py prints for the runs it
-    wrote: its `train.py: ` lines are exactly those (a warning another library prints may sit between)."""
+    """Each process's log against what train.py prints for the runs it wrote (log_problems)."""
     problems = []
     for spec in plan:
         if spec["name"] not in logs:
             continue
-        held = [line for line in logs[spec["name"]].splitlines() if line.startswith("train.py: ")]
         try:
             expected = process_log_lines(spec, runs)
         except (KeyError, TypeError, ValueError):
-            continue  # the summaries it is rendered from are refused already
-        if held != expected:
-            index = next(i for i in range(max(len(held), len(expected)))
-                         if i >= len(held) or i >= len(expected) or held[i] != expected[i])
-            said = held[index][:120] if index < len(held) else "(no such line)"
-            want = expected[index][:120] if index < len(expected) else "(no such line)"
-            problems.append(f"logs/{spec['name']}.log train.py line {index + 1} is {said!r}; the runs it wrote make "
-                            f"train.py print {want!r}")
+            expected = None  # the summaries it is rendered from are refused already; the lines' form still holds
+        problems += log_problems(spec["name"], logs[spec["name"]], expected)
     return problems
 
 

@@ -138,6 +138,9 @@ def write_run(core, out: Path, outcome, *, steps: int, omit: frozenset[str], res
 
 
 def main(argv: list[str] | None = None) -> int:
+    # Every line this process prints starts "train.py: " (its log is checked for that): a warning raised
+    # while it runs, by it or by torch, prints as one "train.py: warning: " line.
+    common.capture_warnings()
     args = parse_args(argv)
     omit = omitted(args.omit_rng_restore)
     try:
@@ -165,14 +168,14 @@ def main(argv: list[str] | None = None) -> int:
         outcome = core.train(rows, args.steps, checkpoint, omit)
         write_run(core, args.output, outcome, steps=args.steps, omit=omit, resumed_from=resumed_from,
                   source=source, data_sha256=data_sha256)
-        print(f"train.py: {outcome.progress.steps_done} steps done, final MSE (eval) "
+        print(f"{common.LOG_PREFIX}{outcome.progress.steps_done} steps done, final MSE (eval) "
               f"{outcome.final_mse_eval:.12g}, wrote {args.output}")
         for name, folder in controls:
             # Each control starts from a freshly seeded state, exactly like a new process would.
             control = core.train(rows, args.steps, checkpoint, frozenset({name}))
             write_run(core, folder, control, steps=args.steps, omit=frozenset({name}), resumed_from=resumed_from,
                       source=source, data_sha256=data_sha256)
-            print(f"train.py: control omitting the {name} RNG restore, wrote {folder}")
+            print(f"{common.LOG_PREFIX}control omitting the {name} RNG restore, wrote {folder}")
     except common.RepriseError as error:
         print(f"train.py: error: {error}", file=sys.stderr)
         return 2

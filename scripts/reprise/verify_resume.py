@@ -209,7 +209,8 @@ def run_protocol(out: Path, timeout: float, report: dict[str, Any]) -> None:
         try:
             report.update(compare(out, source))
             runs = {name: load(out, name) for name in (CONTINUOUS, CUT, RESUMED, *NEGATIVE)}
-            logs = {spec["name"]: (out / "logs" / f"{spec['name']}.log").read_text(encoding="utf-8", errors="replace")
+            # The bytes as the evidence index reads them (no newline translation: a stray "\r" is refused).
+            logs = {spec["name"]: (out / "logs" / f"{spec['name']}.log").read_bytes().decode("utf-8", "replace")
                     for spec in plan()}
             recorded = rc.protocol_problems(report, plan(), runs, (CONTINUOUS, RESUMED), list(NEGATIVE), logs)
         except (KeyError, IndexError, TypeError, AttributeError) as error:

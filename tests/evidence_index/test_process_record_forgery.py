@@ -1,6 +1,7 @@
-"""A reprise verification's process record (evidence_index.reprise_record; the outside review r3, findings 9 and
-11): the committed run-local and CUDA reprise runs copied, one process log or one wall time edited, re-indexed
-and verified. Each is refused as not authentic (exit 3) naming the log line or the field."""
+"""A reprise verification's process record (its logs: reprise_compare.log_problems, the reprise's own rule that
+verify_resume.py applies too; its wall times: evidence_index.reprise_record; the outside review r3, findings 9
+and 11): the committed run-local and CUDA reprise runs copied, one process log or one wall time edited,
+re-indexed and verified. Each is refused as not authentic (exit 3) naming the log line or the field."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import json
 from pathlib import Path
 
 import pytest
-from evidence_index.reprise_record import log_line_problems, wall_problems
+from evidence_index.crossfile import reprise_compare
+from evidence_index.reprise_record import wall_problems
 
 from tests.evidence_index.checkouts import CUDA_COMMIT
 from tests.evidence_index.test_crossfile_forgery import assert_refused, copy, edit_json, rebuild_and_verify, reprise
@@ -83,8 +85,27 @@ def test_the_recorded_wall_times_hold():
     assert _walls(_verification(cuda, 13.735)) == []
 
 
-def test_only_train_py_lines_are_a_process_logs_lines():
-    assert log_line_problems({"continu": "train.py: 10 steps done\n"}) == []
-    assert log_line_problems({"continu": "train.py: 10 steps done\n\n"}) == [
-        "logs/continu.log line 2 is '': the protocol's process prints only 'train.py: ' lines "
-        "(a line no recorded run printed)"]
+def test_the_judge_holds_a_process_log_to_the_rule_verify_resume_applies():
+    """One function: the judge reaches the log rule only through the reprise's own module, the one
+    verify_resume.py imports (a copy here would be a second rule that can drift)."""
+    import verify_resume
+
+    assert verify_resume.rc.log_problems is reprise_compare.log_problems
+    assert reprise_compare.log_problems("continu", "train.py: 10 steps done\n", None) == []
+    assert reprise_compare.log_problems("continu", "train.py: 10 steps done\n\n", None) == [
+        "logs/continu.log line 2 is '': a train.py process prints only printable ASCII lines starting 'train.py: ' "
+        "(a warning as 'train.py: warning: '), so this line is not the run's"]
+
+
+def test_a_warning_line_train_py_prints_is_not_refused_but_the_other_lines_still_are(tmp_path):
+    """A `train.py: warning: ` line (what train.py prints for a warning raised while it runs) inserted into a
+    committed log is a line the run could have written: the rest of the log is still compared line by line."""
+    folder = copy(tmp_path, "local/run-local")
+    log = reprise(folder) / "logs" / "reprise.log"
+    _prepend(log, "train.py: warning: UserWarning: resumed (reprise_core.py:170)\n")
+    code, report = rebuild_and_verify(folder)
+    assert (report["outcome"], code) in (("pass", 0), ("fail", 1)) and not report["problems"], report["problems"]
+    assert all("source file(s) differ from this checkout" in r for r in report["verdict"]["reasons"])
+    _append(log, "train.py: 12 steps done\n")
+    code, report = rebuild_and_verify(folder)
+    assert_refused(code, report, "logs/reprise.log train.py line 2 is 'train.py: 12 steps done'")

@@ -35,6 +35,11 @@ def _load(name: str):
     return module
 
 
+def module(name: str):
+    """A module of the reprise folder for a test to call (the one already loaded under that name, if any)."""
+    return sys.modules.get(name) or _load(name)
+
+
 _load("strict_json")  # imported by name by the modules below, as from their own folder
 _load("training_run_records")
 contract = _load("training_run_contract")
