@@ -1,21 +1,19 @@
 """The gate's orchestration: a workspace on the work dir's file system, the device check and the three
 file-system checks in parallel isolated child processes with deadlines, cleanup within its own deadline
 (even after the global --timeout), then the requirements judged on what ran and on the torch build the
-gate's interpreter finds."""
+gate's interpreter finds (platform_runtime.result_records writes each check and judges the result)."""
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core import collectives, trust, verdicts
+from core import verdicts
 from core.contract import GATE_SCHEMA_ID
 from core.gate_parameters import MIN_DISTINCT_VERSIONS
-from core.platforms import os_facts
 from core.provenance import git_state, github_facts, platform_facts
 from core.record_rules import HUNG_CLEANUP_S
 from core.result_format import SCHEMA_VERSION
@@ -23,15 +21,15 @@ from core.result_format import SCHEMA_VERSION
 from platform_runtime import (
     budget,
     children,
-    collective_record,
     device_views,
     early_start,
     isolation,
+    result_records,
     startup,
     torch_build,
 )
 from platform_runtime.binary_arch import record as record_binaries
-from platform_runtime.claims import MPS_FALLBACK, NFS_TYPES, Requirements, conflicts, evaluate
+from platform_runtime.claims import NFS_TYPES, Requirements, conflicts
 from platform_runtime.request import device_to_resolve
 from platform_runtime.result import (
     EXIT_FAILED,
@@ -45,8 +43,6 @@ from platform_runtime.result import (
 from platform_runtime.sources import REPO_ROOT, hash_sources
 
 FS_CHECKS = ("failing_writer", "concurrent_replace", "jsonl_append")
-DEVICE_FIELDS = ("resolved", "type", "torch", "load_safety", "cuda", "mps", "ran_on", "peak_allocated_bytes",
-                 "phases")
 
 
 @dataclass
@@ -123,9 +119,10 @@ class Gate:
         # Only the interpreter's own site-packages, never PYTHONPATH: the one the early device worker was told.
         self.torch = early.torch if early is not None else isolation.locate_torch()
         self.build = torch_build.read_build(self.torch.site_dir)
-        self.workspace: Path | None = None
         self.cleaner = None  # the cleanup worker, started early, waiting for its go (_start_early)
         self.views = device_views.DeviceViews(self.torch.site_dir, self.build)
+        self.records = result_records.ResultRecorder(options, self.torch, self.build, self.views, self.deadline,
+                                                     self.private)
 
     # --- children ---------------------------------------------------------------------------------------
 
@@ -163,13 +160,7 @@ class Gate:
         self.views.stop()
 
     def _reason(self, outcome: children.ChildOutcome) -> str:
-        failure = outcome.failure()
-        if failure and not outcome.timed_out and outcome.stderr_tail.strip():
-            last = outcome.stderr_tail.strip().splitlines()[-1][:300]
-            failure += f" (last error line: {last})"
-        if failure is None:
-            failure = outcome.payload.get("reason") or "failed"
-        return redact_local_paths(failure, self.private)
+        return result_records.reason(outcome, self.private)
 
     # --- the run ----------------------------------------------------------------------------------------
 
@@ -213,13 +204,7 @@ class Gate:
             exit_code = EXIT_INTERRUPTED
         if self.cleaner is not None:  # never told to go (a probe that failed at once): it removes nothing
             children.kill_tree(self.cleaner)
-        result.update(duration_s=round(time.monotonic() - started, 3), finished_at=_now())
-        if exit_code != EXIT_USAGE:  # the final times, judged by the rules _judge applied to the interim ones
-            failures += [p for p in verdicts.final_time_problems(result) if p not in failures]
-        if failures and exit_code == EXIT_OK:
-            exit_code = EXIT_FAILED
-        result.update(ok=not failures and exit_code == EXIT_OK, exit_code=exit_code, failures=failures)
-        return result
+        return self.records.finish(result, failures, exit_code, started)
 
     def _start_early(self, workspace_name: str) -> tuple:
         """The device worker first, then torch's RECORD check and the cleanup worker (which waits for its go,
@@ -243,14 +228,13 @@ class Gate:
         if refused is not None:
             return refused
         result["workspace_cleanup"]["workspace"] = workspace_name
-        self.workspace = workspace  # the collective check's record is read from its folder there
         outcomes = self._run_parallel(device, workspace, result["filesystem"].get("type") in NFS_TYPES)
         for outcome in outcomes:
-            self._record(result, failures, outcome)
+            self.records.record(result, failures, outcome, workspace)
         global_timeout = any(outcome.global_deadline for outcome in outcomes)
         hung = any(outcome.stuck for outcome in outcomes)
         self._cleanup(result, workspace, failures, after_global_timeout=global_timeout, hung=hung)
-        self._judge(result, failures)
+        self.records.judge(result, failures, self.started)
         return EXIT_TIMEOUT if global_timeout else EXIT_OK
 
     def _probe(self, result: dict, failures: list[str], device: tuple, workspace_name: str) -> int | None:
@@ -309,85 +293,6 @@ class Gate:
         if self.torch.site_dir is not None:
             args.append(str(self.torch.site_dir))
         return children.worker_command("collective_worker", *args)
-
-    def _record_collectives(self, result: dict, failures: list[str], outcome: children.ChildOutcome) -> None:
-        """The launcher's facts and every rank's progress; `ok` is the rule's, recomputed by the judge."""
-        requested = self.options.collectives
-        measured = collective_record.record(self.workspace / "collectives",
-                                      requested if requested == "auto" else int(requested), outcome.payload,
-                                      outcome.timed_out, self.options.collectives_deadline_s)
-        check: dict = {"ok": False, "duration_s": outcome.duration_s, "reason": None, **measured}
-        if outcome.abandoned:
-            check["abandoned"] = True
-        if outcome.global_deadline:  # the gate's --timeout cut the group before its own deadline
-            check["killed_by"] = "the gate's --timeout"
-        problems = collectives.problems(check)
-        if outcome.payload is None and not outcome.timed_out:
-            problems.insert(0, self._reason(outcome))
-        check["ok"] = not problems
-        if problems:
-            check["reason"] = redact_local_paths(collective_record.summary_reason(check, problems), self.private)
-            failures.append(f"collectives: {check['reason']}")
-        result["checks"]["collectives"] = check
-
-    def _record(self, result: dict, failures: list[str], outcome: children.ChildOutcome) -> None:
-        if outcome.name == "collectives":
-            self._record_collectives(result, failures, outcome)
-            return
-        check: dict = {"ok": False, "duration_s": outcome.duration_s, "reason": None}
-        if outcome.blocked:
-            check["blocked_at_deadline"] = outcome.blocked
-        if outcome.abandoned:
-            check["abandoned"] = True
-            check["abandoned_processes"] = outcome.stuck
-        if outcome.payload is not None:
-            details = dict(outcome.payload)
-            if outcome.name == "device_compute":
-                result["device"].update({k: details.get(k) for k in DEVICE_FIELDS})
-                # The worker's word is checked against the installed build, whatever it said: a result-level
-                # fact (core.verdicts.build_cross_check), which fails the run.
-                missing = isolation.missing_torch_reason(self.torch)
-                cross = [missing] if missing else []
-                cross += torch_build.cross_check(self.build, details.get("torch"), details.get("type"))
-                result["device"]["views"] = self.views.record(details, result["isolation"],
-                                                              timeout=self.deadline.remaining())
-                cross += trust.device_view_problems(result["device"])
-                result["device"]["build_cross_check"] = cross
-                loaded = details.get("startup_modules")
-                result["isolation"]["device_worker_loaded"] = loaded
-                for name in loaded if isinstance(loaded, list) else []:  # the judge derives `present` from it too
-                    if name in startup.START_UP_MODULES and name not in result["isolation"]["present"]:
-                        result["isolation"]["present"].append(name)
-                        result["isolation"]["findings"].append(f"a {name} was loaded into the device worker at "
-                                                               "start-up")
-                details = {k: details.get(k) for k in ("stage", "matmul", "training", "checkpoint", "ran_on",
-                                                       "peak_allocated_bytes", "phases", "error")}
-            details.pop("ok", None)
-            details.pop("reason", None)
-            check.update(details)
-        # The recorded ok is the rule's, computed from the measurements the check records (the judge recomputes
-        # it); the worker's own problems only word the reason.
-        problems = verdicts.check_problems(outcome.name, check)
-        check["ok"] = not problems
-        if not check["ok"]:
-            worker_ok = outcome.payload is not None and outcome.payload.get("ok") is True
-            check["reason"] = "; ".join(problems[:3]) if worker_ok else self._reason(outcome)
-            if outcome.name == "device_compute" and result["device"].get("build_cross_check"):
-                check["reason"] = "; ".join([*result["device"]["build_cross_check"], check["reason"]])
-            failures.append(f"{outcome.name}: {check['reason']}")
-        result["checks"][outcome.name] = check
-
-    def _judge(self, result: dict, failures: list[str]) -> None:
-        environment = {MPS_FALLBACK: bool(os.environ.get(MPS_FALLBACK))}  # the parent's own view
-        held = evaluate(self.options.requirements, result["platform"], result["device"],
-                        result["checks"]["device_compute"]["ok"], result["filesystem"], environment,
-                        result["checks"].get("collectives"), injection=trust.injection_refusal(result),
-                        facts=os_facts(result))
-        result["requirements"] = held
-        failures += [f"requirement {v['name']} not met: {v['reason']}" for v in held if not v["ok"]]
-        # The times as they stand now (run() writes the final ones, as consistent): the rules judge them too.
-        result.update(duration_s=round(time.monotonic() - self.started, 3), finished_at=_now())
-        failures += verdicts.result_problems(result)
 
     def _cleanup(self, result: dict, workspace: Path, failures: list[str], after_global_timeout: bool,
                  hung: bool = False) -> None:

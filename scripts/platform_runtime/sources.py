@@ -78,6 +78,7 @@ GATE_SOURCES: tuple[str, ...] = (
     "scripts/platform_runtime/request.py",
     "scripts/platform_runtime/procmaps.py",
     "scripts/platform_runtime/result.py",
+    "scripts/platform_runtime/result_records.py",
     "scripts/platform_runtime/roles.py",
     "scripts/platform_runtime/site_owners.py",
     "scripts/platform_runtime/sources.py",
