@@ -139,12 +139,16 @@ def left_in_the_kernel(name: str, check: dict[str, Any]) -> list[str]:
     return found
 
 
-def result_problems(result: dict[str, Any]) -> list[str]:
-    return [problem for rule in GATE_RESULT_RULES.values() for problem in rule(result)]
-
-
-# The rules of the times the gate writes last (duration_s, finished_at): it applies them again to the final ones.
+# The rules of the times the gate writes last (duration_s, finished_at). The gate applies them once, to the final
+# times it records (final_time_problems), and every other rule before it writes those (result_problems with
+# skip=FINAL_TIME_RULES): a time rule applied to the interim times too words its problem with other values (the
+# duration_s of that moment), and the one problem was listed twice. The judge applies every rule to the record.
 FINAL_TIME_RULES = ("times_agree", "timeout_held")
+
+
+def result_problems(result: dict[str, Any], skip: tuple[str, ...] = ()) -> list[str]:
+    """The problems of every result-level rule but those named in `skip`."""
+    return [problem for name, rule in GATE_RESULT_RULES.items() if name not in skip for problem in rule(result)]
 
 
 def final_time_problems(result: dict[str, Any]) -> list[str]:

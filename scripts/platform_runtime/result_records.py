@@ -3,7 +3,7 @@ the check the result records: the measurements it reported, `ok` set by the chec
 judge recomputes it from the same measurements, never from the worker's word), and a reason worded for a reader
 with the run's local paths redacted; the device check's report is held against the gate's own views (the
 installed build, the libraries mapped into the worker, the modules loaded at its start-up). Then the
-requirements and the result-level rules judge the whole, and the final times by the rules the judge
+requirements and the result-level rules judge the whole, and the final times, once, by the rules the judge
 applies to them in the recorded result (core.verdicts.FINAL_TIME_RULES)."""
 
 from __future__ import annotations
@@ -120,8 +120,9 @@ class ResultRecorder:
         result["checks"]["collectives"] = check
 
     def judge(self, result: dict, failures: list[str], started: float) -> None:
-        """The requirements, on what ran, and every result-level rule, on the times as they stand now (finish()
-        writes the final ones, as consistent). started: the monotonic start duration_s counts from."""
+        """The requirements, on what ran, and every result-level rule but the final times' (finish() applies
+        those once, to the times the result records: applied here too, they word the one problem again with
+        this moment's duration_s). started: the monotonic start duration_s counts from."""
         environment = {MPS_FALLBACK: bool(os.environ.get(MPS_FALLBACK))}  # the parent's own view
         held = evaluate(self.options.requirements, result["platform"], result["device"],
                         result["checks"]["device_compute"]["ok"], result["filesystem"], environment,
@@ -129,15 +130,15 @@ class ResultRecorder:
                         facts=os_facts(result))
         result["requirements"] = held
         failures += [f"requirement {v['name']} not met: {v['reason']}" for v in held if not v["ok"]]
-        stamp_times(result, started)  # the rules judge the times too
-        failures += verdicts.result_problems(result)
+        stamp_times(result, started)  # the rules that read them need them present; finish() writes the final ones
+        failures += verdicts.result_problems(result, skip=verdicts.FINAL_TIME_RULES)
 
     def finish(self, result: dict, failures: list[str], exit_code: int, started: float) -> dict:
-        """The final times, judged by the rules judge() applied to the interim ones (not after a usage error:
-        nothing ran), then `ok` and the exit code: a run with a failure never exits 0."""
+        """The final times, judged by their rules (not after a usage error: nothing ran), then `ok` and the exit
+        code: a run with a failure never exits 0."""
         stamp_times(result, started)
         if exit_code != EXIT_USAGE:
-            failures += [p for p in verdicts.final_time_problems(result) if p not in failures]
+            failures += verdicts.final_time_problems(result)
         if failures and exit_code == EXIT_OK:
             exit_code = EXIT_FAILED
         result.update(ok=not failures and exit_code == EXIT_OK, exit_code=exit_code, failures=failures)
