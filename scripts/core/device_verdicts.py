@@ -6,6 +6,7 @@ Stdlib only. The gate's tolerances are written once here; the worker imports the
 from __future__ import annotations
 
 import re
+import struct
 from typing import Any
 
 from core.facts import count, get, need, number, obj
@@ -29,6 +30,15 @@ def device_kind(check: dict[str, Any]) -> str | None:
     """The one device the check's work ran on (its `ran_on`), or None when it is not exactly one."""
     ran_on = check.get("ran_on")
     return ran_on[0] if isinstance(ran_on, list) and len(ran_on) == 1 and isinstance(ran_on[0], str) else None
+
+
+def float32_exact(value: float) -> bool:
+    """Whether value is exactly a float32: the training runs in float32 (device_training: float32 data, torch's
+    default dtype), and float(loss.item()) of a float32 tensor widens it exactly."""
+    try:
+        return struct.unpack("<f", struct.pack("<f", value))[0] == value
+    except OverflowError:  # beyond float32's range
+        return False
 
 
 def losses_of(check: dict[str, Any]) -> list[Any]:
@@ -70,6 +80,12 @@ def _training(p: str, check: dict[str, Any]) -> list[str]:
         problems.append(f"{p}.training.losses holds {len(losses)} value(s) "
                         f"{'(not all finite numbers) ' if not all(number(v) for v in losses) else ''}"
                         f"for {STEPS} steps")
+    elif [v for v in losses if v < 0]:  # a mean of squares (device_training: torch.nn.functional.mse_loss)
+        problems.append(f"{p}.training.losses holds {[v for v in losses if v < 0][0]!r}: a mean squared error is "
+                        "never negative")
+    elif [v for v in losses if not float32_exact(v)]:
+        problems.append(f"{p}.training.losses holds {[v for v in losses if not float32_exact(v)][0]!r}: the loss "
+                        "of the float32 model, read with .item(), is a float32 value")
     elif not losses[-1] < losses[0]:
         problems.append(f"{p}.training.losses go from {losses[0]!r} to {losses[-1]!r}: the loss did not decrease")
     steps = get(check, "training.steps")

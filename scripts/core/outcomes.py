@@ -9,7 +9,16 @@ judged; what was seen broken (a partial read, a torn line) fails whatever the re
 
 from __future__ import annotations
 
+from core.facts import number
+
 ANSWERED = "answered"
+# How a lock attempt repeats (platform_runtime.lock_probe.lock_attempt), written once here: a non-blocking try,
+# then a pause that starts at LOCK_FIRST_PAUSE_S and doubles up to LOCK_MAX_PAUSE_S, for at most the attempt's
+# retry window (0 while the lock is held: one try), never longer than LOCK_RETRY_WINDOW_S.
+LOCK_FIRST_PAUSE_S = 0.01
+LOCK_MAX_PAUSE_S = 0.5
+LOCK_RETRY_WINDOW_S = 10.0
+ROUNDING_S = 0.0005  # every recorded time is rounded to the millisecond
 
 
 def delivered(roles: list[dict]) -> bool:
@@ -69,6 +78,38 @@ def role_problems(roles: list[dict]) -> list[str]:
     return problems
 
 
+def lock_pauses(attempts: int) -> float:
+    """The seconds lock_attempt sleeps before its `attempts`-th try (0 before the first)."""
+    total, pause = 0.0, LOCK_FIRST_PAUSE_S
+    for _ in range(max(attempts - 1, 0)):
+        total += pause
+        pause = min(pause * 2, LOCK_MAX_PAUSE_S)
+    return total
+
+
+def attempt_problem(key: str, attempt: dict) -> str | None:
+    """Why an answered lock attempt's counts contradict how lock_attempt makes them, or None: it tries at least
+    once (it counts each try, starting from the first); while the lock is held it tries exactly once (a window
+    of 0 s); it tries again only while its pauses so far fit in its retry window, and it slept every one of
+    them before its last try (waited_s, measured from its start, is at least their sum)."""
+    attempts, window, waited = attempt.get("attempts"), attempt.get("retry_window_s"), attempt.get("waited_s")
+    if type(attempts) is not int or attempts < 1:
+        return (f"{key}.attempts is {attempts!r}: a lock attempt that answered tried at least once (it counts "
+                "each try, the first included)")
+    if not number(window) or not 0 <= window <= LOCK_RETRY_WINDOW_S:
+        return f"{key}.retry_window_s is {window!r}: a window of 0 to {LOCK_RETRY_WINDOW_S} s"
+    if key == "while_held" and (window != 0 or attempts != 1):
+        return (f"while_held.attempts is {attempts} in a retry_window_s of {window}: while the lock is held the "
+                "probe makes one non-blocking try, with no window")
+    needed = lock_pauses(attempts)
+    if needed > window + ROUNDING_S:
+        return (f"{key}.attempts is {attempts}: {attempts} tries sleep {needed:.3f} s between them, more than its "
+                f"retry_window_s {window}")
+    if not number(waited) or waited < needed - ROUNDING_S:
+        return (f"{key}.waited_s is {waited!r}: its {attempts} tries slept {needed:.3f} s before the last one")
+    return None
+
+
 def lock_probe_problems(probe: dict) -> list[str]:
     """While this process holds the lock another's non-blocking attempt must be refused; after the release
     another must acquire it within the retry window. Each attempt's answer counts only as an answer
@@ -82,6 +123,8 @@ def lock_probe_problems(probe: dict) -> list[str]:
         problems.append(f"lock probe while held: {answer_problem(held)}")
     elif held.get("acquired") is not False:
         problems.append("the lock did not exclude another process (its non-blocking attempt was not refused)")
+    elif attempt_problem("while_held", held):  # refused out of no try, or of tries it could not have made
+        problems.append(f"lock probe: {attempt_problem('while_held', held)}")
     if released.get("answer") != ANSWERED:
         problems.append("lock probe: " + (role_problems([released]) or ["its attempt after release was not made"])[0])
     elif answer_problem(released):
@@ -89,6 +132,8 @@ def lock_probe_problems(probe: dict) -> list[str]:
     elif released.get("acquired") is not True:
         problems.append(f"a released lock could not be acquired by another process ({released.get('attempts')} "
                         f"attempt(s) within {_seconds(released.get('retry_window_s', 0))} s)")
+    elif attempt_problem("after_release", released):
+        problems.append(f"lock probe: {attempt_problem('after_release', released)}")
     return problems
 
 

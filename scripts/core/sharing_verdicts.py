@@ -161,4 +161,6 @@ def jsonl_append_flags(check: dict[str, Any]) -> dict[str, Any]:
     held = flags.get("lock_probe.refused_while_held", probe.get("refused_while_held"))
     released = flags.get("lock_probe.acquired_after_release", probe.get("acquired_after_release"))
     flags["lock_probe.ok"] = held is True and released is True
+    if isinstance(probe.get("while_held"), dict) and isinstance(probe.get("after_release"), dict):
+        flags["lock_probe.ok"] = not outcomes.lock_probe_problems(probe)  # as the worker sets it (fs_worker)
     return {**flags, **_role_flags(check)}

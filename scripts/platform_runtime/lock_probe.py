@@ -12,12 +12,14 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from core.outcomes import LOCK_FIRST_PAUSE_S, LOCK_MAX_PAUSE_S, LOCK_RETRY_WINDOW_S
+
 from platform_runtime import roles
 from platform_runtime.jsonl import METHOD, LockedAppender
 
-# After the release, another process's attempts are repeated for up to this long (and never past its
+# After the release, another process's attempts are repeated for up to LOCK_RETRY_WINDOW_S (and never past its
 # deadline) before the lock is said not to be released: on NFS the release reaches the server a moment later.
-LOCK_RETRY_WINDOW_S = 10.0
+# The pauses and the window are written once in core.outcomes, whose rule re-derives the counts from them.
 
 
 def lock_attempt(target: Path, retry_for: float) -> dict:
@@ -25,7 +27,7 @@ def lock_attempt(target: Path, retry_for: float) -> dict:
     growing pause) until one is granted."""
     appender = LockedAppender(target)
     started = time.monotonic()
-    attempts, pause = 0, 0.01
+    attempts, pause = 0, LOCK_FIRST_PAUSE_S
     try:
         while True:
             attempts += 1
@@ -34,7 +36,7 @@ def lock_attempt(target: Path, retry_for: float) -> dict:
             if acquired or waited + pause > retry_for:
                 return {"acquired": acquired, "attempts": attempts, "waited_s": round(waited, 3)}
             time.sleep(pause)
-            pause = min(pause * 2, 0.5)
+            pause = min(pause * 2, LOCK_MAX_PAUSE_S)
     finally:
         appender.close()
 
