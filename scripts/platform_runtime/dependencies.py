@@ -108,9 +108,14 @@ def verify_one(name: str, site: Path, dist_info: str) -> dict:
 
 
 def verify_required(site_dirs: list[Path], torch_site: Path | None, torch_dist_info: str | None) -> dict:
-    """{"distributions": [verify_one's report, ...], "absent": [names], "duration_s"}: every distribution in
-    torch's Requires-Dist closure, checked before the device worker reports."""
+    """{"distributions": [verify_one's report, ...], "without_record": [names], "absent": [names], "duration_s"}:
+    every distribution in torch's Requires-Dist closure, checked before the device worker reports. One whose
+    dist-info holds no RECORD (Debian's packages ship METADATA alone; dpkg owns their files) is named, not
+    checked: its files are owned by a system package database (or by nothing: site_owners' vector then)."""
     started = time.monotonic()
     closure, absent = required_closure(site_dirs, torch_site, torch_dist_info)
-    reports = [verify_one(name, site, dist_info) for name, site, dist_info in closure]
-    return {"distributions": reports, "absent": absent, "duration_s": round(time.monotonic() - started, 3)}
+    with_record = [item for item in closure if dist_record.read_record(item[1], item[2]) is not None]
+    reports = [verify_one(name, site, dist_info) for name, site, dist_info in with_record]
+    without = sorted({item[0] for item in closure if item not in with_record})
+    return {"distributions": reports, "without_record": without, "absent": absent,
+            "duration_s": round(time.monotonic() - started, 3)}

@@ -159,7 +159,8 @@ class DeviceViews:
                 "files": sum(r["files"] for r in checked), "bytes": sum(r["bytes"] for r in checked),
                 "loaded_files": loaded["loaded_files"],
                 "bytecode_compared": sum(r["bytecode_compared"] for r in checked) + loaded["bytecode_compared"],
-                "not_checked": loaded["not_checked"], "problems": problems,
+                "not_checked": sorted(set(loaded["not_checked"]) | set(required.get("without_record") or [])),
+                "problems": problems,
                 "duration_s": round(required.get("duration_s", 0.0) + loaded["duration_s"], 3),
                 "after_report_s": loaded["after_report_s"]}
 

@@ -104,6 +104,15 @@ def test_a_required_distribution_edited_or_with_forged_bytecode_for_its_module_i
         f"typing_extensions.{TAG}.pyc"]
 
 
+def test_a_required_distribution_without_a_record_is_named_not_checked_rather_than_failed(tmp_path):
+    """Debian's python3-* packages ship a dist-info with METADATA and no RECORD: dpkg owns their files."""
+    torch_info = install(tmp_path, "torch", {"torch/__init__.py": ""}, ("sympy",))
+    install(tmp_path, "sympy", {"sympy/__init__.py": ""})
+    (tmp_path / "sympy-1.0.dist-info" / "RECORD").unlink()
+    report = dependencies.verify_required([tmp_path], tmp_path, torch_info)
+    assert report["distributions"] == [] and report["without_record"] == ["sympy"]
+
+
 # --- what a gate process loaded -----------------------------------------------------------------------------
 
 def test_a_loaded_file_of_a_distribution_torch_does_not_require_is_checked_after_the_report(tmp_path):
