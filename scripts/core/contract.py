@@ -313,13 +313,15 @@ def _judge_nfsvm_record(document: dict[str, Any]) -> tuple[list[str], list[str]]
     """What a VM record proves alone: the phases that need no other file, by their facts. The rest (a fault
     phase's gate and harness beside it, the image, the steps) is judged with the run (evidence_index.vmrun)."""
     from core import vm_judge
+    from core.harness_judge import judge_setup
     from core.rename_race import judge_rename_race
 
     alone = {"kernodeck.nfsvm-two-clients/v1": vm_judge.judge_two_clients,
              "kernodeck.nfsvm-busy-unmount/v1": vm_judge.judge_busy_unmount,
              "kernodeck.nfsvm-busy-rename/v1": vm_judge.judge_busy_rename,
              "kernodeck.nfsvm-rename-race/v1": judge_rename_race,
-             "kernodeck.nfsvm-install/v1": _judge_install}
+             "kernodeck.nfsvm-install/v1": _judge_install,
+             "kernodeck.nfs-harness/v1#setup": judge_setup}
     rule = alone.get(document.get("schema"))
     return rule(document) if rule is not None else ([], [])
 

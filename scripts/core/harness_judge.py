@@ -36,6 +36,49 @@ def derived_flags(document: dict[str, Any]) -> dict[str, Any]:
     return flags
 
 
+NFS_MOUNT_TYPES = ("nfs", "nfs4")
+
+
+def _whole(value: Any, low: int, high: int | None = None) -> bool:
+    return type(value) is int and value >= low and (high is None or value <= high)
+
+
+def setup_problems(setup: dict[str, Any]) -> list[str]:
+    """What a setup that succeeded recorded (scripts/steps/nfs_harness.py setup: each step writes its fact, and
+    `ok` only after the last): the grace time it wrote (5-90 s, the step's own bound) and read back, the
+    rpc.mountd it started (a pid), nfsd's threads and versions read from /proc/fs/nfsd, and the nfs mount that
+    mountinfo then showed. A setup without them did not get that far; one with an `error` failed."""
+    p = "setup"
+    mount = obj(setup, "mount")
+    versions = setup.get("nfsd_versions")
+    threads = setup.get("nfsd_threads")
+    wanted = [
+        (setup.get("error") is None, f"{p}.error is {str(setup.get('error'))[:120]!r}"),
+        (_whole(setup.get("grace_seconds"), 5, 90), f"{p}.grace_seconds is {setup.get('grace_seconds')!r}, the "
+                                                    "setup writes 5-90"),
+        (_whole(setup.get("mountd_pid"), 2), f"{p}.mountd_pid is {setup.get('mountd_pid')!r}: no rpc.mountd started"),
+        (isinstance(threads, str) and threads.isdigit() and int(threads) > 0,
+         f"{p}.nfsd_threads is {threads!r}: nfsd runs no thread"),
+        (isinstance(versions, str) and any(w.startswith("+4") for w in versions.split()),
+         f"{p}.nfsd_versions is {versions!r}: the server enables no NFSv4"),
+        (mount.get("fstype") in NFS_MOUNT_TYPES and isinstance(mount.get("source"), str) and bool(mount["source"]),
+         f"{p}.mount is {setup.get('mount')!r}: no nfs mount was made"),
+        (isinstance(obj(setup, "package").get("version"), str), f"{p}.package is {setup.get('package')!r}"),
+    ]
+    return [why for held, why in wanted if not held]
+
+
+def judge_setup(setup: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """nfs-harness-setup.json (the setup's state file) by its facts: its `ok` is theirs."""
+    reasons = setup_problems(setup)
+    forged = []
+    if setup.get("ok") is True and reasons:
+        forged.append(f"setup.ok is recorded True, its facts say False ({reasons[0]})")
+    elif setup.get("ok") is not True:
+        reasons.append(f"setup.ok is {setup.get('ok')!r}")
+    return reasons, forged
+
+
 def _recorded(document: dict[str, Any], path: str) -> tuple[bool, Any]:
     holder: Any = document
     *parents, key = path.split(".")
@@ -64,9 +107,11 @@ def judge_nfs_harness(document: dict[str, Any]) -> tuple[list[str], list[str]]:
                                     "workspace was not verified gone from the export"),
         (delete.get("error") is None, f"export_side_delete.error is {delete.get('error')!r}"),
         (document.get("problems") == [], f"problems is {document.get('problems')!r}"),
-        (obj(document, "setup").get("ok") is True, f"setup.ok is {obj(document, 'setup').get('ok')!r}"),
     ]
     reasons = [why for held, why in wanted if not held]
+    setup_reasons, setup_forged = judge_setup(obj(document, "setup"))
+    reasons += setup_reasons
+    forged += setup_forged
     if document.get("ok") is True and reasons:
         forged.append(f"ok is recorded True, its facts say False ({reasons[0]})")
     elif document.get("ok") is not True:
@@ -83,21 +128,21 @@ def _enabled_on_server(versions: str, version: str) -> bool:
 def mount_problems(harness: dict[str, Any], gate: dict[str, Any]) -> list[str]:
     """The share the harness mounted is the file system the gate measured: the type mountinfo gave the harness
     (setup.mount.fstype) is the gate's filesystem.type, the version the harness mounted (nfs_version) the
-    gate's, and the server the harness started enables that version (setup.nfsd_versions). Each where the
-    harness recorded it; the harness records no mount options, so there are none to compare."""
+    gate's, and the server the harness started enables that version (setup.nfsd_versions). Each is required: a
+    record without one has nothing to compare (r4's #7: deleting them skipped the rule). The harness records
+    no mount options, so there are none to compare."""
     setup, fs = obj(harness, "setup"), obj(gate, "filesystem")
     problems = []
     fstype = obj(setup, "mount").get("fstype")
-    if fstype is not None and fstype != fs.get("type"):
+    if fstype != fs.get("type"):
         problems.append(f"setup.mount.fstype is {fstype!r} (the NFS harness's record), the gate's filesystem.type is "
                         f"{fs.get('type')!r}")
     version = harness.get("nfs_version")
-    if version is not None and version != fs.get("nfs_version"):
+    if version != fs.get("nfs_version"):
         problems.append(f"nfs_version is {version!r} (the NFS harness's record), the gate's filesystem.nfs_version "
                         f"is {fs.get('nfs_version')!r}")
     versions = setup.get("nfsd_versions")
-    if isinstance(versions, str) and fs.get("nfs_version") is not None \
-            and not _enabled_on_server(versions, str(fs["nfs_version"])):
+    if not isinstance(versions, str) or not _enabled_on_server(versions, str(fs.get("nfs_version"))):
         problems.append(f"setup.nfsd_versions is {versions!r} (the server the NFS harness started), which does not "
                         f"enable the gate's filesystem.nfs_version {fs.get('nfs_version')!r}")
     return problems

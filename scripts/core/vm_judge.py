@@ -16,6 +16,91 @@ def _records_whole(verdict: dict[str, Any]) -> bool:
             and verdict.get("unterminated_tail") is False)
 
 
+def failed_tasks(run: dict[str, Any]) -> list[str]:
+    """'<client>/<task>: <why it ended>' for each role that failed, and each client that gave no report (the
+    phase, tools/nfsvm/two_clients_phase.py, records this; the judge makes it again from the clients)."""
+    found = []
+    clients = run.get("clients") if isinstance(run.get("clients"), list) else []
+    for index, report in enumerate(clients, 1):
+        report = report if isinstance(report, dict) else {}
+        if "tasks" not in report:
+            found.append(f"c{index}: {report.get('reason') or 'no report'}")
+        for task in report.get("tasks") if isinstance(report.get("tasks"), list) else []:
+            task = task if isinstance(task, dict) else {}
+            if task.get("exit_code") != 0:
+                found.append(f"{report.get('client', f'c{index}')}/{task.get('name')}: "
+                             f"{task.get('reason') or 'exited ' + str(task.get('exit_code'))}")
+    return found
+
+
+def _tasks(run: dict[str, Any]) -> list[dict[str, Any]]:
+    clients = run.get("clients") if isinstance(run.get("clients"), list) else []
+    return [t if isinstance(t, dict) else {} for c in clients if isinstance(c, dict)
+            for t in (c.get("tasks") if isinstance(c.get("tasks"), list) else [])]
+
+
+def _task_exited_0(task: dict[str, Any]) -> bool:
+    """A task ended well: exit 0, no reason, and the result its role reports (two_clients.py's roles)."""
+    return task.get("exit_code") == 0 and task.get("reason") is None and isinstance(task.get("result"), dict)
+
+
+def tasks_facts(kind: str, run: dict[str, Any]) -> dict[str, Any]:
+    """The verdict's fields that come from the clients' own reports, as the phase derives them: whether every
+    writer (every task, for the replace) exited 0, which failed, and the readers' sums. Each client that
+    reported exited 0 (client_report keeps a report only then)."""
+    clients = run.get("clients") if isinstance(run.get("clients"), list) else []
+    tasks = _tasks(run)
+    reported = bool(clients) and all(isinstance(c, dict) and "tasks" in c and c.get("exit_code") == 0
+                                     for c in clients)
+    facts: dict[str, Any] = {"failed_tasks": failed_tasks(run)}
+    if kind != "replace":
+        facts["writers_exited_0"] = reported and all(_task_exited_0(t) for t in tasks)
+        return facts
+    readers = [t.get("result") or {} for t in tasks if t.get("role") == "reader"]
+    readers = [r if isinstance(r, dict) else {} for r in readers]
+    seen = {tuple(v) for r in readers for v in (r.get("versions") or []) if isinstance(v, list) and len(v) == 2}
+    facts.update({
+        "tasks_exited_0": (reported and len(tasks) == 2 * (run.get("writers_per_client", 0) + 1)
+                           and all(_task_exited_0(t) for t in tasks)),
+        "reads": sum(_count(r.get("reads")) for r in readers),
+        "partial_reads": sum(_count(r.get("partial_reads")) for r in readers),
+        "missing_reads": sum(_count(r.get("missing_reads")) for r in readers),
+        "distinct_versions_seen": len(seen), "writers_seen": sorted({w for w, _ in seen}),
+        "writer_busy_rename_retries": sum(_count((t.get("result") or {}).get("busy_rename_retries"))
+                                          for t in tasks if t.get("role") == "writer")})
+    return facts
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def clients_problems(kind: str, run: dict[str, Any]) -> list[str]:
+    """Two clients really ran: two reports from two hosts, both seen by the server while the variant ran
+    (nfsd's clients list names each host), every writer appended (or wrote) what it was asked."""
+    p = f"variants.{kind}"
+    clients = run.get("clients") if isinstance(run.get("clients"), list) else []
+    hosts = [c.get("hostname") for c in clients if isinstance(c, dict)]
+    problems = []
+    if len(clients) != 2 or len(set(hosts)) != 2 or not all(isinstance(h, str) and h for h in hosts):
+        problems.append(f"{p}.clients are hosts {hosts!r}: two clients are two hosts")
+    seen = run.get("nfsd_clients_during_run") if isinstance(run.get("nfsd_clients_during_run"), list) else []
+    names = {c.get("name") for c in seen if isinstance(c, dict)}
+    for host in hosts:
+        if isinstance(host, str) and not any(isinstance(n, str) and n.split(" ")[-1] == host for n in names):
+            problems.append(f"{p}.nfsd_clients_during_run names no client of host {host!r}: the server did not "
+                            "see it")
+    count = run.get("count_per_writer")
+    for task in _tasks(run):
+        result = task.get("result") if isinstance(task.get("result"), dict) else {}
+        if task.get("role") == "writer" and _task_exited_0(task):
+            done = result.get("writes" if kind == "replace" else "appended")
+            if done != count:
+                problems.append(f"{p}: writer {task.get('name')!r} reports {done!r} records of count_per_writer "
+                                f"{count!r}")
+    return problems
+
+
 def variant_flags(kind: str, run: dict[str, Any]) -> dict[str, Any]:
     """{field of the variant's verdict: the value its counts give}."""
     verdict = run.get("verdict") if isinstance(run.get("verdict"), dict) else {}
@@ -44,12 +129,17 @@ def judge_two_clients(document: dict[str, Any]) -> tuple[list[str], list[str]]:
             reasons.append(f"variants.{kind} did not run")
             continue
         verdict = run.get("verdict") if isinstance(run.get("verdict"), dict) else {}
+        for key, value in tasks_facts(kind, run).items():
+            if verdict.get(key) != value:
+                forged.append(f"variants.{kind}.verdict.{key} is recorded {repr(verdict.get(key))[:120]}, its "
+                              f"clients' reports say {repr(value)[:120]}")
         flags = variant_flags(kind, run)
         for key, value in flags.items():
             if key in verdict and verdict[key] != value:
                 forged.append(f"variants.{kind}.verdict.{key} is recorded {verdict[key]!r}, its counts say {value!r}")
         if not flags["pass"]:
             reasons.append(f"variants.{kind} did not pass by its counts")
+        reasons += clients_problems(kind, run)
     teardown = document.get("teardown") if isinstance(document.get("teardown"), dict) else {}
     if teardown.get("exit_code") != 0:
         reasons.append(f"teardown.exit_code is {teardown.get('exit_code')!r}")
@@ -62,6 +152,8 @@ def judge_two_clients(document: dict[str, Any]) -> tuple[list[str], list[str]]:
 
 # --- the fault phases: a server restart during the gate, a teardown refused while the share is busy ---------
 
+# Each of the restart's clocks is recorded to 0.1 s: two readings on each side of a difference.
+ROUNDING_S = 0.2
 FAULT_GRACE_S = 20  # beyond --timeout: the gate's own kill grace and cleanup, and the VM's slow clock
 
 
@@ -141,8 +233,13 @@ def judge_server_restart(report: dict[str, Any], gate: dict[str, Any] | None,
     if not (_number(after) and _number(elapsed) and 0 <= after < elapsed):
         reasons.append(f"restart.seconds_after_gate_start is {after!r}, not within the gate's {elapsed!r} s: the "
                        "restart did not land while the gate ran")
-    if not (_number(stopped) and _number(started) and stopped <= started):
+    if not (_number(stopped) and _number(started) and 0 <= stopped <= started):
         reasons.append(f"restart stopped at {stopped!r} and restarted at {started!r} (uptime): no restart recorded")
+    elif _number(after) and _number(elapsed) and started - stopped > elapsed - after + ROUNDING_S:
+        # The gate ran on a hard mount: it could not complete while the server was down, so the server was back
+        # before the gate's end (r4's #10: a day's downtime beside a gate that completed in 113 s).
+        reasons.append(f"restart: the server was down {started - stopped:.1f} s (uptime {stopped} to {started}), "
+                       f"longer than the gate ran after the stop ({elapsed} s - {after} s)")
     if _section(report, "teardown").get("exit_code") != 0:
         reasons.append(f"teardown.exit_code is {_section(report, 'teardown').get('exit_code')!r}")
     if harness is None:

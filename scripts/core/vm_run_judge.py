@@ -14,6 +14,7 @@ import signal
 from collections.abc import Callable
 from typing import Any
 
+from core.git_provenance import git_state_problems  # the gate's own rule for a source.git
 from core.rename_race import judge_rename_race
 from core.vm_judge import (
     judge_busy_rename,
@@ -100,6 +101,63 @@ def vm_check(boot: dict[str, Any], errors: list[str]) -> dict[str, Any]:
             "detail": detail + "".join(f"; {p}" for p in problems) + "".join(f"; {e}"[:300] for e in errors)}
 
 
+def negative_seconds(document: Any, path: str = "") -> list[str]:
+    """Every duration or uptime a VM record holds (a key `seconds` or ending `_seconds`) is a number of 0 or
+    more: a clock read after it started never gives less (r4's #10: a teardown of -6.39 s)."""
+    found: list[str] = []
+    if isinstance(document, dict):
+        for key, value in document.items():
+            where = f"{path}.{key}" if path else str(key)
+            if (key == "seconds" or str(key).endswith("_seconds") or str(key).endswith("_uptime")) \
+                    and isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
+                found.append(f"{where} is {value!r}: a duration or uptime is never negative")
+            found += negative_seconds(value, where)
+    elif isinstance(document, list):
+        for number, value in enumerate(document):
+            found += negative_seconds(value, f"{path}[{number}]")
+    return found
+
+
+def _exit_of(steps: dict[str, Any], name: str) -> Any:
+    step = steps.get(name) if isinstance(steps.get(name), dict) else {}
+    return step.get("exit_code")
+
+
+def steps_problems(steps_record: dict[str, Any] | None, gate: dict[str, Any] | None,
+                   record: dict[str, Any] | None) -> list[str]:
+    """The nfs action's own steps (action/steps.json, tools/nfsvm/phases.action_phase) agree with what they
+    wrote: the result folder made (exit 0), the harness setup exited 0, the gate step exited with the code its
+    result records and within its step limit (the gate's --timeout and a margin), and the teardown exited as
+    its record's verdict says (nfs_harness.py teardown: 0 when the record is ok, else 1). r4's #6: a run whose
+    steps exited 1 verified."""
+    if not isinstance(steps_record, dict):
+        return ["no action/steps.json: the action's steps are not recorded"]
+    steps = steps_record.get("steps") if isinstance(steps_record.get("steps"), dict) else {}
+    problems = [f"steps.{name}.exit_code is {_exit_of(steps, name)!r}, the step exits 0"
+                for name in ("result_dir", "setup") if _exit_of(steps, name) != 0]
+    step = steps.get("gate") if isinstance(steps.get("gate"), dict) else {}
+    if isinstance(gate, dict) and step.get("exit_code") != gate.get("exit_code"):
+        problems.append(f"steps.gate.exit_code is {step.get('exit_code')!r}, the gate result's exit_code is "
+                        f"{gate.get('exit_code')!r}")
+    seconds, limit = step.get("seconds"), step.get("limit_seconds")
+    timeout = ((gate or {}).get("arguments") or {}).get("timeout_s") if isinstance(gate, dict) else None
+    if not (_is_number(seconds) and _is_number(limit) and 0 <= seconds <= limit):
+        problems.append(f"steps.gate ran {seconds!r} s of its limit_seconds {limit!r}: the step was not timed "
+                        "within its limit")
+    elif _is_number(timeout) and limit < timeout:
+        problems.append(f"steps.gate.limit_seconds is {limit!r}, under the gate's own --timeout {timeout!r}")
+    if isinstance(record, dict):
+        wanted = 0 if record.get("ok") is True else 1
+        if _exit_of(steps, "teardown") != wanted:
+            problems.append(f"steps.teardown.exit_code is {_exit_of(steps, 'teardown')!r}, its record's ok "
+                            f"{record.get('ok')!r} exits {wanted}")
+    return problems + negative_seconds(steps_record)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def gate_check(gate: dict[str, Any] | None) -> Check:
     """The one judge (core.contract), which re-derives every check and the nfs requirement from the facts."""
     from core.contract import judge as judge_document
@@ -117,8 +175,9 @@ def gate_check(gate: dict[str, Any] | None) -> Check:
 
 
 def harness_check(record: dict[str, Any] | None, setup: dict[str, Any] | None,
-                  gate: dict[str, Any] | None = None) -> Check:
-    """The record judged by its facts (core.harness_judge), and naming the workspace its gate retained."""
+                  gate: dict[str, Any] | None = None, steps: dict[str, Any] | None = None) -> Check:
+    """The record judged by its facts (core.harness_judge), naming the workspace its gate retained, with the
+    action's steps that ran setup, gate and teardown agreeing with them (steps_problems)."""
     from core.contract import judge as judge_document
     from core.harness_judge import harness_gate_problems
 
@@ -127,6 +186,9 @@ def harness_check(record: dict[str, Any] | None, setup: dict[str, Any] | None,
     judgement = judge_document(record, "nfs-harness")
     package = (setup or {}).get("package") or {}
     across = harness_gate_problems(record, gate) if isinstance(gate, dict) else ["no gate result to compare with"]
+    if setup != record.get("setup"):  # the teardown copies the setup's state file into its record: one setup
+        across.append("nfs-harness-setup.json is not the harness record's setup (the state file its teardown read)")
+    across += steps_problems(steps, gate, record)
     ok = judgement.ok and not across and package.get("install") == "skipped: already installed"
     return ok, (f"ok={record.get('ok')}, unmounted {record.get('unmounted')}, server stopped "
                 f"{record.get('server_stopped')}, export-side delete verified {record.get('cleanup_verified')}; "
@@ -140,6 +202,7 @@ def judged_check(document: dict[str, Any] | None, found: tuple[list[str], list[s
     if document is None or found is None:
         return False, "the phase wrote no result"
     reasons, forged = found
+    reasons = [*reasons, *negative_seconds(document)]
     said = [str(document["reason"])] if document.get("reason") else []  # the phase's own words first
     return not reasons and not forged, "; ".join(said + [*(f"not authentic: {f}" for f in forged), *reasons][:3]
                                                + [describe(document)])
@@ -258,7 +321,8 @@ def phase_checks(load: Load) -> dict[str, list[tuple[str, Callable[[], Check]]]]
         "action": [("gate", lambda: gate_check(load("action/platform-runtime-nfs.json"))),
                    ("harness", lambda: harness_check(load("action/nfs-harness.json"),
                                                      load("action/nfs-harness-setup.json"),
-                                                     load("action/platform-runtime-nfs.json")))],
+                                                     load("action/platform-runtime-nfs.json"),
+                                                     load("action/steps.json")))],
         "two_clients": [("two_clients", judged("two_clients/two-clients.json", judge_two_clients,
                                                describe_two_clients))],
         "server_restart": [("server_restart", lambda: _fault_check(load, "server_restart", "server-restart.json",
@@ -334,6 +398,7 @@ def judge_vm_run(run: dict[str, Any], load: Load | None = None) -> tuple[list[st
     reasons += [f"{name} did not pass" for name, ok in recorded.items() if not ok and name not in
                 {r.split(":", 1)[0] for r in reasons}]
     forged += index_check_problems(run, checks)
+    forged += git_state_problems({"source": {"git": run["git"]}}) if "git" in run else []
     if run.get("ok") is not all(recorded.values()):
         forged.append(f"ok is recorded {run.get('ok')!r}, its checks say {all(recorded.values())!r}")
     return reasons, forged
@@ -344,8 +409,10 @@ def index_check_problems(run: dict[str, Any], checks: list[dict[str, Any]]) -> l
     exit_code is 0, its detail the message."""
     index = run.get("evidence_index") if isinstance(run.get("evidence_index"), dict) else None
     check = next((c for c in checks if c.get("name") == INDEX_CHECK), None)
-    if index is None or check is None:
+    if check is None:
         return []
+    if index is None:  # r4's #9: with the record deleted, the check had nothing to be made from, and passed
+        return [f"checks.{INDEX_CHECK} is recorded without the run's evidence_index record it is made from"]
     problems = []
     if check["ok"] is not (index.get("exit_code") == 0):
         problems.append(f"checks.{INDEX_CHECK}.ok is recorded {check['ok']!r}, evidence_index.exit_code is "

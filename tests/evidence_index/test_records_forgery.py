@@ -107,9 +107,10 @@ def test_the_vm_verdict_takes_the_gate_and_the_harness_from_the_one_judge(tmp_pa
     assert ok is False and "checks.jsonl_append.missing is 7" in detail
     harness = json.loads((EVIDENCE / "nfs" / "nfs-harness.json").read_text())
     setup = json.loads((EVIDENCE / "nfs" / "nfs-harness-setup.json").read_text())
-    assert run_checks.harness_check(harness, setup, gate)[0] is True
+    steps = json.loads((EVIDENCE / "nfs" / "action-steps.json").read_text())
+    assert run_checks.harness_check(harness, setup, gate, steps)[0] is True
     harness["export_side_delete"]["workspace"] = "platform-runtime-000000000000"
-    ok, detail = run_checks.harness_check(harness, setup, gate)
+    ok, detail = run_checks.harness_check(harness, setup, gate, steps)
     assert ok is False and "the gate's workspace_cleanup.workspace" in detail
 
 

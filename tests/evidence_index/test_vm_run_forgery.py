@@ -96,6 +96,7 @@ def test_a_run_without_the_action_phase_is_judged_with_its_index_check():
                                                           "guest_powered_off": True, "host_signal": None},
            "checks": [{"name": "vm", "ok": True, "detail": "qemu exit 0, timed out False, None s"},
                       {"name": "busy_rename", "ok": False, "detail": ""},
-                      {"name": "evidence_index", "ok": False, "detail": "nothing to index"}]}
+                      {"name": "evidence_index", "ok": False, "detail": "nothing to index"}],
+           "evidence_index": {"exit_code": 1, "message": "nothing to index"}}  # cli.judge_run writes both
     reasons, forged = judge_vm_run(run, lambda _path: None)
     assert forged == [] and any(r.startswith("busy_rename") for r in reasons)

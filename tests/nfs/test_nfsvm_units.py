@@ -153,7 +153,8 @@ def appends(writers: int, records: int, drop: int = 0) -> bytes:
 
 def test_the_unlocked_control_passes_only_when_damage_happened_and_the_gate_checker_caught_it():
     job_ = {"repo": str(ROOT)}
-    run = {"writers_per_client": 2, "count_per_writer": 5, "clients": [{"tasks": [{"exit_code": 0}]}] * 2}
+    writer = {"exit_code": 0, "reason": None, "result": {"appended": 5}}
+    run = {"writers_per_client": 2, "count_per_writer": 5, "clients": [{"exit_code": 0, "tasks": [writer]}] * 2}
     damaged = two_clients_phase.judge_appends(job_, run, appends(4, 5, drop=3), locked=False)
     assert damaged["damage_observed"] and damaged["caught_by_checker"] and damaged["pass"]
     intact = two_clients_phase.judge_appends(job_, run, appends(4, 5), locked=False)

@@ -114,29 +114,16 @@ def client_report(process: subprocess.Popen, give_up: float) -> dict:
             "stdout": stdout[-1000:], "stderr": stderr[-2000:]}
 
 
-def failed_tasks(run: dict) -> list[str]:
-    """'<client>/<task>: <why it ended>' for each role that failed, and each client that gave no report."""
-    found = []
-    for index, report in enumerate(run.get("clients", []), 1):
-        if "tasks" not in report:
-            found.append(f"c{index}: {report.get('reason') or 'no report'}")
-        for task in report.get("tasks", []):
-            if task.get("exit_code") != 0:
-                found.append(f"{report.get('client', f'c{index}')}/{task.get('name')}: "
-                             f"{task.get('reason') or 'exited ' + str(task.get('exit_code'))}")
-    return found
-
-
 def judge_appends(job: dict, run: dict, data: bytes, locked: bool) -> dict:
     jsonl, _ = phases.gate_code(job)
+    from core import vm_judge  # on the path gate_code put there: the rule the host's judge applies
+
     writers = 2 * run["writers_per_client"]
     verdict = jsonl.verify_records(data, writers, run["count_per_writer"])
     expected_bytes = sum(len(jsonl.record_line(w, q)) for w in range(writers) for q in range(run["count_per_writer"]))
     # An independent measure of damage, not the checker's: fewer bytes than were written means overwrites.
-    verdict.update({"bytes_expected": expected_bytes, "bytes_found": len(data),
-                    "writers_exited_0": all(t.get("exit_code") == 0 for c in run["clients"]
-                                            for t in c.get("tasks", [])) and all("tasks" in c for c in run["clients"])})
-    verdict["failed_tasks"] = failed_tasks(run)
+    verdict.update({"bytes_expected": expected_bytes, "bytes_found": len(data)})
+    verdict.update(vm_judge.tasks_facts("locked" if locked else "unlocked", run))  # the judge's own rule
     if locked:
         verdict["pass"] = verdict["ok"] and verdict["writers_exited_0"]
     else:
@@ -148,20 +135,14 @@ def judge_appends(job: dict, run: dict, data: bytes, locked: bool) -> dict:
 
 def judge_replace(job: dict, run: dict, final: bytes) -> dict:
     _, fs_worker = phases.gate_code(job)
+    from core import vm_judge  # on the path gate_code put there: the rule the host's judge applies
+
     tasks = [t for c in run["clients"] for t in c.get("tasks", [])]
-    readers = [t.get("result") or {} for t in tasks if t.get("role") == "reader"]
-    writers_ok = len(tasks) == 2 * (run["writers_per_client"] + 1) and all(t.get("exit_code") == 0 for t in tasks)
+    readers = [t for t in tasks if t.get("role") == "reader"]
     version = fs_worker.parse_version(final)
-    seen = {tuple(v) for r in readers for v in r.get("versions", [])}
-    verdict = {"reads": sum(r.get("reads", 0) for r in readers),
-               "partial_reads": sum(r.get("partial_reads", 0) for r in readers),
-               "missing_reads": sum(r.get("missing_reads", 0) for r in readers),
-               "distinct_versions_seen": len(seen), "writers_seen": sorted({w for w, _ in seen}),
-               "final_version": list(version) if version else None, "tasks_exited_0": writers_ok,
-               "failed_tasks": failed_tasks(run),
-               "writer_busy_rename_retries": sum((t.get("result") or {}).get("busy_rename_retries", 0)
-                                                 for t in tasks if t.get("role") == "writer")}
-    verdict["pass"] = (writers_ok and verdict["partial_reads"] == 0 and version is not None
+    verdict = {**vm_judge.tasks_facts("replace", run),  # the judge's own rule: sums and exits from the reports
+               "final_version": list(version) if version else None}
+    verdict["pass"] = (verdict["tasks_exited_0"] and verdict["partial_reads"] == 0 and version is not None
                        and version[1] == run["count_per_writer"] - 1 and len(readers) == 2)
     return verdict
 
