@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from core import interpreter_rules
+
 START_UP_MODULES = ("sitecustomize", "usercustomize")
 # Fields only a gate that records `isolation.allowed` writes (platform_runtime.gate, .startup, .device_views).
 CURRENT_MARKERS = ("arguments.allow_injection_vectors", "isolation.allowed", "isolation.findings",
@@ -38,9 +40,14 @@ _FINDINGS = (
     (re.compile(r"^a \S+ file beside the interpreter replaces its start-up path"), "._pth"),
     (re.compile(r"^\S+\.pth (in a site directory runs code at every start-up|imported _distutils_hack into)"), ".pth"),
     (re.compile(r"^\S+ is a module in a site directory that no installed distribution lists"), "unlisted module"),
+    (re.compile(r"^sys\.executable is not the interpreter file the kernel runs"), interpreter_rules.EXECUTABLE_VECTOR),
+    (re.compile(r"^the .+ worker was not started as the gate starts it: "), interpreter_rules.WORKER_VECTOR),
     (re.compile(r"^a (sitecustomize|usercustomize) (in .+ runs at every start-up|was imported into the gate's "
                 r"own process at start-up|was loaded into the device worker at start-up)$"), None),
 )
+
+# A gate hashing this source records `isolation.interpreter` (platform_runtime.interpreter_state).
+INTERPRETER_SOURCE = "scripts/platform_runtime/interpreter_state.py"
 
 
 def _get(document: Any, path: str) -> tuple[bool, Any]:
@@ -86,6 +93,11 @@ def derived_vectors(isolation: dict[str, Any]) -> tuple[list[str], list[str]]:
     for name in loaded if isinstance(loaded, list) else []:
         if name in START_UP_MODULES and name not in vectors:
             vectors.append(str(name))
+    # The interpreters' own start-up facts (core.interpreter_rules): each vector they give, whatever the findings say.
+    for vector, _ in (interpreter_rules.interpreter_vectors(isolation.get("interpreter"))
+                      + interpreter_rules.worker_vectors(isolation.get("worker_startup"))):
+        if vector not in vectors:
+            vectors.append(vector)
     for field in ("findings", "executing_pth_files"):
         if not isinstance(isolation.get(field), list):
             problems.append(f"isolation.{field} is {isolation.get(field)!r}, not a list")
@@ -112,6 +124,10 @@ def isolation_forgeries(result: dict[str, Any]) -> list[str]:
         return [f"isolation is {isolation!r} on {why}: a current result is never exempt as an older one",
                 *views_deleted]
     problems = list(views_deleted)
+    files = _get(result, "source.files")[1]
+    if isinstance(files, dict) and INTERPRETER_SOURCE in files and not isinstance(isolation.get("interpreter"), dict):
+        problems.append(f"isolation.interpreter is {isolation.get('interpreter')!r} on a result of a gate that hashes "
+                        f"{INTERPRETER_SOURCE}, which records it: its facts cannot be deleted to hide a vector")
     allowed = isolation.get("allowed")
     if not isinstance(allowed, bool):
         problems.append(f"isolation.allowed is {allowed!r} on {why}: a current result is never exempt as an older one")

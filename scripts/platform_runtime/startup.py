@@ -27,7 +27,9 @@ import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from platform_runtime import bytecode, ld_library_path, path_config, procmaps, site_owners
+from core import interpreter_rules
+
+from platform_runtime import bytecode, interpreter_state, ld_library_path, path_config, procmaps, site_owners
 from platform_runtime.isolation import interpreter_site_dirs, torch_search_dirs
 
 LOADER_VARIABLES = ("LD_PRELOAD", "LD_AUDIT", "DYLD_INSERT_LIBRARIES")  # honoured by the loader, always
@@ -35,10 +37,14 @@ LOADER_VARIABLES = ("LD_PRELOAD", "LD_AUDIT", "DYLD_INSERT_LIBRARIES")  # honour
 # config OPENSSL_CONF names (its providers and engines are shared libraries) when hashlib first starts it, and
 # looks for them in OPENSSL_MODULES / OPENSSL_ENGINES; glibc's iconv loads modules from GCONV_PATH.
 LIBRARY_MODULE_VARIABLES = ("OPENSSL_CONF", "OPENSSL_MODULES", "OPENSSL_ENGINES", "GCONV_PATH")
-# Honoured by the interpreter unless it runs with -E or -I (the workers always do). PYTHONEXECUTABLE (macOS)
-# sets sys.executable, the interpreter the gate starts its workers with.
+# Honoured by the interpreter unless it runs with -E or -I (the workers always do): each changes which file runs
+# for an import or at start-up. PYTHONEXECUTABLE (macOS) sets sys.executable; PYTHONCASEOK (Windows, macOS:
+# importlib's _relax_case) lets a file whose name differs in case shadow a module. PYTHONPYCACHEPREFIX is judged
+# by its effect, sys.pycache_prefix (platform_runtime.interpreter_state). Every other PYTHON* variable of 3.11
+# and -X option is audited in docs/gate.md#injection-vectors (none runs or replaces code).
 PYTHON_VARIABLES = ("PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONUSERBASE", "PYTHONPLATLIBDIR",
-                    "PYTHONEXECUTABLE")
+                    "PYTHONEXECUTABLE") + (("PYTHONCASEOK",) if sys.platform.startswith(("win", "cygwin", "darwin"))
+                                           else ())
 START_UP_MODULES = ("sitecustomize", "usercustomize")
 SYSTEM_PRELOAD = Path("/etc/ld.so.preload")
 # setuptools' distutils-precedence.pth, byte for byte (SHA-256 -> the default its one import line tests):
@@ -105,6 +111,7 @@ class Findings:
     findings: list[str] = field(default_factory=list)  # one sentence each, names only, never paths
     executing_pth_files: list[str] = field(default_factory=list)
     accepted_pth_files: list[dict] = field(default_factory=list)
+    interpreter: dict = field(default_factory=dict)  # isolation.interpreter (core.interpreter_rules)
 
     def add(self, vector: str, finding: str) -> None:
         if vector not in self.present:
@@ -317,6 +324,9 @@ def scan(maps_text: str | None = None, environment: dict[str, str] | None = None
     environments = [dict(os.environ)] + ([original] if original is not None else [])
     out = Findings()
     judge_environment(environments, out)
+    out.interpreter = interpreter_state.parent_facts(environments)
+    for vector, finding in interpreter_rules.interpreter_vectors(out.interpreter):
+        out.add(vector, finding)
     if maps_text is None:
         maps_text = procmaps.read_maps("self")
     judge_own_mappings(maps_text, environments, out)
@@ -356,5 +366,6 @@ def record(allowed: bool) -> dict:
     found = scan()
     return {"present": found.present, "findings": found.findings, "executing_pth_files": found.executing_pth_files,
             "accepted_pth_files": found.accepted_pth_files, "parent_flags": parent_flags(), "allowed": allowed,
+            "interpreter": found.interpreter,
             "workers": "python -I", "worker_environment": dict(WORKER_ENVIRONMENT),
             "worker_site_dirs": "interpreter site-packages and their .pth path lines; torch only from there"}

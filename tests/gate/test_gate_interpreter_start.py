@@ -1,0 +1,107 @@
+"""How the gate's interpreter was started cannot rewrite what it reads (r5 F4, F9, F5): a pycache prefix holding
+forged standard-library bytecode, and a sys.executable that is a wrapper script (argv[0] via `exec -a`), each
+set up from outside the project's code, fail `--require nfs` on this ext4 machine with the vector named, and
+the judge refuses the vector deleted while its recorded facts remain."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from core import isolation_judge
+
+from tests.conftest import ROOT, GateRun, run_gate, validate
+from tests.gate.test_gate_injection import FORGED, assert_refused_naming, fstype, nfs_verdict
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/self/exe and cmdline are Linux's")
+GATE = ROOT / "scripts" / "platform_runtime_check.py"
+# Appended to the real json/__init__.py: every worker answer the gate parses that carries a mountinfo probe says nfs4.
+JSON_FORGERY = '''
+_real_loads = loads
+def loads(s, *a, **k):
+    obj = _real_loads(s, *a, **k)
+    fs = obj.get("filesystem") if isinstance(obj, dict) else None
+    if isinstance(fs, dict) and str(fs.get("method", "")).startswith("linux-mountinfo") and "requirements" not in obj:
+        fs.update(type="nfs4", nfs_version="4.2", statfs_f_type=0x6969, inode_flags=None,
+                  mount_options=["rw", "relatime", "vers=4.2", "hard", "proto=tcp", "sec=sys", "local_lock=none"])
+    return obj
+'''
+
+
+def forged_json_under_prefix(prefix: Path) -> Path:
+    """The .pyc a PYTHONPYCACHEPREFIX tree holds for the standard library's json package: its real source plus
+    JSON_FORGERY, compiled with py_compile's own header writer, stamped with the real source's mtime and size."""
+    from importlib._bootstrap_external import _code_to_timestamp_pyc
+
+    source = Path(json.__file__)
+    status = source.stat()
+    code = compile(source.read_text(encoding="utf-8") + JSON_FORGERY, str(source), "exec", dont_inherit=True)
+    cached = prefix / source.parent.relative_to("/") / f"{source.stem}.{sys.implementation.cache_tag}.pyc"
+    cached.parent.mkdir(parents=True)
+    cached.write_bytes(_code_to_timestamp_pyc(code, int(status.st_mtime), status.st_size))
+    return cached
+
+
+def gate_run(tmp_path: Path, command: list[str], env: dict[str, str]) -> GateRun:
+    output = tmp_path / "result.json"
+    completed = subprocess.run([*command, "--output", str(output)], cwd=tmp_path, capture_output=True, text=True,
+                               timeout=300, env={**{k: v for k, v in os.environ.items() if k != "GITHUB_ACTIONS"},
+                                                 **env})
+    result = json.loads(output.read_text(encoding="utf-8")) if output.exists() else None
+    if result is not None:
+        validate(result, "platform-runtime-result.schema.json")
+    return GateRun(completed, result, output)
+
+
+def test_forged_stdlib_bytecode_under_pythonpycacheprefix_fails_require_nfs_named(tmp_path):
+    assert fstype(tmp_path) != "nfs4"
+    forged_json_under_prefix(tmp_path / "prefix")
+    run = run_gate(tmp_path, "--device", "cpu", "--require", "nfs",
+                   env={"PYTHONPYCACHEPREFIX": str(tmp_path / "prefix")})
+    assert_refused_naming(run, "PYTHONPYCACHEPREFIX")
+    assert FORGED in nfs_verdict(run)["reason"]  # the forged json did run in the gate and rewrite the probe's answer
+    assert run.result["isolation"]["interpreter"]["pycache_prefix"] is True
+    assert str(tmp_path) not in run.output.read_text(encoding="utf-8")  # named, never valued
+
+    # The judge: the vector deleted from present and findings while the recorded fact remains is not authentic.
+    edited = copy.deepcopy(run.result)
+    isolation = edited["isolation"]
+    isolation["present"] = [v for v in isolation["present"] if v != "PYTHONPYCACHEPREFIX"]
+    isolation["findings"] = [f for f in isolation["findings"] if not f.startswith("PYTHONPYCACHEPREFIX")]
+    assert any("PYTHONPYCACHEPREFIX" in p for p in isolation_judge.isolation_forgeries(edited))
+    del isolation["interpreter"]  # and the fact deleted too: a gate hashing interpreter_state.py records it
+    assert any("isolation.interpreter is None" in p for p in isolation_judge.isolation_forgeries(edited))
+
+
+def test_x_pycache_prefix_is_a_vector_even_under_minus_i(tmp_path):
+    # -X options are honoured under -I: the documented cleanest start reads bytecode from the prefix too.
+    forged_json_under_prefix(tmp_path / "prefix")
+    run = gate_run(tmp_path, [sys.executable, "-I", "-B", "-X", f"pycache_prefix={tmp_path / 'prefix'}", str(GATE),
+                              "--device", "cpu", "--require", "nfs"], env={})
+    assert run.result["isolation"]["parent_flags"]["isolated"] is True
+    assert_refused_naming(run, "PYTHONPYCACHEPREFIX")
+    assert FORGED in nfs_verdict(run)["reason"]
+
+
+def test_an_untouched_run_records_a_clean_interpreter_and_passes(tmp_path):
+    run = run_gate(tmp_path, "--device", "cpu")
+    assert run.returncode == 0, run.stderr
+    assert run.result["isolation"]["interpreter"] == {"pycache_prefix": False, "executable_is_image": True}
+    assert isolation_judge.isolation_forgeries(run.result) == []
+
+
+def test_every_sentence_of_the_interpreter_rules_names_its_vector_for_the_judge():
+    from core import interpreter_rules as rules
+
+    sentences = rules.interpreter_vectors({"pycache_prefix": True, "executable_is_image": False})
+    sentences += rules.worker_vectors({"file-system probe": {**rules.WORKER_EXPECTED, "isolated": False}})
+    assert [vector for vector, _ in sentences] == ["PYTHONPYCACHEPREFIX", "sys.executable", "worker start-up"]
+    for vector, finding in sentences:
+        assert isolation_judge.vector_of(finding) == vector, finding
+    assert rules.worker_vectors({"cleanup": dict(rules.WORKER_EXPECTED)}) == []
+    assert rules.worker_vectors({"cleanup": {**rules.WORKER_EXPECTED, "executable_is_image": None}}) == []  # no /proc
