@@ -68,6 +68,12 @@ def port_number(text: str) -> int:
     raise argparse.ArgumentTypeError("must be a TCP port from 1 to 65535")
 
 
+def output_path(text: str) -> Path:
+    if not text:  # Path("") is the working directory: an unset CI variable would name it
+        raise argparse.ArgumentTypeError("is empty (an unset variable?)")
+    return Path(text)
+
+
 def build_parser() -> Parser:
     parser = Parser(prog="platform_runtime_check.py", description=__doc__,
                     formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -92,7 +98,8 @@ def build_parser() -> Parser:
                              "at twice that plus 20 s")
     parser.add_argument("--collectives-port", type=port_number,
                         help="the loopback port of the group's store (default: a free one)")
-    parser.add_argument("--output", type=Path, help="write the JSON result here, atomically")
+    parser.add_argument("--output", type=output_path, help="write the JSON result here, atomically (checked before "
+                        "anything runs: a folder, another kind of file, or a folder that takes no new file is refused)")
     parser.add_argument("--allow-injection-vectors", action="store_true",
                         help="judge requirements even with LD_PRELOAD, a sitecustomize, PYTHONPATH... present "
                              "(recorded; the evidence index then holds the claim unproven)")
@@ -102,7 +109,7 @@ def build_parser() -> Parser:
 def output_of(argv: list[str] | None) -> Path | None:
     """The --output value alone, read the way the full parser would read it; None when it cannot be."""
     parser = Parser(add_help=False)
-    parser.add_argument("--output", type=Path)
+    parser.add_argument("--output", type=output_path)
     try:
         known, _ = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
     except UsageError:
@@ -163,6 +170,10 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except UsageError as exc:
         return usage_error(str(exc), output_of(argv))
+    from platform_runtime.result import output_problem  # before anything starts: a bad --output costs no run
+
+    if args.output is not None and (problem := output_problem(args.output)) is not None:
+        return usage_error(problem, None)
     if args.require_filesystem is not None and not re.fullmatch(r"[A-Za-z0-9_.-]{1,32}", args.require_filesystem):
         return usage_error("--require-filesystem must be a file-system type name", args.output)
     requirements = Requirements(tuple(dict.fromkeys(args.require)), args.require_device, args.require_filesystem)
@@ -201,7 +212,11 @@ def options_of(options_type: type, args: argparse.Namespace, requirements: Requi
 
 def usage_error(message: str, output: Path | None) -> int:
     print(f"platform_runtime_check.py: error: {message}", file=sys.stderr)
-    if output is not None:
+    from platform_runtime.result import output_problem
+
+    if output is not None and (problem := output_problem(output)) is not None:
+        print(f"platform_runtime_check.py: error: {problem}", file=sys.stderr)
+    elif output is not None:
         from platform_runtime import gate
 
         write_output(output, gate.usage_result(message))
