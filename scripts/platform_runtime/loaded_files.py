@@ -5,8 +5,9 @@ libraries the parent saw mapped into it (/proc/<pid>/maps), and the parent's own
 A loaded file some RECORD lists belongs to that distribution: checked before the report when torch requires
 it, otherwise checked here, after it (numpy, which torch imports when installed without requiring it). A
 loaded source's bytecode, which Python runs in its place when the header carries the source's mtime and size,
-is compared with the source compiled (bytecode.py), torch's excepted (hundreds of modules: about 4 s here; its
-bytecode beside listed sources is counted by torch_record instead, docs/gate.md#threat-model). A loaded file
+is compared with the source compiled (bytecode.py) where its RECORD does not list that .pyc (an installer such as
+uv lists none; Python, or a forger, wrote it later), torch's excepted (its bytecode beside listed sources is
+counted by torch_record instead, docs/gate.md#threat-model). A loaded file
 inside a folder some RECORD installs, yet not listed in it, is refused; one under a top-level name no RECORD
 covers (an egg-info, Debian's or conda's package) is named in `not_checked`: its bytes are not verified.
 Stdlib only.
@@ -19,7 +20,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from platform_runtime import dependencies, dist_record
+from platform_runtime import bytecode, dependencies, dist_record
 
 UNCOMPARED_BYTECODE = ("torch",)  # distributions whose loaded modules' bytecode is not compiled to compare
 
@@ -49,6 +50,19 @@ def _site_of(path: str, site_dirs: list[Path]) -> tuple[Path, str] | None:
     return (best, os.path.relpath(path, best).replace(os.sep, "/")) if best is not None else None
 
 
+def _unlisted_bytecode(site: Path, relative: str, index: _Owners) -> bool:
+    """Whether Python could run, for this loaded source, a cached .pyc its RECORD does not list. One the RECORD
+    lists with a hash was hashed; one it lists without (pip compiles every module at install and lists its .pyc
+    so) is not compiled here to compare: that cost 2.2-4.3 s after the report for the 554 modules a worker
+    loads from a pip-installed sympy, mpmath and numpy, and made the gate 1.9x as long; such a .pyc rewritten
+    is a limit, as torch's is (docs/gate.md#threat-model)."""
+    for cached, _ in bytecode.cached_files(site / relative):
+        name = os.path.relpath(cached, site).replace(os.sep, "/")
+        if name not in index.files:
+            return True
+    return False
+
+
 def _name(dist_info: str) -> str:
     return dependencies.normalize(dist_info[:-len(".dist-info")].split("-", 1)[0])
 
@@ -66,8 +80,12 @@ def check(paths: list[str], site_dirs: list[Path], checked: Callable[[], list[di
     result: dict = {"loaded_files": 0, "bytecode_compared": 0, "late": [], "not_checked": [], "problems": []}
     unlisted: list[str] = []
     uncompiled: dict[tuple[Path, str], list[str]] = {}
+    real_dirs: dict[str, str] = {}  # a few hundred folders hold the ~2,000 files: resolve each folder once
     for path in sorted(set(paths)):
-        found = _site_of(os.path.realpath(path), sites)
+        folder, name = os.path.split(path)
+        if folder not in real_dirs:
+            real_dirs[folder] = os.path.realpath(folder)
+        found = _site_of(os.path.join(real_dirs[folder], name), sites)
         if found is None:
             continue  # the standard library, the gate's own sources (source.files), trusted as the interpreter is
         site, relative = found
@@ -84,7 +102,8 @@ def check(paths: list[str], site_dirs: list[Path], checked: Callable[[], list[di
         owned[(str(site), dist_info)] = site
         # An entry module's bytecode (`name.py`, `name/__init__.py`) was compared with its distribution's check.
         if relative.endswith(".py") and _name(dist_info) not in UNCOMPARED_BYTECODE and \
-                relative not in dependencies.entry_sources([(relative, "listed", None)]):
+                relative not in dependencies.entry_sources([(relative, "listed", None)]) and \
+                _unlisted_bytecode(site, relative, index):
             uncompiled.setdefault((site, _name(dist_info)), []).append(relative)
     for (site, name), sources in uncompiled.items():
         result["bytecode_compared"] += len(sources)
