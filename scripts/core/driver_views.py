@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from core import driver_facts
 from core.gpu_view import normal_uuid
 
 # Where platform_runtime.nvidia_driver read the driver's list of GPUs (`device.views.driver.source`).
@@ -55,7 +56,8 @@ def driver_access_problems(kind: Any, views: dict[str, Any]) -> list[str]:
         if type(nodes) is not int or nodes < 1:
             problems.append(f"device.views.driver_access.kfd_gpu_nodes is {nodes!r}: the kernel driver's topology "
                             "(/sys/class/kfd/kfd/topology/nodes) lists no GPU")
-    return problems
+    # what those devices and libraries are, not only what they are named (r5 F6, F7)
+    return problems + driver_facts.node_problems(kind, access) + driver_facts.library_problems(kind, access)
 
 
 def driver_list_problems(driver: dict[str, Any], reported_uuid: Any) -> list[str]:
@@ -78,4 +80,5 @@ def driver_list_problems(driver: dict[str, Any], reported_uuid: Any) -> list[str
                         f"worker's device.cuda.uuid is {'a' if valid else 'not a'} UUID: no UUID was looked up")
     if driver.get("problem") is not None:
         problems.append(f"device.views.driver.problem is {driver.get('problem')!r} beside listed true")
+    problems += driver_facts.proc_file_problems(driver)
     return [f"device.views.driver.listed is recorded True, its facts do not allow it: {p}" for p in problems]

@@ -62,7 +62,16 @@ VIEWS_SINCE: dict[str, tuple[str, ...]] = {
     "scripts/platform_runtime/binary_arch.py": ("platform.binaries.interpreter", "platform.binaries.torch_c"),
     "scripts/core/time_views.py": ("finished_at",),
     "scripts/core/fs_magic.py": ("filesystem.statfs_f_type",),  # of a mount found in Linux mountinfo
+    # what the GPU driver's files are (r5 F6, F7): where the gate records driver_access (a CUDA or ROCm claim
+    # observed on Linux) and, on CUDA, the driver's list (CONDITIONAL_VIEWS)
+    "scripts/platform_runtime/driver_files.py": ("device.views.driver_access.device_nodes",
+                                                 "device.views.driver_access.registered",
+                                                 "device.views.driver_access.libraries",
+                                                 "device.views.driver.proc_files"),
 }
+# Views recorded only inside an object the gate writes for some claims: required where that object is recorded
+# (a claim without it is refused by its own rule: core.driver_views names a missing driver_access or driver list).
+CONDITIONAL_VIEWS = ("device.views.driver_access.", "device.views.driver.")
 
 
 def missing_views(result: dict[str, Any]) -> list[str]:
@@ -77,6 +86,9 @@ def missing_views(result: dict[str, Any]) -> list[str]:
     for module, fields in VIEWS_SINCE.items():
         for field in fields if module in names else ():
             if not (linux or not field.startswith("filesystem.")):
+                continue
+            parent = next((p for p in CONDITIONAL_VIEWS if field.startswith(p)), None)
+            if parent is not None and not isinstance(_value(result, parent[:-1]), dict):
                 continue
             if not _has(result, field):
                 found.append(f"{field} is missing: a gate hashing {module} always records it")

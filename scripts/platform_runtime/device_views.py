@@ -17,6 +17,7 @@ from platform_runtime import (
     children,
     dependencies,
     driver_access,
+    driver_files,
     loaded_files,
     nvidia_driver,
     procmaps,
@@ -35,6 +36,7 @@ class DeviceViews:
         self.dist_info = (build or {}).get("dist_info")
         self.mappings: list[procmaps.Mapping] | None = None
         self.open_files: list[str] | None = None
+        self.seen: dict | None = None
         self._record: dict | None = None
         self._dependencies: dict | None = None  # dependencies.verify_required's report, from the same process
         self._loaded: dict | None = None  # loaded_files.check's report, made after the worker's
@@ -89,6 +91,9 @@ class DeviceViews:
         text = procmaps.read_maps(pid)
         self.mappings = procmaps.parse_maps(text) if text else None
         self.open_files = driver_access.open_targets(pid)
+        # what the driver files are, while the worker holds them (platform_runtime.driver_files; r5 F6/F7)
+        self.seen = {"device_nodes": driver_files.device_nodes(pid, driver_access.DRIVER_DEVICE),
+                     "maps_text": text or "", "machine": driver_files.interpreter_machine(pid)}
         self._loaded_thread = threading.Thread(target=self._check_loaded, args=(report or {},), name="loaded-files",
                                                daemon=True)
         self._loaded_thread.start()
@@ -170,7 +175,8 @@ class DeviceViews:
         views["distributions"] = self._distributions(report, timeout)
         kind = report.get("type")
         if kind in ("cuda", "rocm") and views["mapped"].get("observed") == "linux-proc-maps":
-            views["driver_access"] = driver_access.summarize(self.open_files, self.mappings, kind)
+            views["driver_access"] = driver_access.summarize(self.open_files, self.mappings, kind, self.seen,
+                                                             self._lib_dir())
         if kind == "cuda":
             check = nvidia_driver.uuid_check((report.get("cuda") or {}).get("uuid"))
             views["driver"] = {**check, "problem": nvidia_driver.uuid_problem(check)}

@@ -18,7 +18,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
-from platform_runtime import isolation, procmaps, startup
+from platform_runtime import driver_files, isolation, procmaps, startup
 
 PROC = Path("/proc")
 KFD_NODES = Path("/sys/class/kfd/kfd/topology/nodes")
@@ -82,19 +82,25 @@ def library_origin(folder: Path, library_path_dirs: set[Path], installation: set
     return "other"
 
 
+def cuda_driver_mapping(mappings: list[procmaps.Mapping]) -> procmaps.Mapping | None:
+    """The worker's mapping of the NVIDIA driver's libcuda.so (the first by path); None when it mapped none."""
+    return next((m for m in sorted(mappings, key=lambda m: m.path) if CUDA_DRIVER_LIBRARY.fullmatch(Path(m.path).name)),
+                None)
+
+
 def cuda_driver_library(mappings: list[procmaps.Mapping], library_path_dirs: set[Path],
                         installation: set[Path]) -> dict | None:
     """The libcuda.so the worker mapped and the kind of folder it came from; None when it mapped none."""
-    for mapping in sorted(mappings, key=lambda m: m.path):
-        path = Path(mapping.path)
-        if CUDA_DRIVER_LIBRARY.fullmatch(path.name):
-            try:
-                folder = path.parent.resolve()
-            except OSError:
-                folder = path.parent
-            return {"name": path.name, "from": library_origin(folder, library_path_dirs, installation),
-                    "deleted": mapping.deleted}
-    return None
+    mapping = cuda_driver_mapping(mappings)
+    if mapping is None:
+        return None
+    path = Path(mapping.path)
+    try:
+        folder = path.parent.resolve()
+    except OSError:
+        folder = path.parent
+    return {"name": path.name, "from": library_origin(folder, library_path_dirs, installation),
+            "deleted": mapping.deleted}
 
 
 def kfd_gpu_nodes(root: Path = KFD_NODES) -> int:
@@ -113,13 +119,26 @@ def kfd_gpu_nodes(root: Path = KFD_NODES) -> int:
     return count
 
 
-def summarize(targets: list[str] | None, mappings: list[procmaps.Mapping] | None, kind: str | None) -> dict:
+# The backend libraries whose files are judged (core.driver_facts), per claim; "libcuda" is the driver's.
+JUDGED_LIBRARIES = {"cuda": ("libtorch_cuda.so", "libc10_cuda.so"), "rocm": ("libtorch_hip.so",)}
+
+
+def summarize(targets: list[str] | None, mappings: list[procmaps.Mapping] | None, kind: str | None,
+              seen: dict | None = None, lib_dir: Path | None = None) -> dict:
     """device.views.driver_access for a CUDA or ROCm claim, from the worker's open files and mappings taken
-    while it waited after its report."""
+    while it waited after its report; `seen` (DeviceViews.observe: its device nodes, maps text and interpreter's
+    machine, taken while it lived) adds what those files are (platform_runtime.driver_files)."""
     access: dict = {"devices_open": driver_devices(targets) if targets is not None else None}
     if kind == "cuda":
         access["cuda_library"] = cuda_driver_library(mappings or [], startup.untrusted_library_path_dirs(),
                                                      python_installation_dirs())
     if kind == "rocm":
         access["kfd_gpu_nodes"] = kfd_gpu_nodes()
+    if seen is not None and kind in JUDGED_LIBRARIES:
+        access["device_nodes"] = seen.get("device_nodes")
+        access["registered"] = driver_files.registered()
+        wanted = {name: driver_files.torch_library(mappings or [], lib_dir, name) for name in JUDGED_LIBRARIES[kind]}
+        if kind == "cuda":
+            wanted["libcuda"] = cuda_driver_mapping(mappings or [])
+        access["libraries"] = driver_files.libraries(seen.get("maps_text") or "", wanted, seen.get("machine"))
     return access

@@ -17,6 +17,7 @@ from pathlib import Path
 from core import gpu_view
 from core.driver_views import PROC_SOURCE, SMI_SOURCE
 
+from platform_runtime import driver_files, filesystem
 from platform_runtime.startup import worker_environment
 
 PROC_GPUS = Path("/proc/driver/nvidia/gpus")
@@ -63,6 +64,31 @@ def proc_uuids(root: Path = PROC_GPUS) -> list[str]:
     return found
 
 
+def proc_files(root: Path = PROC_GPUS) -> list[dict]:
+    """What each /proc/driver/nvidia/gpus/*/information file read is (r5 F6: a tmpfs over /proc/driver answered
+    with a UUID of its own): {"f_type": the fstatfs(2) magic of the handle, "fstype" and "mount_point": its mount,
+    by the handle's mnt_id in mountinfo}, once each; core.driver_facts requires procfs mounted at /proc."""
+    found: list[dict] = []
+    try:
+        folders = sorted(root.iterdir())
+    except OSError:
+        return []
+    for folder in folders:
+        try:
+            fd = os.open(folder / "information", os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except OSError:
+            continue
+        try:
+            entry = driver_files.file_mount(fd)
+            facts = {"f_type": filesystem.statfs_magic(fd), "fstype": entry.fstype if entry else None,
+                     "mount_point": entry.point if entry else None}
+        finally:
+            os.close(fd)
+        if facts not in found:
+            found.append(facts)
+    return found
+
+
 def trusted_smi(platform: str = sys.platform) -> str | None:
     """The driver's own nvidia-smi, from where the driver installs it; None where there is none."""
     for candidate in SMI_LOCATIONS.get("linux" if platform.startswith("linux") else platform, ()):
@@ -101,7 +127,7 @@ def uuid_check(reported: str | None, proc_root: Path = PROC_GPUS, smi=smi_uuids)
             listed, source = sorted(set(listed) | set(from_smi)), SMI_SOURCE if not listed else \
                 f"{PROC_SOURCE}+{SMI_SOURCE}"
     return {"listed": wanted is not None and wanted in listed, "source": source, "driver_gpus": len(listed),
-            "reported_uuid_valid": wanted is not None}
+            "reported_uuid_valid": wanted is not None, "proc_files": proc_files(proc_root)}
 
 
 def uuid_problem(check: dict) -> str | None:
