@@ -129,6 +129,17 @@ def library_problems(kind: Any, access: dict[str, Any]) -> list[str]:
     return [p for name in LIBRARIES[kind] for p in library_problem(name, libraries.get(name))]
 
 
+def _procfs_mount(facts: dict[str, Any]) -> bool:
+    """procfs at /proc (a whole mount), or the NVIDIA container toolkit's bind of procfs' own
+    /driver/nvidia/gpus/<bus id> folder at that very place (libnvidia-container's mount_procfs_gpu). A result
+    recorded before `mount_root` was (none has been: this file came with it) is judged by the mount point only."""
+    point, root = facts.get("mount_point"), facts.get("mount_root", "/")
+    if point == "/proc" and root == "/":
+        return True
+    return isinstance(point, str) and isinstance(root, str) and re.fullmatch(r"/driver/nvidia/gpus/[^/]+", root) \
+        is not None and point == "/proc" + root
+
+
 def proc_file_problems(driver: dict[str, Any]) -> list[str]:
     """Why the /proc/driver/nvidia files the driver's list was read from are not the kernel's procfs at /proc."""
     if "proc_files" not in driver:
@@ -141,8 +152,7 @@ def proc_file_problems(driver: dict[str, Any]) -> list[str]:
         problems.append("device.views.driver.source names /proc/driver/nvidia, and proc_files records no file read")
     for facts in files:
         facts = facts if isinstance(facts, dict) else {}
-        if (_int(facts.get("f_type")) != PROC_SUPER_MAGIC or facts.get("fstype") != "proc"
-                or facts.get("mount_point") != "/proc"):
+        if _int(facts.get("f_type")) != PROC_SUPER_MAGIC or facts.get("fstype") != "proc" or not _procfs_mount(facts):
             magic = hex(facts["f_type"]) if _int(facts.get("f_type")) is not None else facts.get("f_type")
             problems.append(f"device.views.driver.proc_files: a /proc/driver/nvidia file was read from f_type "
                             f"{magic!r}, a {facts.get('fstype')!r} mount at {facts.get('mount_point')!r}, not the "

@@ -122,6 +122,16 @@ def mount_kind(entry: filesystem.MountEntry | None, path: str) -> str | None:
     return "folder"
 
 
+def mount_root(mount_id: int | None, mountinfo: str) -> str | None:
+    """The mount's root within its file system (mountinfo's 4th field: "/" for a whole mount, the folder a bind
+    mount shows, such as the NVIDIA container toolkit's bind of /proc/driver/nvidia/gpus/<bus id>)."""
+    for line in mountinfo.splitlines():
+        fields = line.split()
+        if len(fields) > 4 and fields[0] == str(mount_id):
+            return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[3])
+    return None
+
+
 def file_mount(fd: int) -> filesystem.MountEntry | None:
     """The mount an open handle is on: its fdinfo mnt_id looked up in this process's mountinfo."""
     mount_id = filesystem.read_mount_id(_read(PROC / "self" / "fdinfo" / str(fd)))

@@ -66,8 +66,9 @@ def proc_uuids(root: Path = PROC_GPUS) -> list[str]:
 
 def proc_files(root: Path = PROC_GPUS) -> list[dict]:
     """What each /proc/driver/nvidia/gpus/*/information file read is (r5 F6: a tmpfs over /proc/driver answered
-    with a UUID of its own): {"f_type": the fstatfs(2) magic of the handle, "fstype" and "mount_point": its mount,
-    by the handle's mnt_id in mountinfo}, once each; core.driver_facts requires procfs mounted at /proc."""
+    with a UUID of its own): {"f_type": the fstatfs(2) magic of the handle, "fstype", "mount_point" and
+    "mount_root": its mount, by the handle's mnt_id in mountinfo}, once each; core.driver_facts requires procfs at
+    /proc, or the NVIDIA container toolkit's bind of procfs' own /driver/nvidia/gpus/<bus id> folder."""
     found: list[dict] = []
     try:
         folders = sorted(root.iterdir())
@@ -78,10 +79,11 @@ def proc_files(root: Path = PROC_GPUS) -> list[dict]:
             fd = os.open(folder / "information", os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         except OSError:
             continue
-        try:
+        try:  # mountinfo and fstatfs of /proc itself cannot fail where the file was just opened
             entry = driver_files.file_mount(fd)
+            root = driver_files.mount_root(entry.mount_id, Path("/proc/self/mountinfo").read_text()) if entry else None
             facts = {"f_type": filesystem.statfs_magic(fd), "fstype": entry.fstype if entry else None,
-                     "mount_point": entry.point if entry else None}
+                     "mount_point": entry.point if entry else None, "mount_root": root}
         finally:
             os.close(fd)
         if facts not in found:

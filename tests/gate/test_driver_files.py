@@ -49,7 +49,8 @@ REAL_ACCESS = {
                   "libc10_cuda.so": {**REAL_LIBRARY, "size": 900_000},
                   "libcuda": {**REAL_LIBRARY, "size": 70_000_000}},
 }
-REAL_DRIVER = {**GOOD_VIEWS["driver"], "proc_files": [{"f_type": 0x9FA0, "fstype": "proc", "mount_point": "/proc"}]}
+REAL_DRIVER = {**GOOD_VIEWS["driver"], "proc_files": [{"f_type": 0x9FA0, "fstype": "proc", "mount_point": "/proc",
+                                                        "mount_root": "/"}]}
 
 
 def cuda_views(access: dict = REAL_ACCESS, driver: dict = REAL_DRIVER) -> dict:
@@ -137,6 +138,10 @@ def test_a_rocm_claim_needs_kfd_with_the_registered_major_and_a_real_libtorch_hi
     ([{"f_type": 0x9FA0, "fstype": "proc", "mount_point": "/proc/driver"}], "mount at '/proc/driver'"),
     ([{"f_type": 0xEF53, "fstype": "ext4", "mount_point": "/proc/driver/nvidia/gpus/0000:01:00.0/information"}],
      "f_type '0xef53'"),
+    ([{"f_type": 0x9FA0, "fstype": "proc", "mount_point": "/proc/driver", "mount_root": "/"}],
+     "mount at '/proc/driver'"),  # a second procfs mounted over /proc/driver
+    ([{"f_type": 0x9FA0, "fstype": "proc", "mount_point": "/proc/driver/nvidia/gpus/0000:01:00.0/information",
+       "mount_root": "/4242/cmdline"}], "'proc' mount at"),  # a process's own cmdline bound over the file
     ([], "proc_files records no file read"),
     (None, "what the driver's files are was not read"),
 ])
@@ -144,6 +149,16 @@ def test_the_drivers_list_read_from_anything_but_procfs_at_proc_refuses_a_cuda_c
     driver = {**REAL_DRIVER, "proc_files": files}
     problems = trust.device_view_problems({"type": "cuda", "cuda": PROBE, "views": cuda_views(driver=driver)})
     assert any(words in p for p in problems), problems
+
+
+def test_the_container_toolkits_bind_of_the_drivers_own_procfs_folder_is_the_kernels_list():
+    # libnvidia-container lays a tmpfs over /proc/driver/nvidia and binds each visible GPU's folder of the host's
+    # procfs back at its own place: procfs, its root that very folder
+    toolkit = {"f_type": 0x9FA0, "fstype": "proc", "mount_point": "/proc/driver/nvidia/gpus/0000:18:00.0",
+               "mount_root": "/driver/nvidia/gpus/0000:18:00.0"}
+    assert driver_facts.proc_file_problems({**REAL_DRIVER, "proc_files": [toolkit]}) == []
+    elsewhere = {**toolkit, "mount_point": "/proc/driver/nvidia/gpus/0000:01:00.0"}  # another GPU's, moved
+    assert driver_facts.proc_file_problems({**REAL_DRIVER, "proc_files": [elsewhere]})
 
 
 def test_results_whose_gate_writes_the_driver_facts_must_hold_them_and_older_ones_need_not():
@@ -244,7 +259,8 @@ def test_a_namespaces_fake_driver_files_are_seen_for_what_they_are(tmp_path):
     libcuda = access["libraries"]["libcuda"]
     assert libcuda["mapped"] and libcuda["executable"] and libcuda["elf_type"] == 3
     assert libcuda["mount"] == "folder" and libcuda["mount_fstype"] == "overlay" and libcuda["size"] < 65536
-    assert driver["proc_files"] == [{"f_type": 0x01021994, "fstype": "tmpfs", "mount_point": "/proc/driver"}]
+    assert driver["proc_files"] == [{"f_type": 0x01021994, "fstype": "tmpfs", "mount_point": "/proc/driver",
+                                     "mount_root": "/"}]
     views = {**GOOD_VIEWS, "driver_access": access, "driver": driver}
     problems = trust.device_view_problems({"type": "cuda", "cuda": {"uuid": UUID}, "views": views})
     for words in ("/dev/nvidiactl the device worker held is not a character device",
@@ -296,3 +312,24 @@ def test_the_gate_in_a_namespace_with_a_fake_cuda_torch_refuses_require_cuda(tmp
     assert next(r for r in result["requirements"] if r["name"] == "cuda")["ok"] is False
     assert result_format.missing_views(result) == []
     assert driver_facts.library_problems("cuda", seen["driver_access"])
+
+
+@needs_namespace
+def test_a_procfs_file_bound_over_the_drivers_information_is_not_the_drivers_list():
+    # a real procfs file (f_type 0x9fa0, type proc) bound where the driver's information file would be
+    script = """set -eu
+mount -t tmpfs tmpfs /proc/driver
+mkdir -p /proc/driver/nvidia/gpus/0000:01:00.0
+: > /proc/driver/nvidia/gpus/0000:01:00.0/information
+mount --bind /proc/version /proc/driver/nvidia/gpus/0000:01:00.0/information
+exec "$0" -I -c 'import json, sys; sys.path.insert(0, sys.argv[1]); from platform_runtime import nvidia_driver
+print(json.dumps(nvidia_driver.proc_files()))' "$1"
+"""
+    done = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script, sys.executable,
+                           str(ROOT / "scripts")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    files = json.loads(done.stdout)
+    assert files == [{"f_type": 0x9FA0, "fstype": "proc", "mount_root": "/version",
+                      "mount_point": "/proc/driver/nvidia/gpus/0000:01:00.0/information"}]
+    problems = driver_facts.proc_file_problems({**REAL_DRIVER, "proc_files": files})
+    assert any("not the kernel's procfs at /proc" in p for p in problems), problems
