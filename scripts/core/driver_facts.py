@@ -150,6 +150,11 @@ def proc_file_problems(driver: dict[str, Any]) -> list[str]:
     problems = []
     if str(driver.get("source") or "").startswith("proc-driver-nvidia") and not files:
         problems.append("device.views.driver.source names /proc/driver/nvidia, and proc_files records no file read")
+    smi = driver.get("smi_file")
+    if "nvidia-smi" in str(driver.get("source") or "") and "smi_file" in driver and not (
+            isinstance(smi, dict) and smi.get("elf") is True and smi.get("mount") in LIBCUDA_MOUNTS):
+        problems.append(f"device.views.driver.smi_file is {smi!r}: the driver's list came from an nvidia-smi that is "
+                        "not an ELF program on the root file system, a bind of the file itself or WSL's driver store")
     for facts in files:
         facts = facts if isinstance(facts, dict) else {}
         if _int(facts.get("f_type")) != PROC_SUPER_MAGIC or facts.get("fstype") != "proc" or not _procfs_mount(facts):

@@ -67,7 +67,8 @@ VIEWS_SINCE: dict[str, tuple[str, ...]] = {
     "scripts/platform_runtime/driver_files.py": ("device.views.driver_access.device_nodes",
                                                  "device.views.driver_access.registered",
                                                  "device.views.driver_access.libraries",
-                                                 "device.views.driver.proc_files"),
+                                                 "device.views.driver.proc_files",
+                                                 "device.views.driver.smi_file"),
 }
 # Views recorded only inside an object the gate writes for some claims: required where that object is recorded
 # (a claim without it is refused by its own rule: core.driver_views names a missing driver_access or driver list).

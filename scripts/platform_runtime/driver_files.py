@@ -196,3 +196,21 @@ def torch_library(mappings: list[procmaps.Mapping], lib_dir: Path | None, name: 
         except OSError:
             continue
     return None
+
+
+def program_facts(path: str | None) -> dict:
+    """{"found", "elf", "mount"} of the driver's program the gate ran (nvidia-smi): whether it is an ELF file and
+    which kind of mount holds it (a script laid over /usr/bin in a mount namespace printed any UUID asked)."""
+    if path is None:
+        return {"found": False, "elf": None, "mount": None}
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return {"found": False, "elf": None, "mount": None}
+    try:
+        head, entry = os.pread(fd, 4, 0), file_mount(fd)
+    except OSError:
+        head, entry = b"", None
+    finally:
+        os.close(fd)
+    return {"found": True, "elf": head == b"\x7fELF", "mount": mount_kind(entry, path)}

@@ -129,7 +129,8 @@ def uuid_check(reported: str | None, proc_root: Path = PROC_GPUS, smi=smi_uuids)
             listed, source = sorted(set(listed) | set(from_smi)), SMI_SOURCE if not listed else \
                 f"{PROC_SOURCE}+{SMI_SOURCE}"
     return {"listed": wanted is not None and wanted in listed, "source": source, "driver_gpus": len(listed),
-            "reported_uuid_valid": wanted is not None, "proc_files": proc_files(proc_root)}
+            "reported_uuid_valid": wanted is not None, "proc_files": proc_files(proc_root),
+            "smi_file": driver_files.program_facts(trusted_smi())}
 
 
 def uuid_problem(check: dict) -> str | None:

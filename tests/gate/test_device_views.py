@@ -53,6 +53,7 @@ def test_a_reported_uuid_holds_only_when_the_driver_lists_it(tmp_path):
     root = driver_tree(tmp_path, "information-h100.txt", "information-t4.txt")
     listed = nvidia_driver.uuid_check("6F9C2F5E-1d3b-2c4a-9e8f-0123456789ab", root, smi=lambda: [])
     files = listed.pop("proc_files")  # what the files read are (tests/gate/test_driver_files.py judges them)
+    assert listed.pop("smi_file")["found"] is (nvidia_driver.trusted_smi() is not None)
     assert listed == {"listed": True, "source": "proc-driver-nvidia", "driver_gpus": 2, "reported_uuid_valid": True}
     assert len(files) == 1 and files[0]["fstype"] not in (None, "proc")  # the fixtures lie on this disk, not procfs
     assert nvidia_driver.uuid_problem(listed) is None

@@ -50,7 +50,8 @@ REAL_ACCESS = {
                   "libcuda": {**REAL_LIBRARY, "size": 70_000_000}},
 }
 REAL_DRIVER = {**GOOD_VIEWS["driver"], "proc_files": [{"f_type": 0x9FA0, "fstype": "proc", "mount_point": "/proc",
-                                                        "mount_root": "/"}]}
+                                                        "mount_root": "/"}],
+               "smi_file": {"found": True, "elf": True, "mount": "root"}}
 
 
 def cuda_views(access: dict = REAL_ACCESS, driver: dict = REAL_DRIVER) -> dict:
@@ -161,16 +162,29 @@ def test_the_container_toolkits_bind_of_the_drivers_own_procfs_folder_is_the_ker
     assert driver_facts.proc_file_problems({**REAL_DRIVER, "proc_files": [elsewhere]})
 
 
+@pytest.mark.parametrize("smi, held", [
+    ({"found": True, "elf": True, "mount": "root"}, True), ({"found": True, "elf": True, "mount": "file"}, True),
+    ({"found": True, "elf": False, "mount": "root"}, False),  # a script where the driver installs nvidia-smi
+    ({"found": True, "elf": True, "mount": "folder"}, False),  # laid over /usr/bin in a mount namespace
+    ({"found": False, "elf": None, "mount": None}, False), (None, False)])
+def test_a_list_from_nvidia_smi_needs_the_drivers_own_program(smi, held):
+    driver = {**REAL_DRIVER, "source": "nvidia-smi-L", "proc_files": [], "smi_file": smi}
+    assert (driver_facts.proc_file_problems(driver) == []) is held
+    # a list from /proc alone does not depend on nvidia-smi
+    assert driver_facts.proc_file_problems({**REAL_DRIVER, "smi_file": smi}) == []
+
+
 def test_results_whose_gate_writes_the_driver_facts_must_hold_them_and_older_ones_need_not():
     def result(views: dict, sources: tuple[str, ...]) -> dict:
         return {"source": {"files": dict.fromkeys(sources, "0" * 64)}, "device": {"views": views},
                 "filesystem": {"method": "linux-mountinfo-mnt-id"}}
     new = ("scripts/platform_runtime/driver_files.py",)
     cut = cuda_views()
-    del cut["driver_access"]["device_nodes"], cut["driver"]["proc_files"]
+    del cut["driver_access"]["device_nodes"], cut["driver"]["proc_files"], cut["driver"]["smi_file"]
     missing = result_format.missing_views(result(cut, new))
     assert any("device.views.driver_access.device_nodes is missing" in m for m in missing), missing
     assert any("device.views.driver.proc_files is missing" in m for m in missing), missing
+    assert any("device.views.driver.smi_file is missing" in m for m in missing), missing
     assert result_format.missing_views(result(cut, ())) == []  # a gate before these facts: judged by the others
     assert result_format.missing_views(result(cuda_views(), new)) == []
     cpu = {k: v for k, v in GOOD_VIEWS.items() if k not in ("driver_access", "driver")}
@@ -333,3 +347,24 @@ print(json.dumps(nvidia_driver.proc_files()))' "$1"
                       "mount_point": "/proc/driver/nvidia/gpus/0000:01:00.0/information"}]
     problems = driver_facts.proc_file_problems({**REAL_DRIVER, "proc_files": files})
     assert any("not the kernel's procfs at /proc" in p for p in problems), problems
+
+
+@needs_namespace
+def test_an_nvidia_smi_laid_over_usr_bin_in_a_namespace_is_seen_for_what_it_is(tmp_path):
+    for name in ("bin.u", "bin.w"):
+        (tmp_path / name).mkdir()
+    script = f"""set -eu
+mount -t overlay overlay -o lowerdir=/usr/bin,upperdir={tmp_path}/bin.u,workdir={tmp_path}/bin.w /usr/bin
+printf '#!/bin/sh\\necho "GPU 0: Forged (UUID: GPU-{UUID})"\\n' > /usr/bin/nvidia-smi
+chmod 755 /usr/bin/nvidia-smi
+exec "$0" -I -c 'import json, sys; sys.path.insert(0, sys.argv[1]); from platform_runtime import nvidia_driver
+print(json.dumps(nvidia_driver.uuid_check("GPU-" + sys.argv[2], nvidia_driver.PROC_GPUS)))' "$1" "$2"
+"""
+    done = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script, sys.executable,
+                           str(ROOT / "scripts"), UUID], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    driver = json.loads(done.stdout)
+    assert driver["listed"] is True and driver["source"] == "nvidia-smi-L"  # by its word, it listed the UUID
+    assert driver["smi_file"] == {"found": True, "elf": False, "mount": "folder"}
+    problems = driver_facts.proc_file_problems(driver)
+    assert any("not an ELF program on the root file system" in p for p in problems), problems
