@@ -1,12 +1,13 @@
-"""Benchmark: the whole gate against a baseline process that only imports torch and runs the same 12 SGD
-steps, in the same run, alternating, and the ratio of their medians. Goal: at most 1.15x. With --collectives N
-each round also runs the gate with `--collectives N` (gloo on the CPU) and prints what the check adds beside
-the gate without it, and its ranks' time per op (no goal: it is a cost to know, not a budget). Each round also
-times the torch RECORD check alone (every file of torch's dist-info RECORD hashed and sized, in a fresh
-process, as the gate's parent runs it in a thread beside the device worker) and prints it against the
-baseline: what it would add if it did not hide behind torch's import, and the gate's own record of it. With
---against DIR each round also runs the gate of another checkout (say `git archive main | tar -x -C DIR`), in
-alternating order with this one, so a change is measured against what it changes under the same load.
+"""Benchmark: the whole gate against a baseline process that only imports torch and runs the same 12 SGD steps, in
+the same run, alternating, and the ratio of their medians. Goal: at most 1.15x. With --collectives N each round
+also runs the gate with `--collectives N` (gloo on the CPU) and prints what the check adds beside the gate
+without it, and its ranks' time per op (no goal: it is a cost to know, not a budget). Each round also times the
+torch RECORD check alone (every file of torch's dist-info RECORD hashed and sized, in a fresh process, as the
+gate's parent runs it in a thread beside the device worker), and the distributions torch requires hashed after
+it, and prints it against the baseline: what it would add if it did not hide behind torch's import, and the
+gate's own record of it. With --against DIR each round also runs the gate of another checkout (say `git archive
+main | tar -x -C DIR`), in alternating order with this one, so a change is measured against what it changes under
+the same load.
 
     .venv/bin/python benchmarks/bench_gate.py [--rounds 5] [--collectives 2] [--against DIR]
 """
@@ -51,10 +52,16 @@ def timed(command: list[str], cwd: Path, check: bool = True) -> float:
 RECORD_CHECK = """
 import json, sys
 sys.path.insert(0, {scripts!r})
-from platform_runtime import isolation, torch_build, torch_record
+import time
+from platform_runtime import dependencies, isolation, torch_build, torch_record
 site_dir = isolation.locate_torch().site_dir
-report = torch_record.verify(site_dir, (torch_build.read_build(site_dir) or {{}}).get("dist_info"))
-print(json.dumps({{k: report[k] for k in ("verified", "files", "bytes", "duration_s")}}))
+dist_info = (torch_build.read_build(site_dir) or {{}}).get("dist_info")
+report = torch_record.verify(site_dir, dist_info)
+started = time.monotonic()
+required = dependencies.verify_required(isolation.torch_search_dirs(), site_dir, dist_info)["distributions"]
+print(json.dumps({{**{{k: report[k] for k in ("verified", "files", "bytes", "duration_s")}},
+                  "required_s": time.monotonic() - started, "required": len(required),
+                  "required_bytes": sum(r["bytes"] for r in required)}}))
 """
 
 
@@ -96,7 +103,7 @@ def main() -> int:
     if args.against is not None and not (args.against / "scripts" / "platform_runtime_check.py").is_file():
         parser.error("--against: no scripts/platform_runtime_check.py in that folder")
     gate_times, baseline_times, with_times, with_results, other_times = [], [], [], [], []
-    record_times, record_reports, in_gate, loads = [], [], [], []
+    record_times, record_reports, in_gate, loads, after_report = [], [], [], [], []
     with tempfile.TemporaryDirectory() as work:
         gate = [sys.executable, "-B", str(ROOT / "scripts" / "platform_runtime_check.py"), "--device", "cpu",
                 "--output", str(Path(work) / "result.json")]
@@ -114,6 +121,7 @@ def main() -> int:
                 other_times.append(timed(other, Path(work)))
             views = json.loads((Path(work) / "result.json").read_text(encoding="utf-8"))["device"].get("views") or {}
             in_gate.append((views.get("record") or {}).get("duration_s"))
+            after_report.append((views.get("distributions") or {}).get("after_report_s"))
             seconds, report = record_check(Path(work))
             record_times.append(seconds)
             record_reports.append(report)
@@ -139,6 +147,12 @@ def main() -> int:
           f"verified {all(r['verified'] for r in record_reports)}): median {record_median:.2f} s  "
           f"[{listed(record_times)}] = {record_median / baseline_median:.2f}x the baseline if it were serial; in the "
           f"gate, beside the device worker: median {statistics.median(t for t in in_gate if t is not None):.2f} s")
+    required = [r["required_s"] for r in record_reports]
+    print(f"the {record_reports[0]['required']} distributions torch requires, hashed after it in the same process "
+          f"({record_reports[0]['required_bytes'] / 1e6:.0f} MB): median {statistics.median(required):.2f} s "
+          f"[{listed(required)}]; in the gate, the loaded-files check ended after the worker's report by: median "
+          f"{statistics.median(t for t in after_report if t is not None):.2f} s (its wait for the RECORD check "
+          "included)" if all(t is not None for t in after_report) else "")
     if args.collectives:
         collective_costs(with_results, gate_median, statistics.median(with_times), with_times)
     return 0 if ratio <= GOAL else 1
