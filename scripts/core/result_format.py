@@ -69,10 +69,11 @@ VIEWS_SINCE: dict[str, tuple[str, ...]] = {
                                                  "device.views.driver_access.libraries",
                                                  "device.views.driver.proc_files",
                                                  "device.views.driver.smi_file"),
+    "scripts/core/driver_facts.py": ("device.torch_build.backend_files",),  # the build's libraries' own files
 }
 # Views recorded only inside an object the gate writes for some claims: required where that object is recorded
 # (a claim without it is refused by its own rule: core.driver_views names a missing driver_access or driver list).
-CONDITIONAL_VIEWS = ("device.views.driver_access.", "device.views.driver.")
+CONDITIONAL_VIEWS = ("device.views.driver_access.", "device.views.driver.", "device.torch_build.")
 
 
 def missing_views(result: dict[str, Any]) -> list[str]:

@@ -34,6 +34,32 @@ def build_supports(build: dict, kind: str, system: str | None = None) -> str | N
     libraries = build.get("backend_libraries") if isinstance(build.get("backend_libraries"), list) else []
     if kind in BACKEND_LIBRARIES and not set(BACKEND_LIBRARIES[kind]) & {str(name) for name in libraries}:
         return f"a {kind} claim from a torch whose lib folder has no {' or '.join(BACKEND_LIBRARIES[kind])}"
+    return backend_file_problem(build, kind)
+
+
+# What a real backend library is (r5 F7: a RECORD rewritten to list a tiny ELF named libtorch_cuda.so verified):
+# its format by name, and the floor core.driver_facts holds a mapped one to.
+LIBRARY_FORMATS = {".so": "elf", ".dll": "pe"}
+FILE_FLOORS = {"cuda": 64 << 20, "rocm": 64 << 20}
+
+
+def backend_file_problem(build: dict, kind: str) -> str | None:
+    """Why the build's backend library for `kind` is not a real one by its file (`torch_build.backend_files`,
+    recorded since core.driver_facts; older results lack it and are judged by their other facts)."""
+    files = build.get("backend_files")
+    if kind not in FILE_FLOORS or "backend_files" not in build:
+        return None
+    if not isinstance(files, dict):
+        return f"torch_build.backend_files is {files!r}: the backend libraries' files were not read"
+    for name in BACKEND_LIBRARIES[kind]:
+        if name not in (build.get("backend_libraries") or []):
+            continue
+        facts = files.get(name) if isinstance(files.get(name), dict) else {}
+        wanted = LIBRARY_FORMATS[name[name.rindex("."):]]
+        size = facts.get("bytes") if type(facts.get("bytes")) is int else None
+        if facts.get("format") != wanted or size is None or size < FILE_FLOORS[kind]:
+            return (f"a {kind} claim from a torch whose {name} is {facts.get('bytes')!r} bytes of format "
+                    f"{facts.get('format')!r}: not a real {name} ({wanted}, at least {FILE_FLOORS[kind]} bytes)")
     return None
 
 

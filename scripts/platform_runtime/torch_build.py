@@ -16,9 +16,11 @@ from pathlib import Path
 from core.files import sha256_file
 from core.torch_build_rules import BACKEND_LIBRARIES, build_supports, cross_check  # noqa: F401 - re-exported
 
+from platform_runtime import binary_arch
+
 # What is recorded when the interpreter's own site-packages hold no torch: nothing was read.
 NO_BUILD: dict = {"version": None, "cuda": None, "hip": None, "dist_info": None, "record_sha256": None,
-                  "wheel_tags": [], "backend_libraries": []}
+                  "wheel_tags": [], "backend_libraries": [], "backend_files": {}}
 
 
 def _version_py(torch_dir: Path) -> dict:
@@ -63,7 +65,18 @@ def read_build(site_dir: Path | None) -> dict | None:
     return {"version": declared["__version__"], "cuda": declared["cuda"], "hip": declared["hip"],
             "dist_info": dist.name if dist else None,
             "record_sha256": sha256_file(record) if record and record.is_file() else None,
-            "wheel_tags": wheel_tags, "backend_libraries": libraries}
+            "wheel_tags": wheel_tags, "backend_libraries": libraries,
+            "backend_files": {name: backend_file(torch_dir / "lib" / name) for name in libraries}}
+
+
+def backend_file(path: Path) -> dict:
+    """{"bytes", "format"} of one backend library in torch/lib (views.record ties its bytes to RECORD's): a forger's
+    RECORD lists an empty or tiny file carrying the name as consistently as a real one (r5 F7)."""
+    try:
+        size = path.stat().st_size
+    except OSError:
+        size = None
+    return {"bytes": size, "format": binary_arch.read(path)["format"]}
 
 
 INSTALL_MARKER = "platform-runtime-install.json"  # written last by scripts/steps/install_venv.py

@@ -368,3 +368,30 @@ print(json.dumps(nvidia_driver.uuid_check("GPU-" + sys.argv[2], nvidia_driver.PR
     assert driver["smi_file"] == {"found": True, "elf": False, "mount": "folder"}
     problems = driver_facts.proc_file_problems(driver)
     assert any("not an ELF program on the root file system" in p for p in problems), problems
+
+
+def test_a_torch_whose_record_lists_an_empty_or_tiny_libtorch_cuda_cannot_claim_cuda(tmp_path):
+    from core.torch_build_rules import build_supports
+    from platform_runtime import torch_build, torch_record
+    for content, words in ((b"", "is 0 bytes of format None"), (dummy_library(tmp_path / "tiny.so").read_bytes(),
+                                                                 "of format 'elf': not a real libtorch_cuda.so")):
+        site = tmp_path / f"site{len(content)}"
+        dist = installed_torch(site, {**FILES, "torch/lib/libtorch_cuda.so": content})
+        assert torch_record.verify(site, dist)["verified"] is True  # its RECORD is its own, and consistent
+        build = torch_build.read_build(site)
+        assert build["backend_files"]["libtorch_cuda.so"]["bytes"] == len(content)
+        why = build_supports(build, "cuda")
+        assert why is not None and words in why, why
+    real = {"cuda": "13.0", "backend_libraries": ["libtorch_cuda.so"],
+            "backend_files": {"libtorch_cuda.so": {"bytes": 1_100_000_000, "format": "elf"}}}
+    assert build_supports(real, "cuda") is None
+    older = {"cuda": "13.0", "backend_libraries": ["libtorch_cuda.so"]}  # the H200 run at 7f0a071 records no files
+    assert build_supports(older, "cuda") is None
+
+
+def test_the_committed_h200_result_keeps_its_verdicts_under_these_rules():
+    from core.torch_build_rules import recorded_cross_check
+    result = json.loads((ROOT / "evidence" / "cuda" / "run" / "platform-runtime-cuda.json").read_text())
+    assert result["ok"] is True and "backend_files" not in result["device"]["torch_build"]
+    assert recorded_cross_check(result["device"], "Linux") == []
+    assert result_format.missing_fields(result) == []
