@@ -121,6 +121,31 @@ def peek_next_draws(np_rng: np.random.Generator) -> dict[str, float]:
     return {"python": python_draw, "numpy": numpy_draw, "torch": torch_draw}
 
 
+def draws_of(rng: dict[str, Any]) -> dict[str, float]:
+    """The next draw of each RNG from saved states (as capture_rng writes them), on copies: what a run whose
+    checkpoint holds `rng` draws next (next_draws.at_end). The process's own RNGs are not touched."""
+    python = random.Random()
+    py = rng["python"]
+    python.setstate((py["version"], tuple(py["internal"]), py["gauss_next"]))
+    probe = np.random.Generator(np.random.PCG64())
+    probe.bit_generator.state = rng["numpy"]
+    generator = torch.Generator()
+    generator.set_state(rng["torch"])
+    return {"python": python.random(), "numpy": float(probe.random()),
+            "torch": float(torch.rand(1, dtype=torch.float64, generator=generator).item())}
+
+
+def seeded_draws(seed: int) -> dict[str, float]:
+    """The first draws of a run from scratch (next_draws.at_start): build(seed), then peek, with the process's
+    Python and torch RNG states put back after."""
+    saved = random.getstate()
+    with torch.random.fork_rng(devices=[]):
+        *_, np_rng = build(seed)
+        draws = peek_next_draws(np_rng)
+    random.setstate(saved)
+    return draws
+
+
 # --- training -----------------------------------------------------------------------------------
 
 def training_step(model, optimizer, scheduler, np_rng, data: torch.Tensor, progress: Progress,

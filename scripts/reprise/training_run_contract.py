@@ -253,9 +253,12 @@ def check_run_dir(root: Path, max_checkpoint_bytes: int = DEFAULT_MAX_CHECKPOINT
     loaded: dict[str, Any] = {}
     checkpoints = [check_checkpoint(root, path, max_checkpoint_bytes, problems, loaded)
                    for path in find_checkpoints(root)]
+    bound = {item["path"]: item for item in checkpoints}
+    if summary is not None and records.CHECKPOINT in bound:  # its name, size and SHA-256, without torch
+        records.checkpoint_record_problems(summary, bound[records.CHECKPOINT], lambda *p: _problem(problems, *p))
     if summary is not None and records.CHECKPOINT in loaded:  # the summary's account of its checkpoint
         records.checkpoint_problems(summary, loaded[records.CHECKPOINT], records.CHECKPOINT,
-                                    lambda *p: _problem(problems, *p))
+                                    lambda *p: _problem(problems, *p), config[0] if config else None)
     if not checkpoints:
         _problem(problems, "missing", "*.pt", "no checkpoint (*.pt or *.pth) in the folder")
     _fail_named(checks, problems[before:])

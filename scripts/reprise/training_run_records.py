@@ -126,7 +126,22 @@ def agreement_problems(root: Path, config: Any, seen: dict[str, Any], problem) -
     _summary_agreement(config, summary, steps, end, reprise, problem)
     if reprise:
         log_problems(root, config, summary, steps, problem)
+        facts = _sibling("training_run_facts")  # the config's own rule and its second views (r4 findings 2, 14)
+        facts.config_problems(config, problem)
+        facts.second_view_problems(config, summary, steps, problem)
+        first = steps[0][1]["step"] if steps else None
+        for line in facts.draws_problems(summary, first, last):
+            problem("disagrees", SUMMARY_FILE, f"{SUMMARY_FILE} {line}")
+        facts.seed_draws_problems(config, summary, problem)
     return summary if reprise else None
+
+
+def _sibling(name: str) -> Any:
+    """A module of this folder, imported by name (a test or an importer may have loaded this one by path)."""
+    folder = str(Path(__file__).resolve().parent)
+    if folder not in sys.path:
+        sys.path.append(folder)
+    return __import__(name)
 
 
 def _summary_agreement(config: dict, summary: dict, steps: list, end: Any, reprise: bool, problem) -> None:
@@ -217,14 +232,22 @@ def _command_agreement(config: dict, summary: dict, reprise: bool, problem) -> N
             problem("disagrees", CONFIG, f"{CONFIG} {key} is {planned!r}, {SUMMARY_FILE} {field} is {done!r}")
 
 
-def checkpoint_problems(summary: dict, loaded: Any, rel: str, problem) -> None:
+def checkpoint_problems(summary: dict, loaded: Any, rel: str, problem, config: Any = None) -> None:
     """The reprise summary against the checkpoint as torch.load(weights_only=True) read it (torch is loaded
-    already): the reprise verifier's own comparison, with the reprise code's own export."""
-    folder = str(Path(__file__).resolve().parent)
-    if folder not in sys.path:  # loaded by path (a test, an importer): its neighbours import each other by name
-        sys.path.append(folder)
-    import reprise_compare  # late: reprise_core imports torch, which the file-level checks never pay
-    import reprise_core
+    already): the reprise verifier's own comparison, with the reprise code's own export; then the RNG draws the
+    summary records against the checkpoint's RNG states and the config's seed (training_run_facts)."""
+    reprise_compare = _sibling("reprise_compare")  # late: reprise_core imports torch, which file-level checks never pay
+    reprise_core = _sibling("reprise_core")
+    found = reprise_compare.summary_checkpoint_problems(summary, loaded, reprise_core)
+    found += _sibling("training_run_facts").checkpoint_draws_problems(config, summary, loaded, reprise_core)
+    for line in found:
+        problem("checkpoint_disagrees", rel, f"{SUMMARY_FILE} and {rel}: {line}")
 
-    for found in reprise_compare.summary_checkpoint_problems(summary, loaded, reprise_core):
-        problem("checkpoint_disagrees", rel, f"{SUMMARY_FILE} and {rel}: {found}")
+
+def checkpoint_record_problems(summary: dict, entry: dict, problem) -> None:
+    """What summary.json records of checkpoint.pt (its name, size, SHA-256) against the file itself."""
+    record = summary.get("checkpoint") if isinstance(summary.get("checkpoint"), dict) else {}
+    for key, actual in (("file", CHECKPOINT), ("bytes", entry.get("bytes")), ("sha256", entry.get("sha256"))):
+        if record.get(key) != actual or type(record.get(key)) is not type(actual):
+            problem("disagrees", SUMMARY_FILE, f"{SUMMARY_FILE} checkpoint.{key} is {record.get(key)!r}, "
+                    f"{CHECKPOINT} is {actual!r}")
