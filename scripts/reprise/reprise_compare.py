@@ -19,7 +19,7 @@ from typing import Any
 
 import reprise_common as common
 import strict_json  # core/strict_json.py's copy: the folder runs copied alone
-import training_run_facts  # a summary's next_draws rule, the contract's too
+import training_run_facts  # the RNG draws across runs, and each summary's (the contract's rule too)
 from reprise_common import contract
 
 # Checks whose failure means the training itself went elsewhere (what a negative control must show).
@@ -455,7 +455,7 @@ def protocol_problems(report: dict[str, Any], plan: list[dict[str, Any]], runs: 
                         f"{_side_by_side(plan)!r}")
     problems += environment_problems(report.get("environment"), runs)
     problems += process_log_problems(plan, runs, logs)
-    problems += trajectory_problems(plan, runs, positive)
+    problems += training_run_facts.trajectory_problems(plan, runs, positive)
     reference, resumed = (runs[name] for name in positive)
     if resumed.checkpoint_sha256 != reference.checkpoint_sha256:
         problems.append(f"{resumed.name}/{common.CHECKPOINT_NAME} is {resumed.checkpoint_sha256[:16]}..., "
@@ -488,55 +488,3 @@ def environment_problems(environment: Any, runs: dict[str, Run]) -> list[str]:
                             f"{held[first]!r}")
     return problems
 
-
-def trajectory_problems(plan: list[dict[str, Any]], runs: dict[str, Run], positive: tuple[str, str]) -> list[str]:
-    """The RNG draws every run recorded, across runs (the outside review r4, findings 14 and 20): each run's own
-    next_draws rule (training_run_facts.draws_problems); every step's draws that the continuous run and another
-    exact run (the cut, the resume) both recorded are the same; the runs from scratch start from one seed, so
-    their first draws are one; and a resumed run's first draw of each RNG is the cut's last where it restored
-    that RNG, the seed's first where it omitted it. Only the boundary and the end were compared before: a resume
-    whose draws wandered after steps 6-9 and came back passed."""
-    def draws(run: Run) -> dict[str, Any]:
-        value = run.summary.get("next_draws")
-        return value if isinstance(value, dict) else {}
-
-    def after(run: Run) -> dict[str, Any]:
-        value = draws(run).get("after_step")
-        return value if isinstance(value, dict) else {}
-
-    problems = []
-    for name, run in runs.items():
-        resumed_from = run.summary.get("resumed_from") if isinstance(run.summary.get("resumed_from"), dict) else {}
-        first = resumed_from.get("steps_done", 0) + 1 if isinstance(resumed_from.get("steps_done", 0), int) else None
-        problems += [f"{name}/{common.SUMMARY_NAME} {line}"
-                     for line in training_run_facts.draws_problems(run.summary, first, run.summary.get("steps_done"))]
-    reference, resumed = (runs[name] for name in positive)
-    resumes = [spec for spec in plan if "--resume" in spec["args"]]
-    cut_name = resumes[0]["args"][resumes[0]["args"].index("--resume") + 1].split("/")[0] if resumes else None
-    cut = runs.get(cut_name)
-    for run in (cut, resumed):
-        if run is None:
-            continue
-        for step in sorted(set(after(run)) & set(after(reference)), key=lambda key: (len(key), key)):
-            if after(run)[step] != after(reference)[step]:
-                problems.append(f"{run.name}/{common.SUMMARY_NAME} next_draws.after_step.{step} is "
-                                f"{after(run)[step]!r}, {reference.name}'s is {after(reference)[step]!r}: the "
-                                "runs make the same steps, every draw after each is the same")
-    if cut is None:
-        return problems
-    for name, run in runs.items():
-        if name == reference.name:
-            continue
-        omitted = (run.summary.get("command") or {}).get("omit_rng_restore") if isinstance(
-            run.summary.get("command"), dict) else None
-        resumed_run = run.summary.get("resumed_from") is not None
-        start = draws(run).get("at_start") if isinstance(draws(run).get("at_start"), dict) else {}
-        for rng in common.RNG_NAMES:
-            seeded = not resumed_run or (isinstance(omitted, list) and rng in omitted)
-            source, field = (reference, "at_start") if seeded else (cut, "at_end")
-            want = (draws(source).get(field) or {}).get(rng) if isinstance(draws(source).get(field), dict) else None
-            if start.get(rng) != want:
-                problems.append(f"{name}/{common.SUMMARY_NAME} next_draws.at_start.{rng} is {start.get(rng)!r}, "
-                                f"{source.name}'s next_draws.{field}.{rng} is {want!r}: "
-                                + ("both seeded it with one seed" if seeded else f"it restored it from {cut.name}"))
-    return problems

@@ -20,7 +20,9 @@ compared with every other file of the folder that records it again:
 
 A summary's ``next_draws`` are uniform draws, so each lies in [0, 1); one is recorded after each step the run
 made and none other; ``at_end`` (taken after the final evaluation, which draws nothing) is the draw after the
-last step; and, where torch is loaded, it is what the checkpoint's saved RNG states draw next.
+last step; and, where torch is loaded, it is what the checkpoint's saved RNG states draw next. Across the runs
+of a verification (trajectory_problems, which reprise_compare.protocol_problems applies for verify_resume.py
+and the evidence index alike): every step's draws two exact runs both recorded are one, and so are first draws.
 """
 
 from __future__ import annotations
@@ -253,4 +255,57 @@ def checkpoint_draws_problems(config: Any, summary: dict, loaded: Any, core: Any
         if start.get("torch") != first:
             problems.append(f"next_draws.at_start.torch is {start.get('torch')!r}, torch seeded with {seed} "
                             f"({CONFIG} seed) draws {first!r} first once the model is built")
+    return problems
+
+
+def trajectory_problems(plan: list[dict[str, Any]], runs: dict[str, Any], positive: tuple[str, str]) -> list[str]:
+    """The RNG draws every run recorded, across runs (the outside review r4, findings 14 and 20): each run's own
+    next_draws rule (draws_problems); every step's draws that the continuous run and another
+    exact run (the cut, the resume) both recorded are the same; the runs from scratch start from one seed, so
+    their first draws are one; and a resumed run's first draw of each RNG is the cut's last where it restored
+    that RNG, the seed's first where it omitted it. Only the boundary and the end were compared before: a resume
+    whose draws wandered after steps 6-9 and came back passed."""
+    def draws(run: Any) -> dict[str, Any]:
+        value = run.summary.get("next_draws")
+        return value if isinstance(value, dict) else {}
+
+    def after(run: Any) -> dict[str, Any]:
+        value = draws(run).get("after_step")
+        return value if isinstance(value, dict) else {}
+
+    problems = []
+    for name, run in runs.items():  # reprise_compare.Run: its name and summary
+        resumed_from = run.summary.get("resumed_from") if isinstance(run.summary.get("resumed_from"), dict) else {}
+        first = resumed_from.get("steps_done", 0) + 1 if isinstance(resumed_from.get("steps_done", 0), int) else None
+        problems += [f"{name}/{SUMMARY} {line}"
+                     for line in draws_problems(run.summary, first, run.summary.get("steps_done"))]
+    reference, resumed = (runs[name] for name in positive)
+    resumes = [spec for spec in plan if "--resume" in spec["args"]]
+    cut_name = resumes[0]["args"][resumes[0]["args"].index("--resume") + 1].split("/")[0] if resumes else None
+    cut = runs.get(cut_name)
+    for run in (cut, resumed):
+        if run is None:
+            continue
+        for step in sorted(set(after(run)) & set(after(reference)), key=lambda key: (len(key), key)):
+            if after(run)[step] != after(reference)[step]:
+                problems.append(f"{run.name}/{SUMMARY} next_draws.after_step.{step} is "
+                                f"{after(run)[step]!r}, {reference.name}'s is {after(reference)[step]!r}: the "
+                                "runs make the same steps, every draw after each is the same")
+    if cut is None:
+        return problems
+    for name, run in runs.items():
+        if name == reference.name:
+            continue
+        omitted = (run.summary.get("command") or {}).get("omit_rng_restore") if isinstance(
+            run.summary.get("command"), dict) else None
+        resumed_run = run.summary.get("resumed_from") is not None
+        start = draws(run).get("at_start") if isinstance(draws(run).get("at_start"), dict) else {}
+        for rng in RNG_NAMES:
+            seeded = not resumed_run or (isinstance(omitted, list) and rng in omitted)
+            source, field = (reference, "at_start") if seeded else (cut, "at_end")
+            want = (draws(source).get(field) or {}).get(rng) if isinstance(draws(source).get(field), dict) else None
+            if start.get(rng) != want:
+                problems.append(f"{name}/{SUMMARY} next_draws.at_start.{rng} is {start.get(rng)!r}, "
+                                f"{source.name}'s next_draws.{field}.{rng} is {want!r}: "
+                                + ("both seeded it with one seed" if seeded else f"it restored it from {cut.name}"))
     return problems
