@@ -168,14 +168,14 @@ def _data_problems(config: dict, summary: dict, steps: list[tuple[int, dict]], p
                 f"...) holds {counted} row(s)")
     progress = summary.get("progress") if isinstance(summary.get("progress"), dict) else {}
     permutation = progress.get("permutation")
-    if not (isinstance(permutation, list) and _int(rows) and all(_int(i) for i in permutation)
-            and sorted(permutation) == list(range(rows))):
+    if _int(rows) and not (isinstance(permutation, list) and all(_int(i) for i in permutation)
+                           and sorted(permutation) == list(range(rows))):
         problem("disagrees", SUMMARY, f"{SUMMARY} progress.permutation is not a permutation of the {rows!r} rows "
                 f"{CONFIG} names")
     for number, record in steps:
         held = record.get("rows")
-        if "rows" in record and (not isinstance(held, list) or len(held) != batch or not all(
-                _int(r) and _int(rows) and 0 <= r < rows for r in held)):
+        if "rows" in record and _int(rows) and _int(batch) and (not isinstance(held, list) or len(held) != batch
+                                                               or not all(_int(r) and 0 <= r < rows for r in held)):
             problem("disagrees", f"{METRICS}:{number}", f"{METRICS}:{number}: rows {held!r}, not {batch!r} row(s) of "
                     f"the {rows!r} {CONFIG} names")
     done = summary.get("steps_done")

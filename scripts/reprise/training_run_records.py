@@ -127,8 +127,9 @@ def agreement_problems(root: Path, config: Any, seen: dict[str, Any], problem) -
     if reprise:
         log_problems(root, config, summary, steps, problem)
         facts = _sibling("training_run_facts")  # the config's own rule and its second views (r4 findings 2, 14)
-        facts.config_problems(config, problem)
-        facts.second_view_problems(config, summary, steps, problem)
+        if config:  # else config.json is missing or refused, named already
+            facts.config_problems(config, problem)
+            facts.second_view_problems(config, summary, steps, problem)
         first = steps[0][1]["step"] if steps else None
         for line in facts.draws_problems(summary, first, last):
             problem("disagrees", SUMMARY_FILE, f"{SUMMARY_FILE} {line}")
