@@ -35,7 +35,7 @@ import reprise_compare as rc  # noqa: E402  (no torch: the verifier only reads f
 HERE = common.HERE
 REPORT = "verification.json"
 CONTINUOUS, CUT, RESUMED, INCOMPLETE, CONTROLS = "continu", "coupure", "reprise", "reprise-incomplete", "controles"
-VERIFY_FILES = ("verify_resume.py", "reprise_compare.py")
+VERIFY_FILES = ("verify_resume.py", "reprise_compare.py", "training_run_facts.py")  # the verifier and its rules
 # The negative controls: the resume without any RNG restore, then one per RNG (run inside its process).
 NEGATIVE = (INCOMPLETE, *(f"{CONTROLS}/omit-{rng}" for rng in common.RNG_NAMES))
 
