@@ -19,6 +19,16 @@ LOCK_FIRST_PAUSE_S = 0.01
 LOCK_MAX_PAUSE_S = 0.5
 LOCK_RETRY_WINDOW_S = 10.0
 ROUNDING_S = 0.0005  # every recorded time is rounded to the millisecond
+# How a check's processes meet their deadlines (platform_runtime.children, platform_runtime.roles), written once
+# here: a killed process may take KILL_GRACE_S to go; a check keeps ROLE_RESERVE_S (at most a quarter of its
+# deadline) after its roles' deadline to kill a late one and read what it left; a wait whose deadline is past
+# still gets LEAST_WAIT_S. The gate kills a check's process at the check's own deadline and drops its report
+# (children.collect), so nothing a check recorded ran past it: each time is bounded up to that slack and to the
+# millisecond roundings of the four times compared (the deadline instant, the check's, the role's, its run).
+KILL_GRACE_S = 3.0
+ROLE_RESERVE_S = KILL_GRACE_S + 2.0
+LEAST_WAIT_S = 0.01
+DEADLINE_SLACK_S = LEAST_WAIT_S + 4 * ROUNDING_S
 
 
 def delivered(roles: list[dict]) -> bool:
@@ -108,6 +118,46 @@ def attempt_problem(key: str, attempt: dict) -> str | None:
     if not number(waited) or waited < needed - ROUNDING_S:
         return (f"{key}.waited_s is {waited!r}: its {attempts} tries slept {needed:.3f} s before the last one")
     return None
+
+
+def role_reserve(check_deadline_s: float) -> float:
+    """What a check of this deadline keeps for itself after its roles' deadline (roles.CheckDeadline)."""
+    return min(ROLE_RESERVE_S, check_deadline_s / 4)
+
+
+def timing_problems(label: str, record: dict, ran_key: str, check_deadline: object,
+                    check_duration: object) -> list[str]:
+    """A process's recorded deadline and run time (`deadline_s`, `ran_key`) against its check's (`deadline_s`,
+    and `duration_s` as the gate measured it; either may be unknown, None). A role's deadline is what its check
+    had left when it started, less the check's reserve (roles.CheckDeadline.for_role): at most the check's
+    deadline less the reserve, and at least that less the check's whole run. It ran inside its check, which
+    the gate kills at its own deadline: never longer than the check's duration, never longer than its own
+    deadline and the reserve after it (a check of unknown deadline: ROLE_RESERVE_S, the most it keeps)."""
+    deadline, ran = record.get("deadline_s"), record.get(ran_key)
+    if not (number(deadline) and deadline >= 0):
+        return [f"{label}.deadline_s is {deadline!r}: a deadline in seconds"]
+    if not (number(ran) and ran >= 0):
+        return [f"{label}.{ran_key} is {ran!r}: the seconds it ran"]
+    problems, reserve = [], ROLE_RESERVE_S
+    duration = check_duration if number(check_duration) else None
+    if duration is not None and ran > duration + DEADLINE_SLACK_S:
+        problems.append(f"{label}.{ran_key} is {ran}, longer than its check's duration_s {duration}: it ran inside "
+                        "its check")
+    if number(check_deadline) and check_deadline >= 0:
+        reserve = role_reserve(check_deadline)
+        most = check_deadline - reserve
+        if deadline > most + DEADLINE_SLACK_S:
+            problems.append(f"{label}.deadline_s is {deadline}, more than its check's deadline_s {check_deadline} "
+                            f"less the {reserve:.3f} s the check keeps: it gets what is left of its check's")
+        elif duration is not None and deadline < most - duration - DEADLINE_SLACK_S:
+            problems.append(f"{label}.deadline_s is {deadline}, less than its check's deadline_s {check_deadline} "
+                            f"less the {reserve:.3f} s it keeps and the {duration} s it ran: it started while its "
+                            "check ran")
+    if ran > deadline + reserve + DEADLINE_SLACK_S:
+        problems.append(f"{label}.{ran_key} is {ran}, past its deadline_s {deadline} and the {reserve:.3f} s its "
+                        "check keeps after it: the gate kills a check at its deadline, so nothing it recorded ran "
+                        "longer")
+    return problems
 
 
 def lock_probe_problems(probe: dict) -> list[str]:

@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from core.facts import count, get, number, obj
+from core.outcomes import DEADLINE_SLACK_S, ROLE_RESERVE_S
 from core.platforms import SYSTEMS, WINDOWS_FS_METHOD, os_facts, os_problems
 from core.torch_build_rules import BACKEND_LIBRARIES
 
@@ -26,6 +27,9 @@ PARENT_FLAGS = ("isolated", "ignore_environment", "no_site", "no_user_site")
 HUNG_CLEANUP_S = 5.0
 MIN_WAIT_S = 0.1
 ROUNDING_S = 0.0005
+# The file-system checks in the order the gate launches them (platform_runtime.gate), each with the same timeout
+# capped by what its budget has left: a check launched later never gets a longer one.
+FS_CHECKS = ("failing_writer", "concurrent_replace", "jsonl_append")
 # The methods each system's file-system probe writes (platform_runtime.filesystem.detect, which picks the probe by
 # platform.system()): the first of each names a type (Linux: mountinfo by mount id or, failing that, by st_dev),
 # the others name none. Any other system is "unsupported-system"; "not-probed" is the result's skeleton, written
@@ -240,4 +244,38 @@ def filesystem_probe(result: dict[str, Any]) -> list[str]:
                         "records an NFS version for an nfs type only")
     if system in SYSTEMS:
         problems += os_problems(os_facts(result), system)
+    return problems
+
+
+def fs_deadlines(result: dict[str, Any]) -> list[str]:
+    """Each file-system check ran inside the run (its `duration_s` at most the run's). The first one's deadlines
+    from the later ones' (FS_CHECKS): its timeout is at least any later
+    check's, whose recorded deadline_s is at most its timeout. So its own deadline (`deadline_s`, its timeout less
+    its process's start) is at least a later check's deadline less its `duration_s`, and its killed-writer stage,
+    given what was left less the check's reserve, at least that less ROLE_RESERVE_S: a stage recorded with a
+    shorter deadline than the gate gave it hides how long it ran (core.outcomes.timing_problems)."""
+    checks = obj(result, "checks")
+    problems = []
+    total = result.get("duration_s")
+    for name in FS_CHECKS:  # launched once the run began (the device worker may start earlier: not these)
+        ran = get(checks, f"{name}.duration_s")
+        if number(total) and number(ran) and ran > total + 2 * ROUNDING_S:
+            problems.append(f"checks.{name}.duration_s is {ran}, longer than the run's duration_s {total}: the gate "
+                            "launched it after the run began and collected it before the run ended")
+    first = checks.get(FS_CHECKS[0])
+    later = [get(checks, f"{name}.deadline_s") for name in FS_CHECKS[1:]]
+    later = [value for value in later if number(value)]
+    if not isinstance(first, dict) or not later or not number(first.get("duration_s")):
+        return problems
+    floor = max(later) - first["duration_s"]
+    why = (f"a later file-system check's deadline_s is {max(later)} and checks.{FS_CHECKS[0]} ran "
+           f"{first['duration_s']} s")
+    own = first.get("deadline_s")
+    if number(own) and own < floor - DEADLINE_SLACK_S:
+        problems.append(f"checks.{FS_CHECKS[0]}.deadline_s is {own}, but {why}: it was launched first, with a timeout "
+                        "no shorter")
+    stage = get(first, "killed_writer.deadline_s")
+    if number(stage) and stage < floor - ROLE_RESERVE_S - DEADLINE_SLACK_S:
+        problems.append(f"checks.{FS_CHECKS[0]}.killed_writer.deadline_s is {stage}, but {why}: the stage got what was "
+                        f"left of its check's deadline less at most {ROLE_RESERVE_S} s")
     return problems

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from core import outcomes
-from core.facts import count, need, obj
+from core.facts import count, need, number, obj
 from core.files import RENAME_ATTEMPTS
 
 
@@ -36,7 +36,18 @@ def _roles(p: str, check: dict[str, Any], expected: dict[str, Any]) -> tuple[lis
     if len(set(map(str, names))) != len(names):
         problems.append(f"{p}.roles names {names!r}: each role process is named once")
     problems += [f"{p}.roles: {why}" for why in map(outcomes.answer_problem, roles) if why]
+    problems += timings(p, check, [(f"{p}.roles[{r.get('name')}]", r) for r in roles])
     return problems, outcomes.delivered(roles)
+
+
+def timings(p: str, check: dict[str, Any], records: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """Each role's deadline and run time against its check's (outcomes.timing_problems): a check that records
+    its roles records its deadline with them (fs_worker)."""
+    deadline = check.get("deadline_s")
+    if not (number(deadline) and deadline >= 0):
+        return [f"{p}.deadline_s is {deadline!r}: a check that records its roles records its deadline in seconds"]
+    return [problem for label, record in records
+            for problem in outcomes.timing_problems(label, record, "ran_s", deadline, check.get("duration_s"))]
 
 
 def _tolerated(check: dict[str, Any]) -> bool:
@@ -122,7 +133,9 @@ def _lock_probe(p: str, check: dict[str, Any]) -> list[str]:
     if "while_held" not in probe and "after_release" not in probe:
         return (need(p, check, "lock_probe.refused_while_held", True)
                 + need(p, check, "lock_probe.acquired_after_release", True))
-    return [f"{p}.lock_probe: {text}" for text in outcomes.lock_probe_problems(probe)]
+    attempts = [(f"{p}.lock_probe.{key}", probe[key]) for key in ("while_held", "after_release")
+                if isinstance(probe.get(key), dict)]
+    return [f"{p}.lock_probe: {text}" for text in outcomes.lock_probe_problems(probe)] + timings(p, check, attempts)
 
 
 def jsonl_append(check: dict[str, Any]) -> list[str]:

@@ -103,6 +103,7 @@ GATE_RESULT_RULES: dict[str, Rule] = {
     "global_timeout": record_rules.global_timeout,
     "timeout_held": record_rules.timeout_held,  # duration_s inside arguments.timeout_s
     "cleanup_deadline": record_rules.cleanup_deadline,  # deadline_s as arguments.cleanup_timeout_s set it
+    "fs_deadlines": record_rules.fs_deadlines,  # the first file-system check's deadlines against the later ones'
     "filesystem_record": record_rules.filesystem_record,
     "filesystem_probe": record_rules.filesystem_probe,  # the probe of platform.system named the type
     "device_names": record_rules.device_names,

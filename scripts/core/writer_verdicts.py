@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from core.facts import count, get, need, number, obj
+from core.outcomes import timing_problems
 
 FAILURE_STAGES = ("before-data", "partial-write", "fsync", "replace")
 
@@ -29,6 +30,9 @@ def failing_writer(check: dict[str, Any]) -> list[str]:
     if "killed_writer" in check:  # recorded since the killed-writer stage landed; earlier results lack it
         killed = check["killed_writer"]
         problems += killed_writer(killed) if isinstance(killed, dict) else [f"{p}.killed_writer is {killed!r}"]
+        if isinstance(killed, dict):  # the stage's deadline and run inside its check's (recorded since issue 32)
+            problems += timing_problems(f"{p}.killed_writer", killed, "seconds", check.get("deadline_s"),
+                                        check.get("duration_s"))
     written = get(check, "stages.partial-write.temp_bytes_at_failure")
     if not (count(written) and written > 0):
         problems.append(f"{p}.stages.partial-write.temp_bytes_at_failure is {written!r}: nothing reached the "

@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core import strict_json
+from core.outcomes import KILL_GRACE_S  # written once there (its rules bound the recorded times by it)
 
 from platform_runtime import stuck
 from platform_runtime.isolation import WORKER_FLAGS
 
-KILL_GRACE_S = 3.0
 # A file-system check's deadline when the gate's --timeout is the default (600 s); it grows with --timeout
 # (FS_CHECK_SHARE of it), so a user who gives a slow machine more time gives it to every check and role.
 FS_CHECK_TIMEOUT_S = 120.0

@@ -148,6 +148,7 @@ def failing_writer(workspace: Path, kills: int = killed_writer.KILLS, seed: int 
     if stages["partial-write"]["temp_bytes_at_failure"] in (None, 0):
         problems.append("partial-write: nothing reached the temporary file, so the stage proved nothing")
     return {"ok": not problems, "reason": "; ".join(problems) or None, "stages": stages, "killed_writer": killed,
+            "deadline_s": round(deadline.total_s, 3),
             "old_file_intact": all(f["old_file_intact"] for f in stages.values()),
             "temp_files_left": sum(f["temp_files_left"] for f in stages.values())}
 

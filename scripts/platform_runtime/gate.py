@@ -15,7 +15,7 @@ from core import verdicts
 from core.contract import GATE_SCHEMA_ID
 from core.gate_parameters import MIN_DISTINCT_VERSIONS
 from core.provenance import git_state, github_facts, platform_facts
-from core.record_rules import HUNG_CLEANUP_S
+from core.record_rules import FS_CHECKS, HUNG_CLEANUP_S
 from core.result_format import SCHEMA_VERSION
 
 from platform_runtime import (
@@ -41,8 +41,6 @@ from platform_runtime.result import (
     redact_local_paths,
 )
 from platform_runtime.sources import REPO_ROOT, hash_sources
-
-FS_CHECKS = ("failing_writer", "concurrent_replace", "jsonl_append")
 
 
 @dataclass
@@ -131,10 +129,12 @@ class Gate:
         capped, by_global = self.deadline.cap(timeout)
         return self._start(name, command, capped, by_global, hold)
 
-    def _start(self, name: str, command: list[str], capped: float, by_global: bool, hold: bool = False) -> tuple:
+    def _start(self, name: str, command: list[str], capped: float, by_global: bool, hold: bool = False,
+               started: float | None = None) -> tuple:
+        """started: the monotonic instant its timeout counts from (now, after the spawn, when not given)."""
         process = children.start(command, env=startup.worker_environment(), hold=hold)
         self.running.append(process)
-        return name, process, time.monotonic(), capped, by_global
+        return name, process, time.monotonic() if started is None else started, capped, by_global
 
     def _collect(self, launched: tuple) -> children.ChildOutcome:
         name, process, started, timeout, by_global = launched
@@ -271,8 +271,11 @@ class Gate:
             # The check learns its own deadline, so the roles it starts get what is left of it.
             timeout, by_global = self.deadline.cap(self.options.fs_check_timeout())
             command = children.worker_command("fs_worker", *fs_args[name])
+            # Its kill counts from the instant its deadline is read, not from after the spawn: then nothing the
+            # check records ran past that deadline (core.outcomes.timing_problems).
+            started = time.monotonic()
             command += ["--deadline-at", f"{time.time() + timeout:.3f}"]
-            launched.append(self._start(name, command, timeout, by_global))
+            launched.append(self._start(name, command, timeout, by_global, started=started))
         if self.options.collectives:
             launched.append(self._launch("collectives", self._collectives_command(workspace),
                                          self.options.collectives_deadline_s))

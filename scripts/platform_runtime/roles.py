@@ -33,14 +33,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.outcomes import error_text
+from core.outcomes import ROLE_RESERVE_S, error_text, role_reserve
 
 from platform_runtime import forked
 from platform_runtime.children import KILL_GRACE_S, WORKER_ENTRY, describe_returncode, parse_last_json, worker_command
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent  # scripts/
-# What a check keeps for itself after its roles' deadline: killing a late role and reading what it left.
-RESERVE_S = KILL_GRACE_S + 2.0
+# What a check keeps for itself after its roles' deadline: killing a late role and reading what it left
+# (core.outcomes, whose rule bounds the recorded times by it).
+RESERVE_S = ROLE_RESERVE_S
 ABSOLUTE_PATH = re.compile(r"(?:[A-Za-z]:)?[\\/][^\s'\"]+")
 
 
@@ -49,7 +50,7 @@ class CheckDeadline:
 
     def __init__(self, seconds: float) -> None:
         self.total_s = seconds
-        self.reserve_s = min(RESERVE_S, seconds / 4)
+        self.reserve_s = role_reserve(seconds)
         self.expires = time.monotonic() + seconds
 
     @classmethod

@@ -21,6 +21,7 @@ from tests.evidence_index.fake_github import (
     FAKE_SOURCES,
     FakeGitHub,
     fake_source_root,
+    gate_result,
     make_zip,
     measured_checks,
     source_hashes,
@@ -142,14 +143,15 @@ def test_a_number_written_as_600_or_600_0_is_the_same_number(tmp_path):
 
 
 def test_a_duration_beyond_the_stated_tolerance_is_a_check_difference(tmp_path):
-    def edit(document: dict) -> None:
-        document["checks"]["concurrent_replace"]["duration_s"] = 9.0
+    def edit(document: dict) -> None:  # as long as the whole run (a check never outlasts it: core.record_rules)
+        document["checks"]["concurrent_replace"]["duration_s"] = document["duration_s"]
 
     new = seeded_tmpfs(edit, tmp_path)
     assert cli("diff", FILESYSTEMS / TMPFS, new, "--json", tmp_path / "d.json").returncode == 1
-    recorded = json.loads((FILESYSTEMS / TMPFS).read_text())["checks"]["concurrent_replace"]["duration_s"]
+    recorded = json.loads((FILESYSTEMS / TMPFS).read_text())
     assert records(tmp_path / "d.json") == {("linux", "check", "checks.concurrent_replace.duration_s",
-                                             json.dumps(recorded), "9.0")}
+                                             json.dumps(recorded["checks"]["concurrent_replace"]["duration_s"]),
+                                             json.dumps(recorded["duration_s"]))}
     assert cli("diff", FILESYSTEMS / TMPFS, new, "--duration-seconds", "10").returncode == 0
     tolerance = json.loads((tmp_path / "d.json").read_text())["tolerance"]
     assert tolerance == {"duration_seconds": 0.5, "duration_ratio": 0.5}
@@ -286,7 +288,7 @@ def test_two_run_indexes_are_diffed_platform_by_platform_without_run_ids(tmp_pat
     def edit(platform: str, document: dict) -> None:
         if platform == "cuda":
             document["device"]["torch"] = {"version": "2.14.0+cu130", "cuda": "13.0", "hip": None}
-            document["checks"]["jsonl_append"]["duration_s"] = 30.0
+            document["checks"]["jsonl_append"]["duration_s"] = document["duration_s"]  # the whole run's
 
     old = run_index(tmp_path, "old", 17320001234)
     new = run_index(tmp_path, "new", 17320005678, edit)
@@ -297,7 +299,8 @@ def test_two_run_indexes_are_diffed_platform_by_platform_without_run_ids(tmp_pat
     measured = measured_checks("cuda", True)["jsonl_append"]["duration_s"]  # the fake's real measurements
     assert records(tmp_path / "d.json") == {
         ("cuda", "environment", "device.torch.version", '"2.11.0+cu130"', '"2.14.0+cu130"'),
-        ("cuda", "check", "checks.jsonl_append.duration_s", json.dumps(measured), "30.0"),
+        ("cuda", "check", "checks.jsonl_append.duration_s", json.dumps(measured),
+         json.dumps(gate_result("cuda")["duration_s"])),
     }
     summary = dict(line.split(": ", 1) for line in done.stdout.splitlines() if ": " in line)
     assert summary["linux"] == "no differences" and summary["cuda"].startswith("environment: device.torch")
