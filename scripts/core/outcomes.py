@@ -148,13 +148,13 @@ def timing_problems(label: str, record: dict, ran_key: str, check_deadline: obje
         most = check_deadline - reserve
         if deadline > most + DEADLINE_SLACK_S:
             problems.append(f"{label}.deadline_s is {deadline}, more than its check's deadline_s {check_deadline} "
-                            f"less the {reserve:.3f} s the check keeps: it gets what is left of its check's")
+                            f"less the {reserve:g} s the check keeps: it gets what is left of its check's")
         elif duration is not None and deadline < most - duration - DEADLINE_SLACK_S:
             problems.append(f"{label}.deadline_s is {deadline}, less than its check's deadline_s {check_deadline} "
-                            f"less the {reserve:.3f} s it keeps and the {duration} s it ran: it started while its "
+                            f"less the {reserve:g} s it keeps and the {duration} s it ran: it started while its "
                             "check ran")
     if ran > deadline + reserve + DEADLINE_SLACK_S:
-        problems.append(f"{label}.{ran_key} is {ran}, past its deadline_s {deadline} and the {reserve:.3f} s its "
+        problems.append(f"{label}.{ran_key} is {ran}, past its deadline_s {deadline} and the {reserve:g} s its "
                         "check keeps after it: the gate kills a check at its deadline, so nothing it recorded ran "
                         "longer")
     return problems
