@@ -21,6 +21,8 @@ MAX_WORLD = 64
 LAUNCHER = "torch.multiprocessing.start_processes(start_method=spawn)"
 BACKENDS = {"cpu": "gloo", "cuda": "nccl", "rocm": "nccl"}  # torch names RCCL "nccl" on ROCm
 LIBRARIES = {"cpu": "gloo", "cuda": "nccl", "rocm": "rccl"}
+# How the launcher says it picked the rendezvous port (collective_worker.launch): one of these two texts.
+PORT_GIVEN, PORT_FREE = "given", "free port chosen by the launcher"
 # Variables that change how a collective runs, recorded by NAME when set (never their values); any other
 # name with one of these prefixes is recorded too, nothing else of the environment.
 ENV_SWITCHES = ("NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE", "NCCL_IB_DISABLE", "NCCL_P2P_LEVEL", "NCCL_SOCKET_IFNAME",
@@ -105,6 +107,8 @@ def _rank_problems(p: str, rank: dict[str, Any], index: int, world: int, device_
         problems.append(f"{p}.rank is {rank.get('rank')!r}, expected {index}")
     if rank.get("local_rank") != index:  # one box: the local rank is the rank
         problems.append(f"{p}.local_rank is {rank.get('local_rank')!r}, expected {index}")
+    if rank.get("started") is not True:  # its progress file's first event (collective_record.read_rank)
+        problems.append(f"{p}.started is {rank.get('started')!r}: the rank never said it started")
     if rank.get("finished") is not True:
         problems.append(f"rank {index} did not finish: it was in {rank.get('last_op')!r}"
                         + (f" ({str(rank.get('error'))[:200]})" if rank.get("error") else ""))
@@ -158,6 +162,18 @@ def problems(check: dict[str, Any]) -> list[str]:
         found.append(f"{p}.device_type is {device_type!r}")
     elif check.get("backend") != BACKENDS[device_type]:
         found.append(f"{p}.backend is {check.get('backend')!r}, {device_type} needs {BACKENDS[device_type]!r}")
+    elif check.get("library") != LIBRARIES[device_type]:
+        found.append(f"{p}.library is {check.get('library')!r}, {device_type} runs {LIBRARIES[device_type]!r}")
+    # What the launcher always records (collective_worker.launch), before it starts a rank.
+    if check.get("launcher") != LAUNCHER:
+        found.append(f"{p}.launcher is {str(check.get('launcher'))[:80]!r}, the gate launches with {LAUNCHER!r}")
+    if check.get("port") not in (PORT_GIVEN, PORT_FREE):
+        found.append(f"{p}.port is {str(check.get('port'))[:80]!r}, the launcher records {PORT_GIVEN!r} or "
+                     f"{PORT_FREE!r}")
+    if not isinstance(check.get("torch"), str) or not check["torch"]:
+        found.append(f"{p}.torch is {check.get('torch')!r}: the launcher records the torch it imported")
+    if device_type == "cpu" and check.get("library_version") is not None:  # gloo ships inside torch
+        found.append(f"{p}.library_version is {check.get('library_version')!r}: gloo's version is torch's")
     if check.get("status") != "finished":
         found.append(f"{p}.status is {check.get('status')!r}"
                      + (f": {str(check.get('error'))[:200]}" if check.get("error") else ""))
@@ -191,6 +207,12 @@ def requirement(check: Any) -> tuple[bool, str]:
                   "each on its own device")
 
 
+def get_text(record: dict[str, Any], key: str, field: str) -> str | None:
+    """record[key][field] when it is text, else None (a worker that never reported records none)."""
+    value = record.get(key).get(field) if isinstance(record.get(key), dict) else None
+    return value if isinstance(value, str) else None
+
+
 def _count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
@@ -211,6 +233,10 @@ def device_problems(check: dict[str, Any], device: dict[str, Any]) -> list[str]:
     if gpus is not None and (_count(gpus) is None or gpus > (counted or 0)):
         found.append(f"{p}.visible_gpus is {gpus!r}, the device worker counted {cuda.get('device_count')!r} GPU(s) "
                      "(device.cuda.device_count)")
+    torch = get_text(device, "torch", "version")
+    if torch is not None and check.get("torch") != torch:  # one installed torch: both import it from one directory
+        found.append(f"{p}.torch is {str(check.get('torch'))[:60]!r}, the device worker imported torch {torch!r} "
+                     "(device.torch.version)")
     device_type = check.get("device_type")
     if device_type in ("cuda", "rocm"):
         key = "hip" if device_type == "rocm" else "cuda"

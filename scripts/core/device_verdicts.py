@@ -57,6 +57,11 @@ def device_compute(check: dict[str, Any]) -> list[str]:
     if check.get("error") is not None:  # the worker records the exception that ended it; None when none did
         problems.append(f"{p}.error is {str(check.get('error'))[:200]}: the device work raised")
     problems += _training(p, check)
+    if kind is not None and "parameter_device" in obj(check, "training") and \
+            get(check, "training.parameter_device") != kind:
+        problems.append(f"{p}.training.parameter_device is {get(check, 'training.parameter_device')!r}, the work "
+                        f"ran on {kind!r} (the model's parameters were moved there before training)")
+    problems += _peak(p, check, kind)
     problems += _checkpoint(p, check, kind)
     phases = obj(check, "phases")
     for name in PHASES:
@@ -100,6 +105,23 @@ def _training(p: str, check: dict[str, Any]) -> list[str]:
     return problems
 
 
+def _peak(p: str, check: dict[str, Any], kind: str | None) -> list[str]:
+    """The peak allocation as the worker makes it (device_worker.run): None on the CPU, elsewhere the largest of
+    the phases' allocated_bytes (a phase that measured none counts 0), each a count of bytes."""
+    if "peak_allocated_bytes" not in check or kind is None:
+        return []
+    phases = [record for record in obj(check, "phases").values() if isinstance(record, dict)]
+    allocated = [record.get("allocated_bytes") for record in phases]
+    if kind != "cpu" and not all(a is None or count(a) for a in allocated):
+        return [f"{p}.phases allocated_bytes {allocated!r}: each a count of bytes (or null, none measured)"]
+    expected = None if kind == "cpu" else max((a or 0 for a in allocated), default=0)
+    peak = check["peak_allocated_bytes"]
+    if peak != expected or type(peak) is not type(expected):
+        return [f"{p}.peak_allocated_bytes is {peak!r}: on {kind} the worker records "
+                f"{'none' if expected is None else f'the largest phase allocated_bytes, {expected}'}"]
+    return []
+
+
 def _checkpoint(p: str, check: dict[str, Any], kind: str | None) -> list[str]:
     problems = need(p, check, "checkpoint.mismatches", []) + need(p, check, "checkpoint.load", CHECKPOINT_LOAD)
     error = get(check, "checkpoint.forward_max_abs_error")
@@ -113,8 +135,12 @@ def _checkpoint(p: str, check: dict[str, Any], kind: str | None) -> list[str]:
     if not (count(get(check, "checkpoint.tensors_compared")) and get(check, "checkpoint.tensors_compared")):
         problems.append(f"{p}.checkpoint.tensors_compared is {get(check, 'checkpoint.tensors_compared')!r}: "
                         "nothing was compared")
+    # The worker records both for every checkpoint it wrote (version 1 did too): neither is optional once the
+    # checkpoint is recorded (a worker that stopped before it records none, and fails by the rules above).
+    recorded = bool(obj(check, "checkpoint"))
+    problems += need(p, check, "checkpoint.ok", True) if recorded else []
     digest = get(check, "checkpoint.sha256")
-    if "sha256" in obj(check, "checkpoint") and not (isinstance(digest, str) and SHA256.fullmatch(digest)):
+    if recorded and not (isinstance(digest, str) and SHA256.fullmatch(digest)):
         problems.append(f"{p}.checkpoint.sha256 is {str(digest)[:80]!r}: the SHA-256 of the file written is 64 "
                         "lowercase hex digits")
     # The devices the saved tensors were on are the save phase's own record of them, and the one device the

@@ -20,6 +20,9 @@ REPLACE_WRITERS = 4
 REPLACE_PER_WRITER = 50
 REPLACE_READERS = 2
 MIN_DISTINCT_VERSIONS = 10
+# A replace reader sleeps this long after each read but its last (fs_worker.replace_reader): its reads are bounded
+# by the seconds it ran, which the parent measured (core.sharing_verdicts.reads_fit_in_time).
+READER_PAUSE_S = 0.0005
 APPEND_PROCESSES = 8
 APPEND_RECORDS_PER_PROCESS = 200
 KILLS = 20

@@ -50,6 +50,9 @@ _FINDINGS = (
 INTERPRETER_SOURCE = "scripts/platform_runtime/interpreter_state.py"
 
 
+WORKER_LOADED = re.compile(r"^a (sitecustomize|usercustomize) was loaded into the device worker at start-up$")
+
+
 def _get(document: Any, path: str) -> tuple[bool, Any]:
     for key in path.split("."):
         if not isinstance(document, dict) or key not in document:
@@ -98,6 +101,13 @@ def derived_vectors(isolation: dict[str, Any]) -> tuple[list[str], list[str]]:
                       + interpreter_rules.worker_vectors(isolation.get("worker_startup"))):
         if vector not in vectors:
             vectors.append(vector)
+    # The gate writes this finding from the worker's own list (platform_runtime.result_records): the module
+    # it names was in device_worker_loaded, so a list cut down under the finding is an edit.
+    for finding in findings if isinstance(findings, list) else []:
+        match = WORKER_LOADED.match(str(finding))
+        if match and not (isinstance(loaded, list) and match.group(1) in loaded):
+            problems.append(f"isolation.findings says {str(finding)!r}, but isolation.device_worker_loaded is "
+                            f"{loaded!r}")
     for field in ("findings", "executing_pth_files"):
         if not isinstance(isolation.get(field), list):
             problems.append(f"isolation.{field} is {isolation.get(field)!r}, not a list")

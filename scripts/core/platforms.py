@@ -40,6 +40,14 @@ BINARY_FORMATS = {"elf": LINUX, "pe": WINDOWS, "mach-o": DARWIN, "mach-o-fat": D
 # NFS's own mount options: the Linux client always shows vers=, proto= and sec= (fs/nfs/super.c).
 NFS_OPTION_KEYS = ("vers", "nfsvers", "proto", "sec")
 NFS_SHOWN_OPTIONS = ("proto", "sec")
+# How the client shows where its locks and failed writes go (fs/nfs/super.c nfs_show_mount_options, every mount):
+# "hard" unless soft or softerr, "nolock" with NFS_MOUNT_NONLM, and exactly one local_lock= (none, all, flock,
+# posix; `nolock` sets local flock and fcntl locks, so it shows local_lock=all too). `--require nfs` promises that
+# the checks' locks and writes reached the server: every lock is the server's only under local_lock=none (flock
+# and posix keep one kind local, all keeps both), and a write is retried until the
+# server answers only on a hard mount (nfs(5): a soft or softerr mount fails the call after retrans
+# retransmissions, and warns that a soft timeout can corrupt data).
+NFS_SOFT_OPTIONS = ("soft", "softerr")
 
 
 def os_facts(document: Any) -> dict[str, Any]:
@@ -193,6 +201,28 @@ def derived_nfs_version(fs: dict[str, Any]) -> str | None:
     return options.get("vers") or options.get("nfsvers") or None
 
 
+def nfs_server_problems(fs: dict[str, Any]) -> list[str]:
+    """Why the recorded mount options do not show a mount whose fcntl locks and writes reach the server (empty
+    when they do): a hard mount, shown as `hard` and neither soft nor softerr; no `nolock`; one local_lock=, not
+    all or posix."""
+    options = fs.get("mount_options")
+    keys = [str(option).partition("=")[0] for option in options] if isinstance(options, list) else []
+    locks = [str(option).partition("=")[2] for option in options or [] if str(option).startswith("local_lock=")]
+    problems = []
+    soft = [key for key in NFS_SOFT_OPTIONS if key in keys]
+    if soft or "hard" not in keys:
+        problems.append(f"filesystem.mount_options show {'/'.join(soft) or 'no hard'}: a pass needs a hard mount "
+                        "(the client shows hard unless soft or softerr; a soft mount gives up on the server and "
+                        "returns an error, so a write may be lost)")
+    if "nolock" in keys:
+        problems.append("filesystem.mount_options show nolock: the fcntl locks stay on this client, never the "
+                        "server's")
+    if locks != ["none"]:
+        problems.append(f"filesystem.mount_options show local_lock={'/'.join(locks) or '(none shown)'}: a pass needs "
+                        "local_lock=none (the client shows it once for every mount), so fcntl locks reach the server")
+    return problems
+
+
 def nfs_problems(platform: dict[str, Any], fs: dict[str, Any], facts: dict[str, Any] | None = None,
                  options_recorded: bool = True) -> list[str]:
     """Why these facts do not show an NFS mount (empty when they do). The one rule, for the gate's
@@ -227,6 +257,8 @@ def nfs_problems(platform: dict[str, Any], fs: dict[str, Any], facts: dict[str, 
     if missing and options_recorded:
         problems.append(f"filesystem.mount_options lack {', '.join(k + '=' for k in missing)}, which the kernel "
                         "shows for every NFS mount")
+    if options_recorded:
+        problems += nfs_server_problems(fs)
     major = str(fs.get("nfs_version")).split(".")[0]
     if (fs_type == "nfs4") != (major == "4"):
         problems.append(f"filesystem.type is {fs_type!r} with NFS version {fs.get('nfs_version')!r}: the kernel "

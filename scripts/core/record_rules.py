@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from core import isolation_judge
 from core.facts import count, get, number, obj
 from core.outcomes import DEADLINE_SLACK_S, ROLE_RESERVE_S
 from core.platforms import SYSTEMS, WINDOWS_FS_METHOD, os_facts, os_problems
@@ -20,6 +21,12 @@ SHA256 = re.compile(r"[0-9a-f]{64}")
 # A wheel's interpreter tag (WHEEL's Tag: lines): cp311 for CPython 3.11.
 CPYTHON_TAG = re.compile(r"cp(\d)(\d+)-")
 WORKERS = "python -I"  # how the gate starts every worker (platform_runtime.startup.record)
+# What the gate sets in every worker's environment (platform_runtime.startup.worker_environment), and how its
+# workers find their site directories: a recorded other value is a worker the gate does not start (with
+# TORCH_DEVICE_BACKEND_AUTOLOAD not "0", `import torch` in the device worker runs every installed package's
+# `torch.backends` entry point, code no .pth or sitecustomize finding shows).
+WORKER_ENVIRONMENT = {"SETUPTOOLS_USE_DISTUTILS": "stdlib", "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
+WORKER_SITE_DIRS = "interpreter site-packages and their .pth path lines; torch only from there"
 PARENT_FLAGS = ("isolated", "ignore_environment", "no_site", "no_user_site")
 # The gate's cleanup deadline (scripts/platform_runtime/gate.py _cleanup, platform_runtime.budget): the one it
 # wants, --cleanup-timeout or, on a hung file system, at most HUNG_CLEANUP_S, cut only by what the budget has
@@ -200,6 +207,13 @@ def isolation_flags(result: dict[str, Any]) -> list[str]:
     if "workers" in isolation and isolation["workers"] != WORKERS:
         problems.append(f"isolation.workers is {str(isolation['workers'])[:60]!r}: the gate starts every worker "
                         f"as {WORKERS!r}")
+    if "worker_site_dirs" in isolation and isolation["worker_site_dirs"] != WORKER_SITE_DIRS:
+        problems.append(f"isolation.worker_site_dirs is {str(isolation['worker_site_dirs'])[:80]!r}: the gate's "
+                        f"workers use {WORKER_SITE_DIRS!r}")
+    environment = isolation.get("worker_environment")
+    if ("worker_environment" in isolation or isolation_judge.is_current(result)) and environment != WORKER_ENVIRONMENT:
+        problems.append(f"isolation.worker_environment is {str(environment)[:120]}: the gate starts every worker "
+                        f"with {WORKER_ENVIRONMENT} (a result of a gate that records it never lacks it)")
     if "parent_flags" not in isolation:
         return problems
     flags = isolation["parent_flags"]

@@ -119,8 +119,8 @@ def device_agrees(result: dict[str, Any]) -> list[str]:
     problems = []
     if kind is not None and device.get("type") != kind:
         problems.append(f"device.type is {device.get('type')!r}, checks.device_compute ran on {kind!r}")
-    for key in ("ran_on", "phases"):
-        if key in check and device.get(key) != check.get(key):
+    for key in ("ran_on", "phases", "peak_allocated_bytes"):  # the gate copies each from the one worker report
+        if key in check and (device.get(key) != check.get(key) or type(device.get(key)) is not type(check[key])):
             problems.append(f"device.{key} differs from checks.device_compute.{key}")
     return problems
 

@@ -11,6 +11,7 @@ from typing import Any
 from core import outcomes
 from core.facts import count, need, number, obj
 from core.files import RENAME_ATTEMPTS
+from core.gate_parameters import READER_PAUSE_S
 
 
 def _roles(p: str, check: dict[str, Any], expected: dict[str, Any]) -> tuple[list[str], bool]:
@@ -98,6 +99,10 @@ def concurrent_replace(check: dict[str, Any]) -> list[str]:
     for key, wanted_value in (("final_version_complete", True), ("temp_files_left", 0), ("failed_processes", 0)):
         if key in check:
             problems += need(p, check, key, wanted_value)
+    problems += final_version_problems(p, check) + reads_fit_in_time(p, check)
+    for key in ("writer_sharing_retries", "reader_sharing_retries"):
+        if key in check and not count(check[key]):
+            problems.append(f"{p}.{key} is {check[key]!r}: a count of retries (an int, not a bool, never negative)")
     if "writer_busy_rename_retries" in check:  # issue 26: ETXTBSY/EBUSY renames retried, counted, bounded
         busy = check["writer_busy_rename_retries"]
         bound = (writes if count(writes) else 0) * (RENAME_ATTEMPTS - 1)
@@ -105,6 +110,37 @@ def concurrent_replace(check: dict[str, Any]) -> list[str]:
             problems.append(f"{p}.writer_busy_rename_retries is {busy!r}: a count of at most {bound} "
                             f"({writes!r} writes x {RENAME_ATTEMPTS - 1} retries)")
     return problems
+
+
+def final_version_problems(p: str, check: dict[str, Any]) -> list[str]:
+    """The version the file holds at the end is one a writer wrote (fs_worker.concurrent_replace parses it):
+    writer i of 0..writers-1, seq of 0..replaces_per_writer-1. The initial version (writer -1), a writer that
+    was never started or a seq beyond the last is no version of this run's writers."""
+    if "final_version" not in check:
+        return []
+    final, writers, replaces = check["final_version"], check.get("writers"), check.get("replaces_per_writer")
+    if not (isinstance(final, list) and len(final) == 2 and all(count(n) for n in final)
+            and count(writers) and count(replaces) and final[0] < writers and final[1] < replaces):
+        return [f"{p}.final_version is {final!r}: a pass needs [writer, seq] of a writer 0..{writers!r}-1 "
+                f"and a seq 0..{replaces!r}-1"]
+    return []
+
+
+def reads_fit_in_time(p: str, check: dict[str, Any]) -> list[str]:
+    """Each reader sleeps READER_PAUSE_S after every read but its last (fs_worker.replace_reader), so a reader
+    that ran t seconds (its role's ran_s, measured by the parent, rounded to 1 ms) read at most
+    (t + 0.5 ms) / READER_PAUSE_S + 1 times: `reads`, their sum, is at most the readers' sum of that."""
+    roles, reads = check.get("roles"), check.get("reads")
+    if not isinstance(roles, list) or not count(reads):
+        return []  # a result before the roles were recorded; a malformed count is named by the rule above
+    ran = [r.get("ran_s") for r in roles if isinstance(r, dict) and r.get("role") == "replace-reader"]
+    if not ran or not all(number(t) and t >= 0 for t in ran):
+        return [f"{p}.roles: the readers' ran_s are {ran!r}, seconds (a number, never negative)"]
+    bound = sum(int((t + 0.0005) / READER_PAUSE_S) + 1 for t in ran)
+    if reads > bound:
+        return [f"{p}.reads is {reads}: {len(ran)} reader(s) that ran {sum(ran):.3f} s in all, pausing "
+                f"{READER_PAUSE_S * 1000:g} ms after each read, make at most {bound}"]
+    return []
 
 
 def _role_flags(check: dict[str, Any]) -> dict[str, Any]:

@@ -123,7 +123,13 @@ def check_problems(name: str, check: Any) -> list[str]:
         return [f"checks.{name}: no rule judges this check"]
     if not isinstance(check, dict):
         return [f"checks.{name} is missing"]
-    return rule(check) + left_in_the_kernel(name, check)
+    problems = rule(check) + left_in_the_kernel(name, check)
+    if not problems and name in REQUIRED_GATE_CHECKS and check.get("reason") is not None:
+        # The gate words a reason only for a check that failed (result_records, gate.py's cleanup); the
+        # collective check keeps its launcher's reason (a skipped `auto`), so it is not held to this.
+        problems.append(f"checks.{name}.reason is {str(check['reason'])[:120]!r} on a check whose measurements "
+                        "pass: the gate gives a reason only for a failure")
+    return problems
 
 
 def left_in_the_kernel(name: str, check: dict[str, Any]) -> list[str]:

@@ -11,6 +11,12 @@ from core.facts import count, get, need, number, obj
 from core.outcomes import timing_problems
 
 FAILURE_STAGES = ("before-data", "partial-write", "fsync", "replace")
+# What each stage's injected failure raises (fs_worker.failure_at): OSError(ENOSPC) or OSError(EIO), which
+# Python builds as OSError itself (only errnos such as ENOENT or EACCES map to a subclass); the stage records
+# type(exc).__name__.
+INJECTED_ERROR = "OSError"
+# The temporaries the killed-writer stage plants before its first writer (killed_writer.stage): one.
+PLANTED = 1
 
 
 def failing_writer(check: dict[str, Any]) -> list[str]:
@@ -24,6 +30,9 @@ def failing_writer(check: dict[str, Any]) -> list[str]:
             continue
         if not isinstance(facts.get("raised"), str) or not facts["raised"]:
             problems.append(f"{p}.stages.{stage}.raised is {facts.get('raised')!r}: the writer did not fail")
+        elif facts["raised"] != INJECTED_ERROR:
+            problems.append(f"{p}.stages.{stage}.raised is {str(facts['raised'])[:80]!r}: the injected failure "
+                            f"raises {INJECTED_ERROR}, and the writer let it through")
         problems += need(p, check, f"stages.{stage}.old_file_present", True)
         problems += need(p, check, f"stages.{stage}.old_file_intact", True)
         problems += need(p, check, f"stages.{stage}.temp_files_left", 0)
@@ -125,7 +134,15 @@ def killed_writer(facts: dict[str, Any]) -> list[str]:
     if facts.get("temporaries_left_after_cleanup") != 0 or not count(facts.get("temporaries_left_after_cleanup")):
         found.append(f"{k}.temporaries_left_after_cleanup: {facts.get('temporaries_left_after_cleanup')!r} "
                      "temporary sibling(s) left after the next writer ran")
-    if facts["temporaries_planted"] < 1 or facts["temporaries_left_by_kills"] < facts["temporaries_planted"]:
+    # A kill leaves at most one temporary (a writer has one at a time, and the next writer swept those before),
+    # and none when it was observed mid-replace (the rename had landed) or as damage: the kills' temporaries
+    # (those left less the planted one) and those observations are each at most one per kill.
+    by_kills = facts["temporaries_left_by_kills"] - facts["temporaries_planted"]
+    if by_kills + observed > kills:
+        found.append(f"{k}: {facts['temporaries_left_by_kills']} temporaries left ({facts['temporaries_planted']} "
+                     f"planted) and {observed} kill(s) observed mid-replace or as damage, for {kills} kill(s): a kill "
+                     "leaves a temporary only when its rename had not landed")
+    if facts["temporaries_planted"] != PLANTED or facts["temporaries_left_by_kills"] < facts["temporaries_planted"]:
         found.append(f"{k}.temporaries_planted is {facts['temporaries_planted']} with "
                      f"{facts['temporaries_left_by_kills']} left: the stage plants one so the sweep is proved, "
                      "and counts it among those left")

@@ -221,6 +221,18 @@ def _gate_sources(entry: dict[str, Any]) -> dict[str, Any] | None:
     return gates[0].get("source_files") if len(gates) == 1 else None
 
 
+def _github_claim_reasons(result: dict[str, Any]) -> list[str]:
+    """A local index reads no GitHub API: a gate result's `github` block (the run, job and commit it says made
+    it) is bound only by a run index, which asks GitHub (r1 F18). Kept here it would read as a verified Actions
+    run, so a local verdict never passes it; a result made outside Actions records `github` null."""
+    github = (result.get("claims") or {}).get("github") if result.get("kind") == "gate" else None
+    if not isinstance(github, dict):
+        return []
+    return [f"{result.get('name')}: github claims GitHub Actions run {str(github.get('run_id'))[:40]!r} of "
+            f"{str(github.get('repository'))[:80]!r}: a local index cannot bind a run to GitHub (it reads no "
+            "API); index that run with `build_evidence_index.py run`"]
+
+
 def decide_local(predicate: dict[str, Any]) -> dict[str, Any]:
     """Verdict for an index of local results: every result ok, valid, and made by this checkout's bytes."""
     reasons: list[str] = []
@@ -234,7 +246,7 @@ def decide_local(predicate: dict[str, Any]) -> dict[str, Any]:
     reasons += _root_reasons(root, "a checkout")
     actual = root.get("files") or {}
     for result in results:
-        reasons += _result_reasons(result, "")
+        reasons += _result_reasons(result, "") + _github_claim_reasons(result)
         claimed = result.get("source_files")
         if claimed:
             differing = _source_mismatches(claimed, actual)

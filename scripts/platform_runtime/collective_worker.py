@@ -29,6 +29,8 @@ from core.collectives import (
     LAUNCHER,
     LIBRARIES,
     MAX_WORLD,
+    PORT_FREE,
+    PORT_GIVEN,
     broadcast_source,
     env_switch_names,
     inputs,
@@ -210,7 +212,7 @@ def launch(folder: Path, requested: str, device: str, port: int, timeout_s: floa
 
     facts["torch"] = torch.__version__
     facts.update(resolve(torch, requested, device))
-    facts["port"] = "given" if port else "free port chosen by the launcher"
+    facts["port"] = PORT_GIVEN if port else PORT_FREE
     port = port or free_port()
     (folder / LAUNCHER_FILE).write_text(json.dumps(facts, sort_keys=True), encoding="utf-8")
     if facts["status"] != "resolved":

@@ -207,7 +207,7 @@ def replace_reader(target: Path, stop: Path, max_seconds: float, tolerate_missin
             versions.add(version)
         if done:
             break
-        time.sleep(0.0005)  # leave CPU to the writers and to the device check running beside us
+        time.sleep(gate_parameters.READER_PAUSE_S)  # leave CPU to the writers and to the device check running beside us
     return {"reads": reads, "partial_reads": partial, "missing_reads": missing,
             "versions": sorted(list(v) for v in versions), "sharing_retries": counter.sharing_violations,
             "tolerate_missing": tolerate_missing}

@@ -31,7 +31,7 @@ import threading
 import time
 from pathlib import Path
 
-from core import gate_parameters, verdicts
+from core import gate_parameters, verdicts, writer_verdicts
 from core.files import TEMP_SUFFIX, atomic_write_bytes, sweep_temporaries, temporaries_of
 
 from platform_runtime.children import worker_command
@@ -174,7 +174,8 @@ def stage(folder: Path, kills: int = KILLS, seed: int | None = None, deadline_s:
     facts = {"kills": 0, "kills_requested": kills, "seed": seed, "max_delay_s": MAX_DELAY_S,
              "document_bytes": DOCUMENT_BYTES, "torn": 0, "lost": 0, "unexpected": 0, "kills_after_commit": 0,
              "kills_mid_replace": 0, "commits": 0, "temporaries_left_by_kills": 0, "temporaries_swept": 0,
-             "temporaries_left_after_cleanup": None, "writer_failures": 0, "temporaries_planted": 1,
+             "temporaries_left_after_cleanup": None, "writer_failures": 0,
+             "temporaries_planted": writer_verdicts.PLANTED,
              "delays_ms": [], "deadline_s": round(deadline_s, 3), "writers_no_answer": 0}
     started = time.monotonic()
 

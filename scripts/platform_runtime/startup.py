@@ -27,7 +27,7 @@ import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core import interpreter_rules
+from core import interpreter_rules, record_rules
 
 from platform_runtime import bytecode, interpreter_state, ld_library_path, path_config, procmaps, site_owners
 from platform_runtime.isolation import interpreter_site_dirs, torch_search_dirs
@@ -69,7 +69,8 @@ KNOWN_DISTUTILS_HACK = {
 # SETUPTOOLS_USE_DISTUTILS: see SETUPTOOLS_PTH. TORCH_DEVICE_BACKEND_AUTOLOAD=0: torch 2.5+ imports every
 # installed package's `torch.backends` entry point at `import torch`, code from a site directory in the device
 # worker that no .pth or sitecustomize shows (the gate proves cuda, rocm and mps, none of them such a backend).
-WORKER_ENVIRONMENT = {"SETUPTOOLS_USE_DISTUTILS": "stdlib", "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
+# The values are core.record_rules' (where the judge holds a result's record to them).
+WORKER_ENVIRONMENT = record_rules.WORKER_ENVIRONMENT
 # Variables that make a library load or a program run in a child and that no worker needs; they are removed
 # from every worker's environment (the loader's own are judged instead: a CUDA box needs LD_LIBRARY_PATH).
 # OpenSSL loads the config OPENSSL_CONF names (and the provider or engine modules it lists) when hashlib
@@ -368,4 +369,4 @@ def record(allowed: bool) -> dict:
             "accepted_pth_files": found.accepted_pth_files, "parent_flags": parent_flags(), "allowed": allowed,
             "interpreter": found.interpreter,
             "workers": "python -I", "worker_environment": dict(WORKER_ENVIRONMENT),
-            "worker_site_dirs": "interpreter site-packages and their .pth path lines; torch only from there"}
+            "worker_site_dirs": record_rules.WORKER_SITE_DIRS}

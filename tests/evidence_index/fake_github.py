@@ -576,7 +576,7 @@ FS_METHODS = {"Windows": "win32-GetVolumeInformationW", "Darwin": "darwin-statfs
 # What platform.release() says on each runner, and the lock the gate takes there (core.platforms reads both).
 RELEASES = {"Linux": "6.11.0-1018-azure", "Windows": "2025Server", "Darwin": "24.6.0"}
 LOCK_METHODS = {"Windows": "msvcrt-locking-lockfile"}
-NFS_OPTIONS = ["rw", "relatime", "vers=4.2", "proto=tcp", "sec=sys"]
+NFS_OPTIONS = ["rw", "relatime", "vers=4.2", "hard", "proto=tcp", "sec=sys", "local_lock=none"]
 MEASURED = Path(__file__).resolve().parents[2] / "evidence" / "local" / "run-local" / "platform-runtime-cpu.json"
 
 

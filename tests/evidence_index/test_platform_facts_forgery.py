@@ -119,7 +119,17 @@ def _options(**changes):
      "filesystem.type is 'nfs4' with NFS version '3'"),
     (_options(vers=None), "name no vers="),
     (_options(proto=None, sec=None), "filesystem.mount_options lack proto=, sec="),
-], ids=["version-not-the-options", "options-not-the-version", "v3-as-nfs4", "no-vers", "no-nfs-options"])
+    (_options(local_lock="all"), "local_lock=all"),
+    (_options(local_lock="posix"), "local_lock=posix"),
+    (_options(local_lock=None), "local_lock=(none shown)"),
+    (lambda d: d["filesystem"].update(mount_options=[o for o in d["filesystem"]["mount_options"] if o != "hard"]
+                                      + ["soft"]), "show soft"),
+    (lambda d: d["filesystem"].update(mount_options=[o for o in d["filesystem"]["mount_options"] if o != "hard"]),
+     "show no hard"),
+    (lambda d: d["filesystem"]["mount_options"].append("softerr"), "show softerr"),
+    (lambda d: d["filesystem"]["mount_options"].append("nolock"), "show nolock"),
+], ids=["version-not-the-options", "options-not-the-version", "v3-as-nfs4", "no-vers", "no-nfs-options",
+        "locks-local", "fcntl-locks-local", "no-local-lock-shown", "soft", "hard-removed", "softerr", "nolock"])
 def test_the_nfs_result_with_its_version_or_options_edited_is_not_authentic(tmp_path, edit, words):
     document = _nfs()
     edit(document)
@@ -152,7 +162,8 @@ def test_the_nfs_result_turned_ext4_is_refused_by_its_nfs_mount_options(tmp_path
 
 
 def test_the_committed_nfs_results_untouched_hold_nfs():
-    for path in (NFS_RESULT, ROOT / "evidence" / "nfs-systemd" / "platform-runtime-nfs.json"):
+    for path in (NFS_RESULT, ROOT / "evidence" / "nfs" / "server-restart-gate.json",
+                 ROOT / "evidence" / "nfs-systemd" / "platform-runtime-nfs.json"):
         document = json.loads(path.read_text())
         assert requirements.problems_of(document, "nfs") == [] and judge(document).ok, path
 

@@ -97,7 +97,8 @@ SITECUSTOMIZE_PATCHING_JSON = textwrap.dedent("""
         value = _loads(text, *args, **kwargs)
         if isinstance(value, dict) and isinstance(value.get("filesystem"), dict):
             value["filesystem"].update(type="nfs4", nfs_version="4.2",
-                                       mount_options=["rw", "vers=4.2", "proto=tcp", "sec=sys"])
+                                       mount_options=["rw", "vers=4.2", "hard", "proto=tcp", "sec=sys",
+                                                      "local_lock=none"])
         return value
     json.loads = loads
     os.environ.pop("PYTHONPATH", None)
@@ -122,7 +123,7 @@ def nfs_mountinfo(folder: Path) -> Path:
     for line in Path("/proc/self/mountinfo").read_text(encoding="utf-8").splitlines():
         fields = line.split(" ")
         separator = fields.index("-")
-        fields[separator + 1:] = ["nfs4", "server:/export", "rw,vers=4.2,proto=tcp,sec=sys"]
+        fields[separator + 1:] = ["nfs4", "server:/export", "rw,vers=4.2,hard,proto=tcp,sec=sys,local_lock=none"]
         lines.append(" ".join(fields))
     path = folder / "mountinfo-nfs4"
     folder.mkdir(parents=True, exist_ok=True)

@@ -39,7 +39,7 @@ FAKE_MPS_DEVICE = {"type": "mps", "resolved": "mps", "ran_on": ["mps"], "peak_al
                    "build_cross_check": []}
 EXT4 = {"type": "ext4", "method": "linux-mountinfo-mnt-id", "nfs_version": None}
 NFS4 = {"type": "nfs4", "method": "linux-mountinfo-mnt-id", "nfs_version": "4.2",
-        "mount_options": ["rw", "vers=4.2", "proto=tcp", "sec=sys"]}
+        "mount_options": ["rw", "vers=4.2", "hard", "proto=tcp", "sec=sys", "local_lock=none"]}
 NTFS = {"type": "ntfs", "method": "win32-GetVolumeInformationW", "drive_type": "fixed"}
 
 
@@ -114,6 +114,18 @@ def test_nfs_needs_the_version_its_mount_options_name():
     assert refused["ok"] is False and "NFS version" in refused["reason"]
     refused = verdict(["nfs"], filesystem={**NFS4, "method": "linux-mountinfo-unmatched"})[0]
     assert refused["ok"] is False and "not found in mountinfo" in refused["reason"]
+
+
+@pytest.mark.parametrize(("options", "words"), [
+    (["rw", "vers=4.2", "hard", "proto=tcp", "sec=sys", "local_lock=all"], "local_lock=all"),
+    (["rw", "vers=4.2", "soft", "proto=tcp", "sec=sys", "local_lock=none"], "show soft"),
+    (["rw", "vers=4.2", "hard", "nolock", "proto=tcp", "sec=sys", "local_lock=none"], "show nolock"),
+    (["rw", "vers=4.2", "proto=tcp", "sec=sys", "local_lock=none"], "show no hard"),
+    (["rw", "vers=4.2", "hard", "proto=tcp", "sec=sys"], "local_lock=(none shown)"),
+], ids=["local-locks", "soft", "nolock", "no-hard", "no-local-lock"])
+def test_nfs_needs_a_hard_mount_whose_locks_reach_the_server(options, words):
+    refused = verdict(["nfs"], filesystem={**NFS4, "mount_options": options})[0]
+    assert refused["ok"] is False and words in refused["reason"], refused
 
 
 def test_windows_needs_the_platform_and_the_volume_api():

@@ -24,7 +24,10 @@ def passing_record(world: int = 2, device_type: str = "cpu") -> dict:
                       "last_op": None, "error": None, "ops": ops,
                       "device_uuid": None if device_type == "cpu" else f"GPU-{rank:08d}"})
     return {"status": "finished", "requested": world, "device_type": device_type,
-            "backend": collectives.BACKENDS[device_type], "world_size": world, "ranks": ranks, "unfinished": []}
+            "backend": collectives.BACKENDS[device_type], "library": collectives.LIBRARIES[device_type],
+            "library_version": None if device_type == "cpu" else "2.27.3", "launcher": collectives.LAUNCHER,
+            "port": collectives.PORT_FREE, "torch": "2.13.0+cpu" if device_type == "cpu" else "2.13.0+cu130",
+            "world_size": world, "ranks": ranks, "unfinished": []}
 
 
 def test_the_exact_answers_are_the_python_arithmetic_of_every_rank_s_inputs():
@@ -57,11 +60,32 @@ def test_a_record_with_the_exact_answers_passes(device_type):
     (lambda c: c.update(requested=4), "world_size is 2, 4 ranks were asked for"),
     (lambda c: c.update(status="killed-at-deadline"), "status is 'killed-at-deadline'"),
     (lambda c: c["ranks"][0]["ops"]["init"].update(s=-1), "ops.init.s is -1"),
+    (lambda c: c["ranks"][1].update(started=False), "ranks.1.started is False"),
+    (lambda c: c["ranks"][0].pop("started"), "ranks.0.started is None"),
+    (lambda c: c.pop("library"), "library is None, cpu runs 'gloo'"),
+    (lambda c: c.update(library="nccl"), "library is 'nccl', cpu runs 'gloo'"),
+    (lambda c: c.pop("launcher"), "launcher is 'None'"),
+    (lambda c: c.pop("port"), "port is 'None'"),
+    (lambda c: c.update(port="29500"), "port is '29500'"),
+    (lambda c: c.update(torch=""), "torch is ''"),
+    (lambda c: c.update(library_version="2.27.3"), "library_version is '2.27.3': gloo's version is torch's"),
 ])
 def test_an_edited_measurement_fails_the_rule(edit, words):
     record = copy.deepcopy(passing_record())
     edit(record)
     assert any(words in problem for problem in collectives.problems(record)), collectives.problems(record)
+
+
+@pytest.mark.parametrize("torch", ["", "2.13.0+cpux", None])
+def test_the_launchers_torch_is_the_device_workers(torch):
+    """One installed torch: the launcher imports it from the directory the device worker did (r4 18)."""
+    record = passing_record()
+    record["torch"] = torch
+    device = {"type": "cpu", "torch": {"version": "2.13.0+cpu"}, "cuda": None, "torch_build": {}}
+    found = collectives.device_problems(record, device)
+    assert any("the device worker imported torch '2.13.0+cpu'" in p for p in found), found
+    record["torch"] = "2.13.0+cpu"
+    assert collectives.device_problems(record, device) == []
 
 
 def test_two_nccl_ranks_on_one_gpu_fail_even_with_exact_answers():

@@ -199,7 +199,7 @@ def test_the_system_library_folder_on_ld_library_path_is_not_a_vector(tmp_path):
 def gate_result(present: list[str], allowed: bool) -> dict:
     return {"platform": {"system": "Linux"}, "device": {"type": "cpu"},
             "filesystem": {"type": "nfs4", "method": "linux-mountinfo-mnt-id", "nfs_version": "4.2",
-                           "mount_options": ["rw", "vers=4.2", "proto=tcp", "sec=sys"]},
+                           "mount_options": ["rw", "vers=4.2", "hard", "proto=tcp", "sec=sys", "local_lock=none"]},
             "requirements": [{"name": "nfs", "ok": True}],
             "isolation": {"present": present, "allowed": allowed, "findings": [f"{p} is set" for p in present]}}
 
