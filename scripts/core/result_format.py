@@ -62,6 +62,8 @@ VIEWS_SINCE: dict[str, tuple[str, ...]] = {
     "scripts/platform_runtime/binary_arch.py": ("platform.binaries.interpreter", "platform.binaries.torch_c"),
     "scripts/core/time_views.py": ("finished_at",),
     "scripts/core/fs_magic.py": ("filesystem.statfs_f_type",),  # of a mount found in Linux mountinfo
+    # each kill's own record (r4 18): its totals are made again from it
+    "scripts/core/kill_record.py": ("checks.failing_writer.killed_writer.per_kill",),
     # what the GPU driver's files are (r5 F6, F7): where the gate records driver_access (a CUDA or ROCm claim
     # observed on Linux) and, on CUDA, the driver's list (CONDITIONAL_VIEWS)
     "scripts/platform_runtime/driver_files.py": ("device.views.driver_access.device_nodes",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from core import kill_record
 from core.facts import count, get, need, number, obj
 from core.outcomes import timing_problems
 
@@ -142,6 +143,7 @@ def killed_writer(facts: dict[str, Any]) -> list[str]:
         found.append(f"{k}: {facts['temporaries_left_by_kills']} temporaries left ({facts['temporaries_planted']} "
                      f"planted) and {observed} kill(s) observed mid-replace or as damage, for {kills} kill(s): a kill "
                      "leaves a temporary only when its rename had not landed")
+    found += kill_record.problems(facts, PLANTED)
     if facts["temporaries_planted"] != PLANTED or facts["temporaries_left_by_kills"] < facts["temporaries_planted"]:
         found.append(f"{k}.temporaries_planted is {facts['temporaries_planted']} with "
                      f"{facts['temporaries_left_by_kills']} left: the stage plants one so the sweep is proved, "

@@ -31,7 +31,7 @@ import threading
 import time
 from pathlib import Path
 
-from core import gate_parameters, verdicts, writer_verdicts
+from core import gate_parameters, kill_record, verdicts, writer_verdicts
 from core.files import TEMP_SUFFIX, atomic_write_bytes, sweep_temporaries, temporaries_of
 
 from platform_runtime.children import worker_command
@@ -176,7 +176,7 @@ def stage(folder: Path, kills: int = KILLS, seed: int | None = None, deadline_s:
              "kills_mid_replace": 0, "commits": 0, "temporaries_left_by_kills": 0, "temporaries_swept": 0,
              "temporaries_left_after_cleanup": None, "writer_failures": 0,
              "temporaries_planted": writer_verdicts.PLANTED,
-             "delays_ms": [], "deadline_s": round(deadline_s, 3), "writers_no_answer": 0}
+             "delays_ms": [], "deadline_s": round(deadline_s, 3), "writers_no_answer": 0, "per_kill": []}
     started = time.monotonic()
 
     def left() -> float:
@@ -204,15 +204,19 @@ def stage(folder: Path, kills: int = KILLS, seed: int | None = None, deadline_s:
         facts["kills_after_commit"] += bool(committed)
         found = version_of(read_target(target))
         if found is None:
-            facts["torn" if target.exists() else "lost"] += 1
+            outcome = "torn" if target.exists() else "lost"
         elif found < old:
-            facts["lost"] += 1  # a version it said was committed is gone
+            outcome = "lost"  # a version it said was committed is gone
         elif found > old + 1:
-            facts["unexpected"] += 1  # neither the old nor the new: a version nobody was writing
+            outcome = "unexpected"  # neither the old nor the new: a version nobody was writing
         else:
-            facts["kills_mid_replace"] += found == old + 1  # the rename landed, the report did not
+            outcome = "new" if found == old + 1 else "old"  # new: the rename landed, the report did not
+        if outcome != "old":
+            facts["kills_mid_replace" if outcome == "new" else outcome] += 1
         current = max(old, found or 0)
-        facts["temporaries_left_by_kills"] += len(temporaries_of(target))
+        leftover = len(temporaries_of(target))
+        facts["temporaries_left_by_kills"] += leftover
+        facts["per_kill"].append(kill_record.entry(len(committed), outcome, leftover))
     if facts["writers_no_answer"]:  # stopped at the deadline: what is left is counted, not cleaned
         facts["temporaries_left_after_cleanup"] = len(temporaries_of(target))
         facts["seconds"] = round(time.monotonic() - started, 3)

@@ -31,6 +31,7 @@ GATE_SOURCES: tuple[str, ...] = (
     "scripts/core/harness_judge.py",
     "scripts/core/interpreter_rules.py",
     "scripts/core/isolation_judge.py",
+    "scripts/core/kill_record.py",
     "scripts/core/machine_views.py",
     "scripts/core/mount_options.py",
     "scripts/core/names.py",

@@ -133,3 +133,28 @@ def test_the_stress_tool_prints_torn_lost_and_leftover_counts_and_meets_the_goal
     assert [r["place"] for r in report] == ["work-dir"] and report[0]["kills"] == 5
     assert report[0]["kills_per_second"] > 0
     assert list(tmp_path.iterdir()) == [tmp_path / "r.json"]  # its folder removed
+
+
+def test_each_kill_is_recorded_and_the_totals_are_made_again_from_those_records(tmp_path):
+    """r4 18: the totals alone let kills_mid_replace be lowered beside the temporaries the kills left. The stage
+    records each kill (committed, what the target held, temporaries left) and the rule sums them."""
+    facts = killed_writer.stage(tmp_path, kills=8, seed=7)
+    assert killed_writer.problems(facts) == [], facts
+    assert len(facts["per_kill"]) == facts["kills"] == 8
+    assert sum(e["found"] == "new" for e in facts["per_kill"]) == facts["kills_mid_replace"]
+    lowered = {**facts, "kills_mid_replace": 0 if facts["kills_mid_replace"] else 1}
+    assert any("kills_mid_replace is" in p and "per_kill record says" in p for p in killed_writer.problems(lowered))
+    left = {**facts, "temporaries_left_by_kills": facts["temporaries_left_by_kills"] + 1,
+            "temporaries_swept": facts["temporaries_swept"] + 1}
+    assert any("temporaries_left_by_kills is" in p for p in killed_writer.problems(left))
+    record = [dict(e) for e in facts["per_kill"]]
+    record[0].update(found="new", temporaries=1)  # a temporary beside a rename that landed
+    assert any("per_kill.0 is" in p for p in killed_writer.problems({**facts, "per_kill": record}))
+
+
+def test_a_result_of_a_gate_hashing_the_per_kill_rule_never_lacks_the_record():
+    from core import result_format
+
+    result = {"source": {"files": {"scripts/core/kill_record.py": "0" * 64}},
+              "checks": {"failing_writer": {"killed_writer": {}}}}
+    assert any("per_kill is missing" in p for p in result_format.missing_views(result))
