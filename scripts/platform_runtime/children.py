@@ -21,7 +21,7 @@ from pathlib import Path
 from core import strict_json
 from core.outcomes import KILL_GRACE_S  # written once there (its rules bound the recorded times by it)
 
-from platform_runtime import stuck
+from platform_runtime import interpreter_state, stuck
 from platform_runtime.isolation import WORKER_FLAGS
 
 # A file-system check's deadline when the gate's --timeout is the default (600 s); it grows with --timeout
@@ -128,7 +128,8 @@ def start(command: list[str], env: dict[str, str] | None = None, hold: bool = Fa
         kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP
     else:
         kwargs["start_new_session"] = True
-    return subprocess.Popen(command, env=env, **kwargs)
+    # The interpreter the kernel runs, never what sys.executable names (argv[0]: a wrapper script could drop -I).
+    return subprocess.Popen(command, env=env, executable=interpreter_state.popen_executable(command), **kwargs)
 
 
 def kill_tree(process: subprocess.Popen) -> None:

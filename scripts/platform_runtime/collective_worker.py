@@ -37,6 +37,7 @@ from core.collectives import (
     nccl_version_text,
 )
 
+from platform_runtime import interpreter_state
 from platform_runtime.collective_record import LAUNCHER_FILE, progress_file
 from platform_runtime.device_worker import first_line_without_paths, import_torch
 
@@ -233,6 +234,7 @@ def main(argv: list[str]) -> int:
     folder, requested, device, port, timeout_s = Path(argv[0]), argv[1], argv[2], int(argv[3]), float(argv[4])
     folder.mkdir(parents=True, exist_ok=True)
     report = launch(folder, requested, device, port, timeout_s, argv[5] if len(argv) > 5 else None)
+    report[interpreter_state.STARTUP_KEY] = interpreter_state.worker_facts()  # judged by core.interpreter_rules
     sys.stdout.write(json.dumps(report, sort_keys=True) + "\n")
     sys.stdout.flush()
     return 0

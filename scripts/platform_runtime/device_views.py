@@ -18,6 +18,7 @@ from platform_runtime import (
     dependencies,
     driver_access,
     driver_files,
+    interpreter_state,
     loaded_files,
     nvidia_driver,
     procmaps,
@@ -43,6 +44,7 @@ class DeviceViews:
         self._loaded_thread: threading.Thread | None = None
         self._thread: threading.Thread | None = None
         self._process = None
+        self.record_startup: dict | None = None  # the RECORD check process's own start-up facts
 
     def start_record_check(self) -> None:
         """Hash torch's files in a process of its own at the file-system workers' low weight (in this process it
@@ -61,6 +63,7 @@ class DeviceViews:
                 ended = children.describe_returncode(self._process.returncode)
                 report = {"verified": False, "files": 0, "bytes": 0, "duration_s": 0.0,
                           "problems": [f"the RECORD check's process ended {ended} without a report"]}
+            self.record_startup = interpreter_state.take_facts(report)  # the gate judges how it was started
             required = report.pop(torch_record.DEPENDENCIES_KEY, None)
             self._dependencies = required if isinstance(required, dict) else None
             self._record = report

@@ -38,6 +38,7 @@ from core import gate_parameters  # noqa: E402
 from core.device_verdicts import load_safety  # noqa: E402
 from core.files import finite  # noqa: E402
 
+from platform_runtime import interpreter_state  # noqa: E402
 from platform_runtime.device_checkpoint import checkpoint_round_trip  # noqa: E402
 from platform_runtime.device_resolve import device_kind, resolve, synchronize  # noqa: E402
 from platform_runtime.device_training import train  # noqa: E402
@@ -256,6 +257,7 @@ def main(argv: list[str]) -> int:
     requested, workspace = argv[0], Path(argv[1])
     report = run(requested, workspace, argv[2] if len(argv) > 2 else None)
     report["loaded_files"] = loaded_files()
+    report[interpreter_state.STARTUP_KEY] = interpreter_state.worker_facts()  # judged by core.interpreter_rules
     sys.stdout.write(json.dumps(finite(report), sort_keys=True, allow_nan=False) + "\n")
     sys.stdout.flush()
     if hold:

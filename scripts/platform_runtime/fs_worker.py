@@ -38,7 +38,7 @@ from core.files import (
 )
 from core.outcomes import append_problems, lock_probe_problems, replace_problems
 
-from platform_runtime import filesystem, killed_writer, roles
+from platform_runtime import filesystem, interpreter_state, killed_writer, roles
 from platform_runtime.children import FS_CHECK_TIMEOUT_S
 from platform_runtime.jsonl import METHOD, LockedAppender, record_line, verify_records
 from platform_runtime.lock_probe import lock_attempt, lock_probe
@@ -380,7 +380,8 @@ MODES = {
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    emit(MODES[args.mode](args))
+    # Its own start-up, which the gate holds to how it starts a worker (core.interpreter_rules).
+    emit({**MODES[args.mode](args), interpreter_state.STARTUP_KEY: interpreter_state.worker_facts()})
     return 0
 
 

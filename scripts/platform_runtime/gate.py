@@ -23,6 +23,7 @@ from platform_runtime import (
     children,
     device_views,
     early_start,
+    interpreter_state,
     isolation,
     result_records,
     startup,
@@ -118,6 +119,7 @@ class Gate:
         self.torch = early.torch if early is not None else isolation.locate_torch()
         self.build = torch_build.read_build(self.torch.site_dir)
         self.cleaner = None  # the cleanup worker, started early, waiting for its go (_start_early)
+        self.startups: dict[str, dict | None] = {}  # each worker's own start-up facts, by check (_note_startups)
         self.views = device_views.DeviceViews(self.torch.site_dir, self.build)
         self.records = result_records.ResultRecorder(options, self.torch, self.build, self.views, self.deadline,
                                                      self.private)
@@ -144,7 +146,17 @@ class Gate:
         else:
             outcome = children.collect(name, process, started, timeout, by_global, grace=self.budget.kill_grace)
         self.running.remove(process)
+        self.startups[name] = interpreter_state.take_facts(outcome.payload)
         return outcome
+
+    def _note_startups(self, result: dict) -> None:
+        """Every worker's start-up facts into the isolation record, each one not started as asked a vector."""
+        if not isinstance(result.get("isolation"), dict):
+            return
+        if self.views.record_startup is not None:
+            self.startups["torch RECORD check"] = self.views.record_startup
+        for name, facts in self.startups.items():
+            interpreter_state.note_worker(result["isolation"], name, facts)
 
     def device_to_resolve(self) -> str:
         """--device auto with a required device means that device: its own failure then says why."""
@@ -204,6 +216,7 @@ class Gate:
             exit_code = EXIT_INTERRUPTED
         if self.cleaner is not None:  # never told to go (a probe that failed at once): it removes nothing
             children.kill_tree(self.cleaner)
+        self._note_startups(result)
         return self.records.finish(result, failures, exit_code, started)
 
     def _start_early(self, workspace_name: str) -> tuple:
@@ -234,6 +247,7 @@ class Gate:
         global_timeout = any(outcome.global_deadline for outcome in outcomes)
         hung = any(outcome.stuck for outcome in outcomes)
         self._cleanup(result, workspace, failures, after_global_timeout=global_timeout, hung=hung)
+        self._note_startups(result)  # before the requirements are judged: a vector refuses them
         self.records.judge(result, failures, self.started)
         return EXIT_TIMEOUT if global_timeout else EXIT_OK
 
@@ -324,6 +338,7 @@ class Gate:
                                          env=startup.worker_environment()), None
         outcome = children.collect("workspace_cleanup", process, time.monotonic(), deadline, by_budget,
                                    grace=lambda: budget.CLEANUP_GRACE_S, input=go)
+        self.startups["workspace_cleanup"] = interpreter_state.take_facts(outcome.payload)
         removed = bool(outcome.payload and outcome.payload.get("ok"))
         status = "cleaned" if removed else ("timeout" if outcome.timed_out else "failed")
         cleanup["status"] = status

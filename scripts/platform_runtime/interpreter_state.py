@@ -85,3 +85,33 @@ def worker_facts() -> dict:
             "pycache_prefix": pycache_prefix_set([dict(os.environ)]), "executable_is_image": executable_is_image(),
             "python_variables": sorted(name for name in names if name.startswith("PYTHON")),
             "startup_modules": sorted(name for name in START_UP_MODULES if name in sys.modules)}
+
+
+STARTUP_KEY = "startup"  # where every worker's report carries worker_facts()
+
+
+def popen_executable(command: list[str]) -> str | None:
+    """What Popen should run for a worker command: the running image, where the command names sys.executable
+    (its argv[0] stays sys.executable, so the worker's start-up paths are the gate's); None: the command as is."""
+    return running_image() if command and command[0] == sys.executable else None
+
+
+def take_facts(payload: dict | None) -> dict | None:
+    """A worker's start-up facts, taken out of its report (so they are recorded once, under isolation)."""
+    facts = payload.pop(STARTUP_KEY, None) if isinstance(payload, dict) else None
+    return facts if isinstance(facts, dict) else None
+
+
+def note_worker(isolation: dict, role: str, facts: dict | None) -> None:
+    """Record a worker's start-up facts as `isolation.worker_startup[role]` (null: it reported none, and its
+    check fails on its own) and name the vector (core.interpreter_rules) when it was not started as the gate
+    starts every worker."""
+    from core import interpreter_rules
+
+    isolation.setdefault("worker_startup", {})[role] = facts
+    finding = interpreter_rules.worker_finding(role, facts)
+    if finding is not None:
+        if interpreter_rules.WORKER_VECTOR not in isolation["present"]:
+            isolation["present"].append(interpreter_rules.WORKER_VECTOR)
+        if finding not in isolation["findings"]:
+            isolation["findings"].append(finding)

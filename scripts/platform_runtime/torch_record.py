@@ -16,7 +16,7 @@ import json
 import sys
 from pathlib import Path
 
-from platform_runtime import dependencies, isolation
+from platform_runtime import dependencies, interpreter_state, isolation
 from platform_runtime.dist_record import MAX_NAMED, own_bytecode_source, parse_record, verify_distribution  # noqa: F401 - its API
 
 DEPENDENCIES_KEY = "dependencies"  # the closure's report, beside torch's own in the worker's output
@@ -37,6 +37,7 @@ def main(argv: list[str]) -> int:
     site = Path(site_dir) if site_dir else None
     report = verify(site, dist_info or None)
     report[DEPENDENCIES_KEY] = dependencies.verify_required(isolation.torch_search_dirs(), site, dist_info or None)
+    report[interpreter_state.STARTUP_KEY] = interpreter_state.worker_facts()
     sys.stdout.write(json.dumps(report, sort_keys=True))
     sys.stdout.write("\n")
     return 0

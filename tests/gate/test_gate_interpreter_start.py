@@ -105,3 +105,68 @@ def test_every_sentence_of_the_interpreter_rules_names_its_vector_for_the_judge(
         assert isolation_judge.vector_of(finding) == vector, finding
     assert rules.worker_vectors({"cleanup": dict(rules.WORKER_EXPECTED)}) == []
     assert rules.worker_vectors({"cleanup": {**rules.WORKER_EXPECTED, "executable_is_image": None}}) == []  # no /proc
+
+
+def wrapper_venv(folder: Path, marker: Path) -> Path:
+    """A venv-looking folder whose bin/python is a shell script (r5 F5): pyvenv.cfg copied and site-packages linked
+    to the real venv's, so torch and every RECORD are the real ones. Were it run for a file-system worker, it
+    would drop -I and put a sitecustomize forging the probe's answer on PYTHONPATH, leaving `marker` behind."""
+    real = Path(sys.prefix)
+    (folder / "bin").mkdir(parents=True)
+    (folder / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}").mkdir(parents=True)
+    site = Path(next(p for p in sys.path if p.endswith("site-packages") and p.startswith(str(real))))
+    (folder / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages").symlink_to(site)
+    (folder / "pyvenv.cfg").write_bytes((real / "pyvenv.cfg").read_bytes())
+    forger = folder / "sc"
+    forger.mkdir()
+    (forger / "sitecustomize.py").write_text(
+        "import json\n_real = json.dumps\n"
+        "def dumps(obj, *a, **k):\n"
+        "    fs = obj.get('filesystem') if isinstance(obj, dict) else None\n"
+        "    if isinstance(fs, dict) and str(fs.get('method', '')).startswith('linux-mountinfo'):\n"
+        "        fs.update(type='nfs4', nfs_version='4.2', statfs_f_type=0x6969, inode_flags=None,\n"
+        "                  mount_options=['rw', 'vers=4.2', 'proto=tcp', 'sec=sys'])\n"
+        "    return _real(obj, *a, **k)\n"
+        "json.dumps = dumps\n", encoding="utf-8")
+    script = folder / "bin" / "python"
+    script.write_text(f'#!/bin/sh\ncase "$*" in *fs_worker*) [ "$1" = "-I" ] && shift; export PYTHONPATH={forger}; '
+                      f': > {marker};; esac\nexec {sys.executable} "$@"\n', encoding="utf-8")
+    script.chmod(0o755)
+    return script
+
+
+def test_a_wrapper_script_named_as_sys_executable_is_refused_and_never_starts_a_worker(tmp_path):
+    marker = tmp_path / "wrapper-ran"
+    script = wrapper_venv(tmp_path / "fake", marker)
+    work = tmp_path / "work"
+    work.mkdir()
+    run = gate_run(tmp_path, ["bash", "-c", f'exec -a {script} {sys.executable} -B {GATE} "$@"', "gate", "--device",
+                              "cpu", "--require", "nfs", "--work-dir", str(work)], env={})
+    assert run.result["isolation"]["interpreter"]["executable_is_image"] is False
+    assert_refused_naming(run, "sys.executable")
+    assert "worker start-up" in run.result["isolation"]["present"]  # each worker said so of itself too
+    assert not marker.exists()  # every worker ran from /proc/self/exe: the script was never run
+    assert "not nfs" in nfs_verdict(run)["reason"] and run.result["filesystem"]["type"] != "nfs4"
+
+    # The judge: the vectors deleted while the recorded facts remain is not authentic.
+    edited = copy.deepcopy(run.result)
+    isolation = edited["isolation"]
+    isolation["present"], isolation["findings"] = [], []
+    problems = isolation_judge.isolation_forgeries(edited)
+    assert any("sys.executable" in p and "worker start-up" in p for p in problems), problems
+
+
+def test_a_worker_not_started_as_the_gate_starts_it_is_named_by_its_own_report(tmp_path):
+    # A real file-system probe started the way a wrapper would: without -I or -B, with a PYTHON* variable.
+    from platform_runtime import interpreter_state
+
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "platform_runtime_worker.py"), "fs_worker", "probe",
+                           str(tmp_path), "platform-runtime-x"], capture_output=True, text=True, timeout=60,
+                          env={**{k: v for k, v in os.environ.items() if not k.startswith("PYTHON")},
+                               "PYTHONHASHSEED": "1"})
+    report = json.loads(done.stdout.splitlines()[-1])
+    isolation: dict = {"present": [], "findings": []}
+    interpreter_state.note_worker(isolation, "file-system probe", interpreter_state.take_facts(report))
+    assert isolation["present"] == ["worker start-up"] and "startup" not in report
+    assert isolation["findings"] == ["the file-system probe worker was not started as the gate starts it: isolated "
+                                     "False, dont_write_bytecode False, python_variables ['PYTHONHASHSEED']"]
