@@ -230,7 +230,7 @@ def _github_claim_reasons(result: dict[str, Any]) -> list[str]:
         return []
     return [f"{result.get('name')}: github claims GitHub Actions run {str(github.get('run_id'))[:40]!r} of "
             f"{str(github.get('repository'))[:80]!r}: a local index cannot bind a run to GitHub (it reads no "
-            "API); index that run with `build_evidence_index.py run`"]
+            "API); index that run with `build_evidence_index.py build --run-id`"]
 
 
 def decide_local(predicate: dict[str, Any]) -> dict[str, Any]:
