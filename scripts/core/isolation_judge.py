@@ -46,8 +46,10 @@ _FINDINGS = (
                 r"own process at start-up|was loaded into the device worker at start-up)$"), None),
 )
 
-# A gate hashing this source records `isolation.interpreter` (platform_runtime.interpreter_state).
+# A gate hashing this source records `isolation.interpreter` and `isolation.worker_startup` for each check a
+# worker of its own ran (platform_runtime.interpreter_state, .gate).
 INTERPRETER_SOURCE = "scripts/platform_runtime/interpreter_state.py"
+WORKER_CHECKS = ("device_compute", "failing_writer", "concurrent_replace", "jsonl_append", "collectives")
 
 
 WORKER_LOADED = re.compile(r"^a (sitecustomize|usercustomize) was loaded into the device worker at start-up$")
@@ -138,6 +140,8 @@ def isolation_forgeries(result: dict[str, Any]) -> list[str]:
     if isinstance(files, dict) and INTERPRETER_SOURCE in files and not isinstance(isolation.get("interpreter"), dict):
         problems.append(f"isolation.interpreter is {isolation.get('interpreter')!r} on a result of a gate that hashes "
                         f"{INTERPRETER_SOURCE}, which records it: its facts cannot be deleted to hide a vector")
+    if isinstance(files, dict) and INTERPRETER_SOURCE in files:
+        problems += worker_startup_missing(result, isolation)
     allowed = isolation.get("allowed")
     if not isinstance(allowed, bool):
         problems.append(f"isolation.allowed is {allowed!r} on {why}: a current result is never exempt as an older one")
@@ -155,6 +159,21 @@ def isolation_forgeries(result: dict[str, Any]) -> list[str]:
         problems.append(f"isolation.present is recorded {present!r}, its findings, executing_pth_files and "
                         f"device_worker_loaded say {derived!r}")
     return problems
+
+
+def worker_startup_missing(result: dict[str, Any], isolation: dict[str, Any]) -> list[str]:
+    """A gate that hashes INTERPRETER_SOURCE records every worker check's start-up facts (null for one that
+    reported none): an entry deleted, with the finding it gave, would hide that worker's vector."""
+    checks = result.get("checks") if isinstance(result.get("checks"), dict) else {}
+    ran = [name for name in WORKER_CHECKS if name in checks]
+    recorded = isolation.get("worker_startup")
+    if not ran:
+        return []
+    if not isinstance(recorded, dict):
+        return [f"isolation.worker_startup is {recorded!r} beside the checks {ran}: the gate records each worker's "
+                "own start-up"]
+    return [f"isolation.worker_startup has no entry for {name}, which ran: the gate records each worker's own "
+            "start-up" for name in ran if name not in recorded]
 
 
 def is_current(result: dict[str, Any]) -> bool:

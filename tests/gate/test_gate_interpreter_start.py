@@ -93,6 +93,16 @@ def test_an_untouched_run_records_a_clean_interpreter_and_passes(tmp_path):
     assert run.returncode == 0, run.stderr
     assert run.result["isolation"]["interpreter"] == {"pycache_prefix": False, "executable_is_image": True}
     assert isolation_judge.isolation_forgeries(run.result) == []
+    startups = run.result["isolation"]["worker_startup"]
+    assert {"file-system probe", "device_compute", "failing_writer", "concurrent_replace", "jsonl_append",
+            "workspace_cleanup", "torch RECORD check"} <= set(startups)
+    assert all(facts["isolated"] and facts["executable_is_image"] for facts in startups.values())
+    # A worker's entry deleted (with the finding it would have given) is not authentic.
+    edited = copy.deepcopy(run.result)
+    del edited["isolation"]["worker_startup"]["jsonl_append"]
+    assert isolation_judge.isolation_forgeries(edited) == [
+        "isolation.worker_startup has no entry for jsonl_append, which ran: the gate records each worker's own "
+        "start-up"]
 
 
 def test_every_sentence_of_the_interpreter_rules_names_its_vector_for_the_judge():
