@@ -1,8 +1,9 @@
 """A reprise run's config.json and its summary's checkpoint record and RNG draws, forged one fact at a time in
 copies of the committed evidence (the outside review r4, findings 2, 14 and 20), re-indexed and verified in this
-process with torch: each is refused (not authentic) naming the field, and scripts/check_training_run.py on the
-forged folder exits 1 too (the index re-runs that check). The figures a refusal names are read from the
-committed bytes. (The untouched copies staying authentic: test_crossfile_forgery, test_reprise_record_forgery.)"""
+process (with torch where the rule needs the checkpoint loaded): each is refused (not authentic) naming the
+field, and the training-run check (check_training_run.py, which the index re-runs) refuses the forged folder
+too. The figures a refusal names are read from the committed bytes. (The untouched copies staying authentic:
+test_crossfile_forgery, test_reprise_record_forgery.)"""
 
 from __future__ import annotations
 
