@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import math
 import random
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +49,11 @@ def _number(value: Any) -> bool:
 
 
 def _common() -> Any:
-    import reprise_common  # late: it imports the contract, which imports the module that imports this one
+    """reprise_common, imported late (it imports the contract, which imports the module that imports this one)
+    and by name from this folder, however this module was loaded (a test loads it by path)."""
+    if str(DATA.parent) not in sys.path:
+        sys.path.append(str(DATA.parent))
+    import reprise_common
 
     return reprise_common
 

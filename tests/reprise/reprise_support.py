@@ -42,6 +42,7 @@ def module(name: str):
 
 _load("strict_json")  # imported by name by the modules below, as from their own folder
 _load("training_run_records")
+_load("training_run_facts")  # reprise_compare imports it by name
 contract = _load("training_run_contract")
 
 
