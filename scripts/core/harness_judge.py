@@ -16,17 +16,20 @@ def derived_flags(document: dict[str, Any]) -> dict[str, Any]:
     delete, unmount, server = (obj(document, k) for k in ("export_side_delete", "unmount", "server"))
     # As scripts/steps/nfs_teardown.unmount decides it: gone from mountinfo, and not by detaching a mount whose
     # umount hung (a dead server's share is detached, never unmounted).
-    # Its umount attempts were busy retries until the last one, which unmounted it: exit 0 (none ran when the
-    # share was already gone before the first attempt).
-    codes = unmount.get("umount_exit_codes", [])
-    umounted = isinstance(codes, list) and all(type(c) is int for c in codes) and (not codes or codes[-1] == 0)
+    # Its umount attempts were busy retries until the last one, which unmounted it: exit 0. None runs only when
+    # the share was already gone before the first attempt, never after a setup that mounted it (its `mount`, read
+    # from mountinfo): nothing between the two unmounts it (r4's #18: "unmounted" with no umount made).
+    codes = unmount.get("umount_exit_codes")
+    mounted = bool(obj(obj(document, "setup"), "mount"))
+    umounted = (isinstance(codes, list) and all(type(c) is int for c in codes)
+                and (codes[-1] == 0 if codes else not mounted))
     flags: dict[str, Any] = {"unmount.unmounted": ("still_mounted_as" in unmount and unmount["still_mounted_as"] is None
                                                    and unmount.get("hung") is not True
                                                    and unmount.get("detached") is None and umounted)}
     flags["unmounted"] = flags["unmount.unmounted"]
     if server:
-        flags["server.stopped"] = (server.get("rpc_nfsd_0_exit") == 0 and server.get("nfsd_threads_after") == "0"
-                                   and server.get("mountd_stopped") is True)
+        flags["server.stopped"] = (_whole(server.get("rpc_nfsd_0_exit"), 0, 0)
+                                   and server.get("nfsd_threads_after") == "0" and server.get("mountd_stopped") is True)
     flags["server_stopped"] = bool(server) and flags.get("server.stopped") is True
     if delete:
         flags["export_side_delete.verified"] = delete.get("absent_after") is True and delete.get("nfs_leftovers") == []

@@ -16,10 +16,11 @@ from typing import Any
 
 from core.git_provenance import git_state_problems  # the gate's own rule for a source.git
 from core.rename_race import judge_rename_race
+from core.vm_image_judge import image_problems, run_fields_problems, run_image_problems, versions_problems
 from core.vm_judge import (
     judge_busy_rename,
     judge_busy_unmount,
-    judge_install,
+    judge_install_record,
     judge_server_gone,
     judge_server_restart,
     judge_two_clients,
@@ -208,11 +209,12 @@ def judged_check(document: dict[str, Any] | None, found: tuple[list[str], list[s
                                                + [describe(document)])
 
 
-def install_check(doc: dict[str, Any] | None) -> Check:
-    """Recomputed from the recorded facts (judge_install), never from the phase's own ok."""
+def install_check(doc: dict[str, Any] | None, image: dict[str, Any] | None = None) -> Check:
+    """Recomputed from the recorded facts (judge_install), never from the phase's own ok; its .debs the image's."""
     if doc is None:
         return False, "the install phase wrote no result"
-    problems = judge_install(doc)
+    reasons, forged = judge_install_record(doc, image)
+    problems = [*(f"not authentic: {f}" for f in forged), *reasons, *negative_seconds(doc)]
     units = doc.get("units") or {}
     detail = (f"dpkg -i exit {doc.get('dpkg_exit_code')} in {doc.get('seconds')} s, nfs-kernel-server "
               f"{doc.get('nfs_kernel_server')}, PID 1 {doc.get('pid1')}; after the postinst: nfs-server "
@@ -335,7 +337,7 @@ def phase_checks(load: Load) -> dict[str, list[tuple[str, Callable[[], Check]]]]
                                                describe_busy_rename))],
         "rename_race": [("rename_race", judged("rename_race/rename-race.json", judge_rename_race,
                                                describe_rename_race))],
-        "install": [("install", lambda: install_check(load("install/install.json")))],
+        "install": [("install", lambda: install_check(load("install/install.json"), load("nfsvm-image.json")))],
     }
 
 
@@ -395,8 +397,17 @@ def judge_vm_run(run: dict[str, Any], load: Load | None = None) -> tuple[list[st
                               f"{check['detail'][:200]!r}")
             if not check["ok"]:
                 reasons.append(f"{name}: {check['detail'][:300]}")
-    reasons += [f"{name} did not pass" for name, ok in recorded.items() if not ok and name not in
+    # The run's own words for a check that failed (its detail names the record's field), where no load made it again.
+    details = {c["name"]: str(c.get("detail"))[:300] for c in checks}
+    reasons += [f"{name} did not pass ({details[name]})" for name, ok in recorded.items() if not ok and name not in
                 {r.split(":", 1)[0] for r in reasons}]
+    reasons += run_fields_problems(run)
+    if load is not None:  # the run's copies of the image and the guest's versions are theirs (r4's #13, #18)
+        manifest, versions = load("nfsvm-image.json"), load("versions.json")
+        forged += [f"no {name} beside the run: what it copied is not bound" for name, doc in
+                   (("nfsvm-image.json", manifest), ("versions.json", versions)) if doc is None]
+        forged += (image_problems(manifest) if manifest else []) + (versions_problems(versions) if versions else [])
+        forged += run_image_problems(run, manifest, versions)
     forged += index_check_problems(run, checks)
     forged += git_state_problems({"source": {"git": run["git"]}}) if "git" in run else []
     if run.get("ok") is not all(recorded.values()):

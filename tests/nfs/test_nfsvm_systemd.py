@@ -16,8 +16,9 @@ sys.path.insert(0, str(ROOT / "tools"))
 from core.vm_judge import judge_install  # noqa: E402
 from nfsvm import evidence, job, postinst, recipe, run_checks, systemd_image, vm  # noqa: E402
 
-GOOD_INSTALL = {"dpkg_exit_code": 0, "nfs_kernel_server": "1:2.6.2-4+deb12u1", "nfsd_threads": "8",
-                "units": {"nfs-server.service": "active", "nfs-mountd.service": "active"}, "pid1": "systemd"}
+# The facts the committed systemd run's install phase recorded: every unit active, rpc.mountd running, the .debs.
+GOOD_INSTALL = {key: value for key, value in json.loads((ROOT / "evidence" / "nfs-systemd" / "install.json")
+                                                        .read_text()).items() if key not in ("ok", "problems")}
 
 
 def test_the_systemd_image_lacks_nfs_kernel_server_and_has_systemd_and_its_own_hash():
@@ -115,9 +116,12 @@ def test_the_install_check_recomputes_from_the_facts_not_the_recorded_ok(tmp_pat
                                                      "units": {"nfs-server.service": "failed"}}))
     checks = {c["name"]: c for c in run_checks.judge(tmp_path, {"qemu_exit_code": 0}, ["install"])}
     assert checks["install"]["ok"] is False and "nfs-server.service is 'failed'" in checks["install"]["detail"]
-    (folder / "install.json").write_text(json.dumps(GOOD_INSTALL))
+    (folder / "install.json").write_text(json.dumps({**GOOD_INSTALL, "ok": True, "problems": []}))
     checks = {c["name"]: c for c in run_checks.judge(tmp_path, {"qemu_exit_code": 0}, ["install"])}
     assert checks["install"]["ok"] is True
+    (folder / "install.json").write_text(json.dumps(GOOD_INSTALL))  # its ok and problems are required
+    checks = {c["name"]: c for c in run_checks.judge(tmp_path, {"qemu_exit_code": 0}, ["install"])}
+    assert checks["install"]["ok"] is False and "ok is recorded None, its facts say True" in checks["install"]["detail"]
     (folder / "install.json").unlink()
     checks = {c["name"]: c for c in run_checks.judge(tmp_path, {"qemu_exit_code": 0}, ["install"])}
     assert checks["install"]["ok"] is False

@@ -68,7 +68,7 @@ def make_job(repo: Path, phases: list[str], gate_timeout: float, init: str = "bu
     job = {"init": init, "repo": str(repo), "python": str(python), "host_python": host_python(python),
            "phases": phases,
            "shares": shares,
-           "gate_timeout": gate_timeout, "fault_gate_timeout": gate_timeout, "restart_delay": 8}
+           "gate_timeout": gate_timeout, "fault_gate_timeout": gate_timeout}
     return job, shares
 
 

@@ -26,8 +26,6 @@ from nfsvm import recipe
 # only slow. DPKG_LIMIT_S bounds even a dpkg that never falls silent, within the VM's own --limit (2400 s).
 DPKG_STALL_S = 240
 DPKG_LIMIT_S = 1800
-UNITS = ("nfs-server.service", "nfs-mountd.service", "nfsdcld.service", "nfs-idmapd.service",
-         "rpc-statd.service", "rpcbind.service", "rpcbind.socket", "proc-fs-nfsd.mount")
 
 
 def read(path: str) -> str | None:
@@ -105,8 +103,13 @@ def install_phase(job: dict, out: Path, _boot: float) -> dict:
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     # Written as it runs (the job share): a postinst that hangs shows where in the host's copy.
     dpkg = watched(["dpkg", "-i", *debs], folder / "dpkg.log", env)
+    from nfsvm.phases import core_on_path
+
+    core_on_path()  # the verdict is core's rule (core.vm_judge.judge_install), which the host's judge applies again
+    from core.vm_judge import INSTALL_UNITS, judge_install
+
     units = {unit: subprocess.run(["systemctl", "is-active", unit], capture_output=True, text=True).stdout.strip()
-             for unit in UNITS}
+             for unit in INSTALL_UNITS}
     mountd = subprocess.run(["pgrep", "-x", "rpc.mountd"], capture_output=True, text=True).stdout.split()
     result = {"schema": "kernodeck.nfsvm-install/v1", "phase": "install", "debs": [Path(d).name for d in debs],
               "dpkg_exit_code": dpkg["exit_code"],
@@ -115,11 +118,6 @@ def install_phase(job: dict, out: Path, _boot: float) -> dict:
               "nfs_kernel_server": installed_version(recipe.OFFLINE_PACKAGE), "units": units,
               "nfsd_threads": read("/proc/fs/nfsd/threads"), "nfsv4gracetime": read("/proc/fs/nfsd/nfsv4gracetime"),
               "rpc_mountd_pids": len(mountd), "pid1": read("/proc/1/comm")}
-    from nfsvm.phases import core_on_path
-
-    core_on_path()  # the verdict is core's rule (core.vm_judge.judge_install), which the host's judge applies again
-    from core.vm_judge import judge_install
-
     result["problems"] = judge_install(result)
     result["ok"] = not result["problems"]
     (folder / "install.json").write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")

@@ -147,8 +147,12 @@ def judge_replace(job: dict, run: dict, final: bytes) -> dict:
     return verdict
 
 
-VARIANTS = (("locked.jsonl", 2, 100, "locked"), ("replace.json", 1, 30, "replace"),
-            ("unlocked.jsonl", 2, 300, "unlocked"))
+def variants_table() -> tuple:
+    """core.vm_judge.TWO_CLIENTS_VARIANTS: the counts the host's judge holds the record to."""
+    phases.core_on_path()
+    from core.vm_judge import TWO_CLIENTS_VARIANTS
+
+    return TWO_CLIENTS_VARIANTS
 
 
 def two_clients_variants(job: dict, base: Path, export: Path, workspace: str, result: dict) -> None:
@@ -159,7 +163,7 @@ def two_clients_variants(job: dict, base: Path, export: Path, workspace: str, re
     (export / workspace / "replace.json").write_bytes(fs_worker.version_document(-1, 0))
     shutil.chown(export / workspace / "replace.json", phases.RUNNER, phases.RUNNER)
     variants = result["variants"] = {}
-    for variant, per_client, count, kind in VARIANTS:
+    for variant, per_client, count, kind in variants_table():
         run = variants[kind] = run_variant(job, base, variant, per_client, count)
         target = export / workspace / variant
         if not target.exists():
@@ -175,7 +179,7 @@ def variants_reason(variants: dict) -> str | None:
     """'failed: replace (c2/w1: OSError: Text file busy); not run: unlocked', or None when all passed."""
     failed = [kind + "".join(f" ({why})" for why in run.get("verdict", {}).get("failed_tasks", [])[:3])
               for kind, run in variants.items() if not run.get("verdict", {}).get("pass")]
-    missing = [kind for *_, kind in VARIANTS if kind not in variants]
+    missing = [kind for *_, kind in variants_table() if kind not in variants]
     if not failed and not missing:
         return None
     return f"failed: {', '.join(failed) or '-'}; not run: {', '.join(missing) or '-'}"
