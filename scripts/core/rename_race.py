@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from core.vm_judge import is_int  # an exit code or count is an int, never a boolean (r4's #19)
+
 CONTROL = "local"
 
 
@@ -38,7 +40,7 @@ def condition_summary(condition: dict[str, Any]) -> dict[str, Any]:
     reports = [r for r in condition.get("reports") or [] if isinstance(r, dict)]
     writers: Counter = Counter()
     readers: Counter = Counter()
-    complete = len(reports) == condition.get("clients") and bool(reports)
+    complete = is_int(condition.get("clients"), len(reports)) and bool(reports)
     per_client = {}
     silly_seen = 0
     for report in reports:
@@ -48,9 +50,10 @@ def condition_summary(condition: dict[str, Any]) -> dict[str, Any]:
         for task in tasks:
             result = _dict(task.get("result"))
             outcomes = {str(k): _count(v) for k, v in _dict(result.get("outcomes")).items()}
-            complete = complete and task.get("exit_code") == 0 and bool(result)
+            complete = complete and is_int(task.get("exit_code"), 0) and bool(result)
             if task.get("role") == "writer":
-                complete = complete and result.get("attempted") == condition.get("renames_per_writer")
+                complete = (complete and is_int(result.get("attempted"))
+                            and result.get("attempted") == condition.get("renames_per_writer"))
                 mine.update(outcomes)
                 writers.update(outcomes)
             else:
@@ -75,7 +78,7 @@ def rename_race_verdict(conditions: list[dict[str, Any]]) -> dict[str, Any]:
     kept = [c for c in conditions if isinstance(c, dict)]
     summaries = {str(c.get("name")): condition_summary(c) for c in kept}
     control = summaries.get(CONTROL)
-    one = [str(c.get("name")) for c in kept if c.get("place") == "nfs" and c.get("clients") == 1]
+    one = [str(c.get("name")) for c in kept if c.get("place") == "nfs" and is_int(c.get("clients"), 1)]
     two = [str(c.get("name")) for c in kept if c.get("place") == "nfs" and c.get("clients") == 2]
     unexplained = [f"{name}/{client}" for name, s in summaries.items() for client, k in s["clients"].items()
                    if k["etxtbsy"] and not k["sillyrename_events"]]

@@ -18,6 +18,7 @@ from core.git_provenance import git_state_problems  # the gate's own rule for a 
 from core.rename_race import judge_rename_race
 from core.vm_image_judge import image_problems, run_fields_problems, run_image_problems, versions_problems
 from core.vm_judge import (
+    is_int,
     judge_busy_rename,
     judge_busy_unmount,
     judge_install_record,
@@ -79,8 +80,8 @@ def vm_problems(boot: dict[str, Any]) -> list[str]:
                         f"{boot.get('timed_out')})")
     if isinstance(code, int) and not isinstance(code, bool) and code < 0:
         problems.append(f"qemu was killed by {signal_name(-code)} (exit status {code})")
-    elif code != 0:
-        problems.append(f"qemu exited {code}")
+    elif not is_int(code, 0):
+        problems.append(f"qemu exited {code!r}")
     host = boot.get("host_signal")
     if host is not None:
         number = host.get("number") if isinstance(host, dict) else None
@@ -135,9 +136,9 @@ def steps_problems(steps_record: dict[str, Any] | None, gate: dict[str, Any] | N
         return ["no action/steps.json: the action's steps are not recorded"]
     steps = steps_record.get("steps") if isinstance(steps_record.get("steps"), dict) else {}
     problems = [f"steps.{name}.exit_code is {_exit_of(steps, name)!r}, the step exits 0"
-                for name in ("result_dir", "setup") if _exit_of(steps, name) != 0]
+                for name in ("result_dir", "setup") if not is_int(_exit_of(steps, name), 0)]
     step = steps.get("gate") if isinstance(steps.get("gate"), dict) else {}
-    if isinstance(gate, dict) and step.get("exit_code") != gate.get("exit_code"):
+    if isinstance(gate, dict) and not (is_int(step.get("exit_code")) and step["exit_code"] == gate.get("exit_code")):
         problems.append(f"steps.gate.exit_code is {step.get('exit_code')!r}, the gate result's exit_code is "
                         f"{gate.get('exit_code')!r}")
     seconds, limit = step.get("seconds"), step.get("limit_seconds")
@@ -149,7 +150,7 @@ def steps_problems(steps_record: dict[str, Any] | None, gate: dict[str, Any] | N
         problems.append(f"steps.gate.limit_seconds is {limit!r}, under the gate's own --timeout {timeout!r}")
     if isinstance(record, dict):
         wanted = 0 if record.get("ok") is True else 1
-        if _exit_of(steps, "teardown") != wanted:
+        if not is_int(_exit_of(steps, "teardown"), wanted):
             problems.append(f"steps.teardown.exit_code is {_exit_of(steps, 'teardown')!r}, its record's ok "
                             f"{record.get('ok')!r} exits {wanted}")
     return problems + negative_seconds(steps_record)
@@ -404,8 +405,6 @@ def judge_vm_run(run: dict[str, Any], load: Load | None = None) -> tuple[list[st
     reasons += run_fields_problems(run)
     if load is not None:  # the run's copies of the image and the guest's versions are theirs (r4's #13, #18)
         manifest, versions = load("nfsvm-image.json"), load("versions.json")
-        forged += [f"no {name} beside the run: what it copied is not bound" for name, doc in
-                   (("nfsvm-image.json", manifest), ("versions.json", versions)) if doc is None]
         forged += (image_problems(manifest) if manifest else []) + (versions_problems(versions) if versions else [])
         forged += run_image_problems(run, manifest, versions)
     forged += index_check_problems(run, checks)
@@ -425,7 +424,7 @@ def index_check_problems(run: dict[str, Any], checks: list[dict[str, Any]]) -> l
     if index is None:  # r4's #9: with the record deleted, the check had nothing to be made from, and passed
         return [f"checks.{INDEX_CHECK} is recorded without the run's evidence_index record it is made from"]
     problems = []
-    if check["ok"] is not (index.get("exit_code") == 0):
+    if check["ok"] is not is_int(index.get("exit_code"), 0):
         problems.append(f"checks.{INDEX_CHECK}.ok is recorded {check['ok']!r}, evidence_index.exit_code is "
                         f"{index.get('exit_code')!r}")
     if check.get("detail") != index.get("message"):

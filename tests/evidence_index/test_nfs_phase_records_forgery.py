@@ -159,13 +159,21 @@ BOOL_FORGERIES = [
     ("two-clients.json", lambda d: d["teardown"].update(exit_code=False), "teardown.exit_code is False"),
     ("two-clients.json", lambda d: d["variants"]["locked"]["clients"][0].update(exit_code=False),
      "variants.locked.verdict.writers_exited_0 is recorded True, its clients' reports say False"),
+    ("action-steps.json", lambda d: d["steps"]["setup"].update(exit_code=False), "steps.setup.exit_code is False"),
+    ("action-steps.json", lambda d: d["steps"]["gate"].update(exit_code=False), "steps.gate.exit_code is False"),
+    ("action-steps.json", lambda d: d["steps"]["teardown"].update(exit_code=False),
+     "steps.teardown.exit_code is False"),
+    ("nfs-vm-run.json", lambda d: d["vm"].update(qemu_exit_code=False), "qemu exited False"),
+    ("nfs-vm-run.json", lambda d: d["evidence_index"].update(exit_code=False),
+     "evidence_index.exit_code is False"),
 ]
 
 
 @pytest.mark.parametrize("name, change, words", BOOL_FORGERIES,
                          ids=["busy-exit-true", "free-exit-false", "restart-teardown-false", "restart-gate-false",
                               "locked-counts-false", "replace-partial-false", "two-clients-teardown-false",
-                              "client-exit-false"])
+                              "client-exit-false", "setup-step-false", "gate-step-false", "teardown-step-false",
+                              "qemu-exit-false", "index-exit-false"])
 def test_an_exit_code_or_count_written_as_a_boolean_is_refused(tmp_path, name, change, words):
     found = judged(forged_copy(tmp_path, "nfs", name, change))
     assert any(words in why for why in found), found
