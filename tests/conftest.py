@@ -66,11 +66,14 @@ def fault_python() -> Path:
 
 
 def run_gate(tmp_path: Path, *args: str, fault: str | None = None, cwd: Path | None = None,
-             timeout: float = 300, env: dict[str, str] | None = None) -> GateRun:
+             timeout: float = 300, env: dict[str, str] | None = None, python_prefix: list[str] | None = None,
+             scripts: Path | None = None) -> GateRun:
     """Run scripts/platform_runtime_check.py as a user would; validate whatever result it writes.
 
     fault: the name of a fault (tests/gate/faults/sitecustomize.py) to inject into the gate's processes;
     "" runs the fault venv with no fault (for the audit records). env: extra environment variables.
+    python_prefix: a program the interpreter is started through (a tracer, a seccomp wrapper). scripts: another
+    copy of the gate's scripts/ folder to run.
     """
     output = tmp_path / f"result-{len(list(tmp_path.glob('result-*.json')))}.json"
     env = {**os.environ, **(env or {})}
@@ -80,7 +83,8 @@ def run_gate(tmp_path: Path, *args: str, fault: str | None = None, cwd: Path | N
         python = fault_python()
         env["PLATFORM_RUNTIME_FAULT"] = fault
     completed = subprocess.run(
-        [str(python), "-B", str(SCRIPTS / "platform_runtime_check.py"), *args, "--output", str(output)],
+        [*(python_prefix or []), str(python), "-B", str(scripts or SCRIPTS) + "/platform_runtime_check.py", *args,
+         "--output", str(output)],
         cwd=cwd or tmp_path, env=env, capture_output=True, text=True, timeout=timeout)
     result = json.loads(output.read_text(encoding="utf-8")) if output.exists() else None
     if result is not None:

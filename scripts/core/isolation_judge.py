@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from core import interpreter_rules
+from core import interpreter_rules, process_views
 
 START_UP_MODULES = ("sitecustomize", "usercustomize")
 # Fields only a gate that records `isolation.allowed` writes (platform_runtime.gate, .startup, .device_views).
@@ -34,8 +34,14 @@ _FINDINGS = (
     (re.compile(r"^(PYTHON[A-Z]+) is set and the gate's own process was started without -I or -E$"), None),
     (re.compile(r"^a warning filter \(PYTHONWARNINGS or -W\) names a category in a module"), "PYTHONWARNINGS"),
     (re.compile(r"^/etc/ld\.so\.preload names a library"), "ld.so.preload"),
-    (re.compile(r"^\S+ is mapped into the (gate's own process|device worker) from an LD_LIBRARY_PATH directory$"),
-     "LD_LIBRARY_PATH"),
+    (re.compile(r"^\S+ is mapped into the (gate's own process|device worker|[a-z_ -]+ worker) from an "
+                r"LD_LIBRARY_PATH directory$"), "LD_LIBRARY_PATH"),
+    (re.compile(r"^the (gate's own process|[a-z_ -]+ worker) is traced \(TracerPid is not 0\)"), "tracer"),
+    (re.compile(r"^the (gate's own process (runs under|has) a seccomp filter|[a-z_ -]+ worker has a seccomp filter "
+                r"count other than)"), "seccomp filter"),
+    (re.compile(r"^\S+ is an importable entry in the gate's own folder \(scripts/\) that is not one of its "
+                r"sources"), "unlisted script"),
+    (re.compile(r"^\S+ on a sys\.path entry ahead of the standard library shadows its module"), "stdlib shadow"),
     (re.compile(r"^an LD_LIBRARY_PATH entry holds a dynamic string token"), "LD_LIBRARY_PATH"),
     (re.compile(r"^a \S+ file beside the interpreter replaces its start-up path"), "._pth"),
     (re.compile(r"^\S+\.pth (in a site directory runs code at every start-up|imported _distutils_hack into)"), ".pth"),
@@ -94,6 +100,11 @@ def derived_vectors(isolation: dict[str, Any]) -> tuple[list[str], list[str]]:
     pth = isolation.get("executing_pth_files")
     if isinstance(pth, list) and pth and ".pth" not in vectors:
         vectors.append(".pth")
+    # A tracer or an added seccomp filter, from the /proc status the gate recorded of itself and its workers:
+    # deleting the finding and the vector while leaving the facts is seen (core.process_views).
+    for vector, _ in process_views.vectors(isolation.get("processes")):
+        if vector not in vectors:
+            vectors.append(vector)
     loaded = isolation.get("device_worker_loaded")
     for name in loaded if isinstance(loaded, list) else []:
         if name in START_UP_MODULES and name not in vectors:

@@ -34,6 +34,9 @@ def platform_facts() -> dict:
 # (a container's) still answers as it did with the global file the runner set up.
 GIT_SAFE_CONFIG = ("core.fsmonitor=false", "core.untrackedCache=false", "core.pager=cat", "diff.external=",
                    "core.hooksPath=/dev/null")
+# And no LD_LIBRARY_PATH: git from a system folder needs none, and a library it loads from one (the r5 review saw
+# git map libz from the caller's folder) would run code that could forge source.git.
+GIT_REMOVED = ("HOME", "XDG_CONFIG_HOME", "PAGER", "EDITOR", "VISUAL", "LD_LIBRARY_PATH")
 # Where git is looked for on POSIX, never the caller's PATH (a `git` first on it would run as the gate's child).
 TRUSTED_BIN_DIRS = ("/usr/bin", "/bin", "/usr/local/bin", "/opt/homebrew/bin")
 
@@ -41,7 +44,7 @@ TRUSTED_BIN_DIRS = ("/usr/bin", "/bin", "/usr/local/bin", "/opt/homebrew/bin")
 def git_environment(environ: dict[str, str] | None = None) -> dict[str, str]:
     """The caller's environment without anything that configures git, and with no system or global config."""
     env = {name: value for name, value in (os.environ if environ is None else environ).items()
-           if not name.startswith("GIT_") and name not in ("HOME", "XDG_CONFIG_HOME", "PAGER", "EDITOR", "VISUAL")}
+           if not name.startswith("GIT_") and name not in GIT_REMOVED}
     env.update({"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_SYSTEM": os.devnull,
                 "GIT_ATTR_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0", "HOME": os.devnull})
     return env

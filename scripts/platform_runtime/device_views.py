@@ -5,6 +5,7 @@ GPUs. core.trust judges what they recorded."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import threading
@@ -24,6 +25,7 @@ from platform_runtime import (
     procmaps,
     startup,
     torch_record,
+    worker_watch,
 )
 from platform_runtime.isolation import torch_search_dirs
 
@@ -45,16 +47,24 @@ class DeviceViews:
         self._thread: threading.Thread | None = None
         self._process = None
         self.record_startup: dict | None = None  # the RECORD check process's own start-up facts
+        self.watch = None  # platform_runtime.worker_watch.WorkerWatch: the RECORD check's process is looked at too
 
     def start_record_check(self) -> None:
         """Hash torch's files in a process of its own at the file-system workers' low weight (in this process it
         took a full share of the CPU beside the device worker, the gate's critical path), collected by a daemon
         thread (a hung file system must not keep the gate from exiting)."""
         command = children.worker_command("torch_record", str(self.site_dir or ""), self.dist_info or "")
-        self._process = children.start(command, env=startup.worker_environment())
+        watch = self.watch
+        self._process = children.start(command if watch is None else worker_watch.held(command),
+                                       env=startup.worker_environment(), hold=watch is not None)
 
         def check() -> None:
-            out, _ = self._process.communicate()
+            if watch is None:
+                out, _ = self._process.communicate()
+            else:  # it waits after its report until its status and maps are read (record_check kills it at the end)
+                outcome = children.collect_after_report("torch_record", self._process, time.monotonic(), 86400.0,
+                                                        False, lambda pid, _: watch.observe("torch_record", pid))
+                out = json.dumps(outcome.payload).encode() if outcome.payload is not None else b""
             try:
                 report = parse_strict(out)
             except ValueError:

@@ -45,6 +45,9 @@ from platform_runtime.lock_probe import lock_attempt, lock_probe
 
 
 def emit(payload: dict) -> None:
+    roles_status = roles.status_summary()
+    if roles_status is not None:  # the gate pops it (platform_runtime.worker_watch.ROLES_KEY)
+        payload = {**payload, "role_processes": roles_status}
     sys.stdout.write(json.dumps(payload, sort_keys=True) + "\n")
     sys.stdout.flush()
 

@@ -28,6 +28,7 @@ from platform_runtime import (
     result_records,
     startup,
     torch_build,
+    worker_watch,
 )
 from platform_runtime.binary_arch import record as record_binaries
 from platform_runtime.claims import NFS_TYPES, Requirements, conflicts
@@ -123,6 +124,8 @@ class Gate:
         self.views = device_views.DeviceViews(self.torch.site_dir, self.build)
         self.records = result_records.ResultRecorder(options, self.torch, self.build, self.views, self.deadline,
                                                      self.private)
+        # Every worker's /proc status and maps, read from outside while it waits after its report (issue 31).
+        self.watch = self.views.watch = worker_watch.WorkerWatch()
 
     # --- children ---------------------------------------------------------------------------------------
 
@@ -133,18 +136,23 @@ class Gate:
 
     def _start(self, name: str, command: list[str], capped: float, by_global: bool, hold: bool = False,
                started: float | None = None) -> tuple:
-        """started: the monotonic instant its timeout counts from (now, after the spawn, when not given)."""
-        process = children.start(command, env=startup.worker_environment(), hold=hold)
+        """started: the monotonic instant its timeout counts from (now, after the spawn, when not given).
+        Every worker waits after its report until _collect has looked at it (worker_watch.held)."""
+        process = children.start(worker_watch.held(command), env=startup.worker_environment(), hold=True)
         self.running.append(process)
         return name, process, time.monotonic() if started is None else started, capped, by_global
 
     def _collect(self, launched: tuple) -> children.ChildOutcome:
         name, process, started, timeout, by_global = launched
-        if name == "device_compute":  # it waits after its report, so its mapped libraries can be read
-            outcome = children.collect_after_report(name, process, started, timeout, by_global, self.views.observe,
-                                                    grace=self.budget.kill_grace)
-        else:
-            outcome = children.collect(name, process, started, timeout, by_global, grace=self.budget.kill_grace)
+
+        def observe(pid: int, report: dict) -> None:  # while it waits after its report: its maps, its tracer
+            if name == "device_compute":
+                self.views.observe(pid, report)
+            self.watch.observe(name, pid)
+
+        outcome = children.collect_after_report(name, process, started, timeout, by_global, observe,
+                                                grace=self.budget.kill_grace)
+        self.watch.observe_roles(name, outcome.payload)
         self.running.remove(process)
         self.startups[name] = interpreter_state.take_facts(outcome.payload)
         return outcome
@@ -248,6 +256,7 @@ class Gate:
         hung = any(outcome.stuck for outcome in outcomes)
         self._cleanup(result, workspace, failures, after_global_timeout=global_timeout, hung=hung)
         self._note_startups(result)  # before the requirements are judged: a vector refuses them
+        self.watch.record(result["isolation"])  # the workers' views, before any requirement is judged
         self.records.judge(result, failures, self.started)
         return EXIT_TIMEOUT if global_timeout else EXIT_OK
 
@@ -336,6 +345,7 @@ class Gate:
         if process is None or process.poll() is not None:  # none waiting (or it died): a fresh one, no go needed
             process, go = children.start(children.worker_command("fs_worker", "cleanup", str(workspace)),
                                          env=startup.worker_environment()), None
+        self.watch.observe("workspace_cleanup", process.pid)  # waiting for its go: already all it maps
         outcome = children.collect("workspace_cleanup", process, time.monotonic(), deadline, by_budget,
                                    grace=lambda: budget.CLEANUP_GRACE_S, input=go)
         self.startups["workspace_cleanup"] = interpreter_state.take_facts(outcome.payload)

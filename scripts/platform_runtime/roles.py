@@ -24,6 +24,7 @@ from __future__ import annotations
 import errno
 import json
 import linecache
+import os
 import re
 import select
 import subprocess
@@ -33,6 +34,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from core import process_views
 from core.outcomes import ROLE_RESERVE_S, error_text, role_reserve
 
 from platform_runtime import forked
@@ -147,9 +149,39 @@ def wait_ready(role: Role, seconds: float) -> None:
     ready.join(seconds)
 
 
+# /proc/<pid>/status of each role this process started, read when it is collected (still running, or not yet
+# reaped): the check reports them summed (status_summary) for the gate (platform_runtime.worker_watch).
+STATUSES: list[tuple[int, dict]] = []
+
+
+def read_role_status(pid: int) -> None:
+    try:
+        text = open(f"/proc/{pid}/status", encoding="utf-8", errors="replace").read()
+    except OSError:
+        return
+    STATUSES.append((os.getpid(), process_views.parse_status(text)))
+
+
+def status_summary() -> dict | None:
+    """Of the roles this very process started (a forked role inherits its parent's list): any traced, and the
+    highest seccomp mode and filter count (a filter is inherited at fork and never removed, so a filter
+    added for one role shows as a higher count). None when none was read."""
+    own = [status for pid, status in STATUSES if pid == os.getpid()]
+    if not own:
+        return None
+
+    def highest(key: str) -> int | None:
+        values = [s[key] for s in own if isinstance(s.get(key), int)]
+        return max(values) if values else None
+    return {"traced": any(s.get("traced") is True for s in own), "seccomp": highest("seccomp"),
+            "seccomp_filters": highest("seccomp_filters"), "read": len(own)}
+
+
 def collect(role: Role) -> dict:
     """The role's outcome record; its JSON result, when it answered, under "result"."""
     outcome = {"role": role.role, "name": role.name, "deadline_s": role.deadline_s}
+    if os.name == "posix":
+        read_role_status(role.process.pid)
     left = role.deadline_s - (time.monotonic() - role.started)
     try:
         stdout, _ = role.process.communicate(timeout=max(left, 0.01))

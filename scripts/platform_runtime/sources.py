@@ -37,6 +37,7 @@ GATE_SOURCES: tuple[str, ...] = (
     "scripts/core/names.py",
     "scripts/core/outcomes.py",
     "scripts/core/platforms.py",
+    "scripts/core/process_views.py",
     "scripts/core/provenance.py",
     "scripts/core/record_rules.py",
     "scripts/core/requirements.py",
@@ -69,6 +70,7 @@ GATE_SOURCES: tuple[str, ...] = (
     "scripts/platform_runtime/early_start.py",
     "scripts/platform_runtime/filesystem.py",
     "scripts/platform_runtime/forked.py",
+    "scripts/platform_runtime/import_folders.py",
     "scripts/platform_runtime/fs_worker.py",
     "scripts/platform_runtime/gate.py",
     "scripts/platform_runtime/interpreter_state.py",
@@ -91,6 +93,7 @@ GATE_SOURCES: tuple[str, ...] = (
     "scripts/platform_runtime/stuck.py",
     "scripts/platform_runtime/torch_build.py",
     "scripts/platform_runtime/torch_record.py",
+    "scripts/platform_runtime/worker_watch.py",
     "schemas/platform-runtime-result.schema.json",
 )
 

@@ -10,7 +10,9 @@ injection vectors, named (never valued), found through views that start-up code 
 - The dynamic loader's view is the gate's own /proc/self/maps: a library mapped from an LD_LIBRARY_PATH
   directory (a shim libpython3.11.so.1.0 that loads the real one and intercepts open()) is a vector; a CUDA
   box's LD_LIBRARY_PATH from which the gate maps nothing (its CUDA libraries load only in the device
-  worker, by torch) is not. What is mapped is judged, not the variable.
+  worker, by torch) is not. What is mapped is judged, not the variable. Each worker's own maps, and whether a
+  tracer or an added seccomp filter answers its system calls, are read from outside (platform_runtime.worker_watch).
+- The gate's own import folder (scripts/): platform_runtime.import_folders.
 
 Code already running in the gate's own process and written against these very checks (patching open, or
 overwriting its own environ memory) is beyond any in-process view: docs/gate.md#threat-model.
@@ -29,7 +31,15 @@ from pathlib import Path
 
 from core import interpreter_rules, record_rules
 
-from platform_runtime import bytecode, interpreter_state, ld_library_path, path_config, procmaps, site_owners
+from platform_runtime import (
+    bytecode,
+    import_folders,
+    interpreter_state,
+    ld_library_path,
+    path_config,
+    procmaps,
+    site_owners,
+)
 from platform_runtime.isolation import interpreter_site_dirs, torch_search_dirs
 
 LOADER_VARIABLES = ("LD_PRELOAD", "LD_AUDIT", "DYLD_INSERT_LIBRARIES")  # honoured by the loader, always
@@ -347,6 +357,12 @@ def scan(maps_text: str | None = None, environment: dict[str, str] | None = None
     for name in site_owners.unowned_modules(site_dirs):
         out.add("unlisted module", f"{name} is a module in a site directory that no installed distribution lists: "
                                    f"it runs in every process that imports {name}, an optional probe included")
+    for name in import_folders.unlisted_script_entries():
+        out.add("unlisted script", f"{name} is an importable entry in the gate's own folder (scripts/) that is not "
+                                   "one of its sources: it runs in the gate and in every worker that imports its name")
+    for name in import_folders.stdlib_shadows():
+        out.add("stdlib shadow", f"{name} on a sys.path entry ahead of the standard library shadows its module in "
+                                 "the gate's own process")
     for name in path_config.override_files(maps_text):
         out.add("._pth", f"a {name} file beside the interpreter replaces its start-up path (sys.path) in the gate "
                          "and in every worker")

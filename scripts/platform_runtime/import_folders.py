@@ -1,0 +1,71 @@
+"""What the gate's own import folders hold besides its sources: a module there runs in the gate and in every
+worker that imports its name.
+
+`python scripts/platform_runtime_check.py` puts `scripts/` first on the gate's sys.path, and every worker puts
+it first on its own (platform_runtime_worker.py, device_worker.py; they run `python -I`, so neither the working
+directory nor PYTHONPATH is there). A `json.py` dropped into `scripts/` is imported in place of the standard
+library's `json` by the gate and by each worker, whatever `git status` says (.git/info/exclude hides it) and
+whatever the hashed sources (sources.GATE_SOURCES) are. So every importable top-level entry of `scripts/` that
+is not one of the checkout's own (SCRIPT_ENTRIES, the tracked top-level entries; tests/gate/test_import_folders
+keeps it equal to `git ls-files scripts`) is a vector, named by its file name. Inside the known packages a
+stray file is not importable by a bare name (Python 3 has no implicit relative imports): the hashed sources
+cover what runs there.
+
+And any other sys.path entry of the gate's own process ahead of the standard library (PYTHONPATH, a working
+directory under `-c`/`-m`) holding a module named like a standard-library one shadows it: a vector too.
+Stdlib only.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import sysconfig
+from pathlib import Path
+
+from platform_runtime.site_owners import module_name
+
+SCRIPTS_DIR = Path(__file__).resolve().parent.parent
+# The checkout's own top-level entries of scripts/ (files and packages), as git tracks them.
+SCRIPT_ENTRIES = frozenset({
+    "build_evidence_index.py", "check_training_run.py", "core", "evidence_index", "kernodeck_diagnostic.py",
+    "platform_runtime", "platform_runtime_check.py", "platform_runtime_worker.py", "reprise", "reprise_release.py",
+    "run_local.py", "steps",
+})
+
+
+def _entries(folder: Path) -> list[tuple[str, bool]]:
+    try:
+        return sorted((e.name, e.is_dir()) for e in os.scandir(folder))
+    except OSError:
+        return []
+
+
+def unlisted_script_entries(folder: Path = SCRIPTS_DIR, known: frozenset[str] = SCRIPT_ENTRIES) -> list[str]:
+    """The importable top-level entries of the gate's folder that the checkout does not hold, sorted."""
+    return [name for name, is_dir in _entries(folder) if name not in known and module_name(name, is_dir)]
+
+
+def _stdlib_dirs() -> set[Path]:
+    paths = sysconfig.get_paths()
+    dirs = {Path(paths["stdlib"]), Path(paths["platstdlib"]), Path(paths["platstdlib"]) / "lib-dynload"}
+    libdir = sysconfig.get_config_var("LIBDIR")
+    if libdir:
+        dirs.add(Path(libdir) / f"python{sys.version_info[0]}{sys.version_info[1]}.zip")
+    return {d.resolve() for d in dirs}
+
+
+def stdlib_shadows(path: list[str] | None = None, skip: Path = SCRIPTS_DIR) -> list[str]:
+    """File names of standard-library-named modules on sys.path entries before the first standard-library one
+    (`skip`, the gate's folder, is judged whole by unlisted_script_entries)."""
+    stdlib = _stdlib_dirs()
+    names = set(sys.stdlib_module_names)
+    found: set[str] = set()
+    for entry in sys.path if path is None else path:
+        folder = Path(entry or os.getcwd()).resolve()
+        if folder in stdlib:
+            break
+        if folder == skip.resolve() or not folder.is_dir():
+            continue
+        found |= {name for name, is_dir in _entries(folder) if module_name(name, is_dir) in names}
+    return sorted(found)

@@ -1,0 +1,57 @@
+"""Issue 31 (the r5 review's F2): code the gate's own interpreter imports from a place its sources do not cover
+is a vector: a module dropped into scripts/ (the gate's and every worker's sys.path[0]), and a standard-library
+name on a sys.path entry ahead of the standard library. The attack is real and would make `--require nfs` hold
+on this machine; the gate fails it naming the vector."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from core import isolation_judge
+from platform_runtime import import_folders
+
+from tests.conftest import ROOT, run_gate
+from tests.gate import view_kit
+from tests.gate.test_gate_injection import FORGED, assert_refused_naming, nfs_verdict
+
+
+def test_the_gates_known_script_entries_are_the_checkouts_tracked_top_level_entries():
+    tracked = subprocess.run(["git", "ls-files", "scripts"], cwd=ROOT, capture_output=True, text=True,
+                             check=True).stdout.split()
+    assert import_folders.SCRIPT_ENTRIES == {path.split("/")[1] for path in tracked}
+    assert import_folders.unlisted_script_entries() == []  # this checkout: nothing else importable there
+
+
+@pytest.mark.parametrize("entry, named", [("json.py", "json.py"), ("subprocess.pyc", "subprocess.pyc"),
+                                          ("opt_einsum", "opt_einsum"), ("notes.md", None), ("__pycache__", None)])
+def test_an_importable_entry_in_scripts_that_the_checkout_lacks_is_named(tmp_path, entry, named):
+    (tmp_path / "core").mkdir()
+    path = tmp_path / entry
+    path.mkdir() if "." not in entry else path.write_text("")
+    assert import_folders.unlisted_script_entries(tmp_path, frozenset({"core"})) == ([named] if named else [])
+
+
+def test_a_standard_library_name_on_a_path_entry_ahead_of_the_standard_library_is_named(tmp_path):
+    ahead, behind = tmp_path / "ahead", tmp_path / "behind"
+    for folder in (ahead, behind):
+        folder.mkdir()
+        (folder / "json.py").write_text("")
+        (folder / "mine.py").write_text("")
+    stdlib = str(Path(subprocess.__file__).parent)
+    assert import_folders.stdlib_shadows([str(ahead), stdlib, str(behind)]) == ["json.py"]
+    assert import_folders.stdlib_shadows([stdlib, str(ahead)]) == []
+
+
+def test_a_json_module_dropped_into_the_gates_scripts_folder_fails_require_nfs_named(tmp_path):
+    """r5's json.py: loads the real json, then rewrites every file-system probe answer the gate parses."""
+    copy = view_kit.checkout_copy(ROOT, tmp_path / "checkout")
+    (copy / "scripts" / "json.py").write_text((view_kit.FIXTURES / "json_shadow.py").read_text(encoding="utf-8"),
+                                               encoding="utf-8")
+    run = run_gate(tmp_path, "--device", "cpu", "--require", "nfs", scripts=copy / "scripts")
+    assert_refused_naming(run, "unlisted script")
+    assert FORGED in nfs_verdict(run)["reason"]  # it did rewrite what the gate read
+    assert "json.py is an importable entry in the gate's own folder (scripts/) that is not one of its sources: it " \
+           "runs in the gate and in every worker that imports its name" in run.result["isolation"]["findings"]
+    assert isolation_judge.isolation_forgeries(run.result) == []
