@@ -139,7 +139,7 @@ def timing_problems(label: str, record: dict, ran_key: str, check_deadline: obje
     if not (number(ran) and ran >= 0):
         return [f"{label}.{ran_key} is {ran!r}: the seconds it ran"]
     problems, reserve = [], ROLE_RESERVE_S
-    duration = check_duration if number(check_duration) else None
+    duration = check_duration if number(check_duration) and check_duration >= 0 else None  # else: durations
     if duration is not None and ran > duration + DEADLINE_SLACK_S:
         problems.append(f"{label}.{ran_key} is {ran}, longer than its check's duration_s {duration}: it ran inside "
                         "its check")

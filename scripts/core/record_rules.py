@@ -279,8 +279,8 @@ def fs_deadlines(result: dict[str, Any]) -> list[str]:
     first = checks.get(FS_CHECKS[0])
     later = [get(checks, f"{name}.deadline_s") for name in FS_CHECKS[1:]]
     later = [value for value in later if number(value)]
-    if not isinstance(first, dict) or not later or not number(first.get("duration_s")):
-        return problems
+    if not isinstance(first, dict) or not later or not number(first.get("duration_s")) or first["duration_s"] < 0:
+        return problems  # a duration that is none: core.result_verdicts.durations names it
     floor = max(later) - first["duration_s"]
     why = (f"a later file-system check's deadline_s is {max(later)} and checks.{FS_CHECKS[0]} ran "
            f"{first['duration_s']} s")
