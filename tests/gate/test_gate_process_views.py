@@ -213,3 +213,19 @@ def test_the_gates_git_takes_no_library_from_ld_library_path(tmp_path, monkeypat
     assert broken.returncode != 0 and b"libz.so.1" in broken.stderr  # a git that loads from it breaks
     state = git_state(ROOT)
     assert state["error"] is None and len(state["head"]) == 40, state
+
+
+def test_a_libstdcxx_only_the_device_worker_maps_from_ld_library_path_fails_a_requirement_named(tmp_path):
+    """r5's F7 leg: torch maps libstdc++.so.6 in the device worker only (the gate never does); a copy of the
+    system's own in an LD_LIBRARY_PATH folder (where a shim would be) is what the loader takes, and is named."""
+    real = view_kit.SYSTEM_LIBS / "libstdc++.so.6"
+    if not real.exists():
+        pytest.skip("no system libstdc++.so.6")
+    folder = tmp_path / "ll"
+    folder.mkdir()
+    shutil.copy(real.resolve(), folder / "libstdc++.so.6")
+    run = run_gate(tmp_path, "--device", "cpu", "--require", "nfs", env={"LD_LIBRARY_PATH": str(folder)})
+    assert_refused_naming(run, "LD_LIBRARY_PATH")
+    findings = run.result["isolation"]["findings"]
+    assert "libstdc++.so.6 is mapped into the device worker from an LD_LIBRARY_PATH directory" in findings
+    assert not any("gate's own process" in f for f in findings), findings
