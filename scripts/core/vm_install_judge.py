@@ -33,6 +33,11 @@ def judge_install(result: dict[str, Any]) -> list[str]:
     grace = result.get("nfsv4gracetime")
     if not (isinstance(grace, str) and grace.isdigit() and int(grace) > 0):
         problems.append(f"/proc/fs/nfsd/nfsv4gracetime reads {grace!r}: no NFSv4 grace time set")
+    silence, seconds = result.get("dpkg_longest_silence_seconds"), result.get("seconds")
+    if not (isinstance(silence, (int, float)) and isinstance(seconds, (int, float)) and not isinstance(silence, bool)
+            and not isinstance(seconds, bool) and 0 <= silence <= seconds + 0.2):
+        problems.append(f"dpkg_longest_silence_seconds is {silence!r} of the phase's {seconds!r} s: dpkg -i was not "
+                        "timed")
     mountd = result.get("rpc_mountd_pids")
     if not (is_int(mountd) and mountd >= 1):
         problems.append(f"rpc_mountd_pids is {mountd!r}: the package's nfs-mountd runs no rpc.mountd")

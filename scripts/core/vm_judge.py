@@ -61,6 +61,15 @@ def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _outlasted(gate: dict[str, Any], seconds: Any, where: str) -> list[str]:
+    """The phase timed the gate from its spawn to its exit: never less than the gate's own duration_s (from its
+    start to its result), both to 0.1 s."""
+    duration = gate.get("duration_s")
+    if _number(duration) and _number(seconds) and seconds + ROUNDING_S < duration:
+        return [f"{where} is {seconds!r}, less than the {duration!r} s the gate result says it ran"]
+    return []
+
+
 def _ok_agrees(document: dict[str, Any], reasons: list[str], forged: list[str], what: str) -> None:
     if document.get("ok") is True and reasons:
         forged.append(f"ok is recorded True, its {what} say False ({reasons[0]})")
@@ -93,6 +102,7 @@ def judge_server_restart(report: dict[str, Any], gate: dict[str, Any] | None,
         if not (_number(asked) and recorded.get("gate_timeout") == asked):
             reasons.append(f"gate.gate_timeout is {recorded.get('gate_timeout')!r}, the gate result ran with "
                            f"--timeout {asked!r}")
+        reasons += _outlasted(gate, recorded.get("elapsed_seconds"), "gate.elapsed_seconds")
     elapsed, timeout = recorded.get("elapsed_seconds"), recorded.get("gate_timeout")
     if not (_number(elapsed) and _number(timeout)):
         reasons.append(f"gate.elapsed_seconds {elapsed!r} of gate_timeout {timeout!r}: the gate run was not timed")
@@ -271,9 +281,13 @@ def judge_server_gone(report: dict[str, Any], gate: dict[str, Any] | None,
     recorded = _section(report, "verdict")
     reasons: list[str] = []
     forged: list[str] = []
+    seconds, timeout = recorded.get("gate_seconds"), recorded.get("gate_timeout")
     if gate is not None:
         forged += [f"the gate result: {why}" for why in judge(gate, "gate").forged]
-    seconds, timeout = recorded.get("gate_seconds"), recorded.get("gate_timeout")
+        asked = (gate.get("arguments") if isinstance(gate.get("arguments"), dict) else {}).get("timeout_s")
+        if not (_number(asked) and timeout == asked):
+            reasons.append(f"verdict.gate_timeout is {timeout!r}, the gate result ran with --timeout {asked!r}")
+        reasons += _outlasted(gate, seconds, "verdict.gate_seconds")
     stuck = recorded.get("stuck_after_gate")
     teardown = _section(report, "teardown")
     if not (_number(seconds) and _number(timeout) and isinstance(stuck, list)):

@@ -283,3 +283,31 @@ def test_the_untouched_copies_rederived_still_verify(tmp_path, folder):
     assert judged(copy) == []
     code, found = verified(copy)
     assert code == 0, found
+
+
+def test_a_restart_gate_timed_shorter_than_the_gate_ran_is_refused(tmp_path):
+    duration = committed("nfs", "server-restart-gate.json")["duration_s"]
+    found = judged(forged_copy(tmp_path, "nfs", "server-restart.json",
+                               lambda d: d["gate"].update(elapsed_seconds=round(duration - 10, 1))))
+    assert any(f"gate.elapsed_seconds is {round(duration - 10, 1)}, less than the {duration} s" in why
+               for why in found), found
+
+
+@pytest.mark.parametrize("edit, words", [
+    (("server-gone.json", "verdict", {"gate_timeout": 630.0}), "verdict.gate_timeout is 630.0, the gate result ran "
+                                                               "with --timeout 90.0"),
+    (("server-gone.json", "verdict", {"gate_seconds": 50.0}), "verdict.gate_seconds is 50.0, less than the"),
+], ids=["gone-gate-timeout", "gone-gate-shorter-than-it-ran"])
+def test_a_server_gone_gate_timed_otherwise_than_its_result_is_refused(tmp_path, edit, words):
+    from tests.evidence_index.test_records_forgery import _gone, _gone_check, _gone_out
+
+    name, key, facts = edit
+    check = _gone_check(_gone_out(tmp_path, _gone(name, key, **facts)))
+    assert check["ok"] is False and words in check["detail"], check
+
+
+def test_an_install_whose_dpkg_was_silent_longer_than_it_ran_is_refused(tmp_path):
+    seconds = committed("nfs-systemd", "install.json")["seconds"]
+    found = judged(forged_copy(tmp_path, "nfs-systemd", "install.json",
+                               lambda d: d.update(dpkg_longest_silence_seconds=seconds + 60)))
+    assert any("dpkg_longest_silence_seconds is" in why and "dpkg -i was not timed" in why for why in found), found
