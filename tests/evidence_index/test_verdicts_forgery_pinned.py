@@ -201,7 +201,11 @@ def _with_collectives(document: dict, world: int, device_type: str, **facts) -> 
 
     check = {"ok": True, "duration_s": 9.5, "reason": None, **passing_record(world, device_type),
              "visible_gpus": world if device_type != "cpu" else 0, **facts}
+    check["torch"] = document["device"]["torch"]["version"]  # the ranks' torch is the device worker's
     document["checks"]["collectives"] = check
+    startup = document.get("isolation", {}).get("worker_startup")
+    if isinstance(startup, dict) and startup:  # a gate that records each worker's start-up records the launcher's
+        startup["collectives"] = dict(startup["device_compute"])
     document["arguments"].update(collectives=str(world), collectives_timeout_s=60.0)
     document["arguments"]["require"].append("collectives")
     # Worded as the gate words a held requirement (core.requirements.held_reason: the judge compares the words).
