@@ -662,7 +662,9 @@ def gate_result(platform: str, *, ok: bool = True, sources: dict[str, str] | Non
                      "windows_version": "10.0.26100" if runner["system"] == "Windows" else None},
         "device": {"requested": device, "resolved": device, "type": kind, "load_safety": None, "cuda": None,
                    **BUILDS[kind], "build_cross_check": [],
-                   "ran_on": checks["device_compute"]["ran_on"], "phases": checks["device_compute"]["phases"]},
+                   "ran_on": checks["device_compute"]["ran_on"], "phases": checks["device_compute"]["phases"],
+                   # The gate copies it from the one worker report, as it does ran_on and phases.
+                   "peak_allocated_bytes": checks["device_compute"]["peak_allocated_bytes"]},
         "filesystem": {"type": runner["fs"], "method": FS_METHODS.get(runner["system"], "linux-mountinfo-mnt-id"),
                        "mount_id": None if system != "Linux" else 28,
                        "mount_options": (None if system != "Linux" else NFS_OPTIONS if runner["fs"] == "nfs4"
