@@ -311,3 +311,17 @@ def test_an_install_whose_dpkg_was_silent_longer_than_it_ran_is_refused(tmp_path
     found = judged(forged_copy(tmp_path, "nfs-systemd", "install.json",
                                lambda d: d.update(dpkg_longest_silence_seconds=seconds + 60)))
     assert any("dpkg_longest_silence_seconds is" in why and "dpkg -i was not timed" in why for why in found), found
+
+
+def test_a_replace_reader_that_saw_the_initial_document_is_a_real_run():
+    """The phase writes replace.json as writer -1's version 0 before the writers start; a reader that opens it
+    first sees that version (the VM run of 5737e2b did: writers_seen [-1, 0, 1]), which is no forgery."""
+    document = json.loads((EVIDENCE / "nfs" / "two-clients.json").read_text())
+    run = document["variants"]["replace"]
+    reader = next(t for t in run["clients"][0]["tasks"] if t["role"] == "reader")
+    reader["result"]["versions"].insert(0, [-1, 0])
+    run["verdict"].update(distinct_versions_seen=run["verdict"]["distinct_versions_seen"] + 1,
+                          writers_seen=[-1, *run["verdict"]["writers_seen"]])
+    assert vm_judge.judge_two_clients(document) == ([], [])
+    run["verdict"]["writers_seen"] = [-2, 0, 1]
+    assert any("writers_seen is [-2, 0, 1]" in why for why in vm_judge.judge_two_clients(document)[0])
