@@ -14,16 +14,14 @@ import json
 import subprocess
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 from core.contract import judge_bytes
 from core.outcomes import ROLE_RESERVE_S, lock_pauses
-from evidence_index.local import build_local_index
-from evidence_index.verify import verify
 
 from tests.conftest import ROOT, SCRIPTS
+from tests.evidence_index.committed_forgery import indexed  # index one result, verify it
 
 FOLDER = ROOT / "evidence" / "local" / "filesystems"
 NAME = "platform-runtime-cpu-ext4-root.json"
@@ -39,16 +37,6 @@ def at(document: dict[str, Any], *path: str) -> Any:
     for key in path:
         document = document[int(key)] if isinstance(document, list) else document[key]
     return document
-
-
-def indexed(tmp_path: Path, document: dict[str, Any]) -> tuple[str, list[str]]:
-    """Index a folder holding only this result (as `build_evidence_index.py local` does) and verify it."""
-    folder = tmp_path / "results"
-    folder.mkdir()
-    (folder / NAME).write_text(json.dumps(document, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    statement = build_local_index(folder)
-    report = verify(json.loads(json.dumps(statement)), {"artifacts": folder, "logs": None})
-    return report.outcome, report.problems + list((report.verdict or {}).get("reasons") or [])
 
 
 def _negate_middle(document: dict[str, Any]) -> None:
