@@ -205,9 +205,9 @@ def nfs_server_problems(fs: dict[str, Any]) -> list[str]:
     """Why the recorded mount options do not show a mount whose fcntl locks and writes reach the server (empty
     when they do): a hard mount, shown as `hard` and neither soft nor softerr; no `nolock`; one local_lock=, not
     all or posix."""
-    options = fs.get("mount_options")
-    keys = [str(option).partition("=")[0] for option in options] if isinstance(options, list) else []
-    locks = [str(option).partition("=")[2] for option in options or [] if str(option).startswith("local_lock=")]
+    options = fs.get("mount_options") if isinstance(fs.get("mount_options"), list) else []
+    keys = [str(option).partition("=")[0] for option in options]
+    locks = [str(option).partition("=")[2] for option in options if str(option).startswith("local_lock=")]
     problems = []
     soft = [key for key in NFS_SOFT_OPTIONS if key in keys]
     if soft or "hard" not in keys:

@@ -25,8 +25,9 @@ def _as_mps(d: dict) -> None:  # /tmp/advw/mps_edit.py, the review's
     d["filesystem"].update(type="apfs", method="darwin-statfs", mount_id=None, mount_options=None)
     device.update(type="mps", resolved="mps", ran_on=["mps"],
                   mps={"built": True, "available": True, "fallback_env_set": False})
-    for phase in device["phases"].values():
-        phase.update(tensor_devices=["mps"], resident_bytes=68171776, on_device=True)
+    for phase in device["phases"].values():  # bytes on the device, as torch.mps counts them
+        phase.update(tensor_devices=["mps"], resident_bytes=68171776, on_device=True, allocated_bytes=4096)
+    device["peak_allocated_bytes"] = compute["peak_allocated_bytes"] = 4096  # the worker's: its phases' largest
     device["views"]["mapped"]["observed"] = "not-linux"
     device["torch_build"].update(wheel_tags=["cp311-none-macosx_11_0_arm64"], backend_libraries=["libtorch_cpu.dylib"])
     compute.update(ran_on=["mps"], phases=device["phases"])
