@@ -75,7 +75,10 @@ VIEWS_SINCE: dict[str, tuple[str, ...]] = {
 }
 # Views recorded only inside an object the gate writes for some claims: required where that object is recorded
 # (a claim without it is refused by its own rule: core.driver_views names a missing driver_access or driver list).
-CONDITIONAL_VIEWS = ("device.views.driver_access.", "device.views.driver.", "device.torch_build.")
+# The killed-writer stage's record likewise: a failing_writer check that raised before it (ENOSPC on a full disk)
+# records no killed_writer, and fails by its own error, not by a per-kill list it never had.
+CONDITIONAL_VIEWS = ("device.views.driver_access.", "device.views.driver.", "device.torch_build.",
+                     "checks.failing_writer.killed_writer.")
 
 
 def missing_views(result: dict[str, Any]) -> list[str]:

@@ -87,20 +87,16 @@ def _count(value: Any) -> int:
 
 
 def clients_problems(kind: str, run: dict[str, Any]) -> list[str]:
-    """Two clients really ran: two reports from two hosts, both seen by the server while the variant ran
-    (nfsd's clients list names each host), every writer appended (or wrote) what it was asked."""
+    """Two clients really ran: two reports from two hosts, every writer appended (or wrote) what it was asked.
+    nfsd's clients list (nfsd_clients_during_run) is one sample taken 6 s into the variant, so a client not yet
+    or no longer mounted then is missing from it (a real run of 2b3d6b2's missed nfsvm-client2): no rule reads
+    it."""
     p = f"variants.{kind}"
     clients = run.get("clients") if isinstance(run.get("clients"), list) else []
     hosts = [c.get("hostname") for c in clients if isinstance(c, dict)]
     problems = []
     if len(clients) != 2 or len(set(hosts)) != 2 or not all(isinstance(h, str) and h for h in hosts):
         problems.append(f"{p}.clients are hosts {hosts!r}: two clients are two hosts")
-    seen = run.get("nfsd_clients_during_run") if isinstance(run.get("nfsd_clients_during_run"), list) else []
-    names = {c.get("name") for c in seen if isinstance(c, dict)}
-    for host in hosts:
-        if isinstance(host, str) and not any(isinstance(n, str) and n.split(" ")[-1] == host for n in names):
-            problems.append(f"{p}.nfsd_clients_during_run names no client of host {host!r}: the server did not "
-                            "see it")
     count = run.get("count_per_writer")
     for task in _tasks(run):
         result = task.get("result") if isinstance(task.get("result"), dict) else {}

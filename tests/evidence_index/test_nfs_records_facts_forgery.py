@@ -107,3 +107,19 @@ def test_a_vm_run_dirty_beside_an_empty_diff_is_refused(tmp_path):
 def test_a_server_restart_whose_clocks_cannot_be_is_refused(tmp_path, change, words):
     assert_refused(*reindexed_copy(tmp_path, "nfs", "server-restart.json", change),
                    "checks.server_restart.ok is recorded True, its records say False", words)
+
+
+def test_the_servers_one_sample_of_its_clients_is_not_held_to_both_hosts():
+    """nfsd_clients_during_run is read once, 6 s into a variant: a real run whose second client had not yet
+    registered (or had unmounted) then is no forgery, and is judged by the clients' own reports."""
+    import sys
+
+    from tests.conftest import SCRIPTS
+
+    sys.path.insert(0, str(SCRIPTS))
+    from core.vm_judge import judge_two_clients
+
+    document = json.loads((EVIDENCE / "nfs" / "two-clients.json").read_text())
+    document["variants"]["locked"]["nfsd_clients_during_run"] = document["variants"]["locked"][
+        "nfsd_clients_during_run"][:1]
+    assert judge_two_clients(document) == ([], [])
