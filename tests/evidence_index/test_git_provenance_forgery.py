@@ -10,7 +10,7 @@ import copy
 import json
 import os
 import subprocess
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -102,10 +102,23 @@ def test_relabelled_to_a_commit_of_the_same_bytes_made_before_the_run_it_passes(
     assert outcome == "pass", said
 
 
+def _run_an_hour_earlier(document: dict[str, Any]) -> dict[str, Any]:
+    """The result with both its clocks an hour back (its duration unchanged): a freshly re-recorded result is
+    minutes old, too young for a commit both after its run's skew allowance and before now."""
+    document = copy.deepcopy(document)
+    for key in ("started_at", "finished_at"):
+        document[key] = (datetime.fromisoformat(document[key]) - timedelta(hours=1)).isoformat()
+    return document
+
+
 def test_a_commit_made_after_the_run_is_refused(tmp_path, committed):
     root = tmp_path / "checkout"
+    if datetime.now(timezone.utc) - datetime.fromisoformat(committed["started_at"]) < timedelta(
+            seconds=2 * git_provenance.CLOCK_SKEW_S + 120):
+        committed = _run_an_hour_earlier(committed)
     started = datetime.fromisoformat(committed["started_at"])
-    # After the run began and before now (the index is built now: a commit after that is refused otherwise).
+    # After the run began and its skew allowance, and before now (the index is built now: a commit after that is
+    # refused otherwise).
     after = started + (datetime.now(timezone.utc) - started) / 2
     head = replica(root, committed, after.isoformat(timespec="seconds"))
     outcome, said = judged(tmp_path, relabelled(committed, head), root)
