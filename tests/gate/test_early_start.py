@@ -80,27 +80,34 @@ def test_started_at_is_read_with_the_early_start_so_slow_imports_after_it_do_not
     # In the NFS VM under load the gate's imports, between the early worker's start (where duration_s counts
     # from) and the result's skeleton, took over 2 s: started_at read there made the result's own clocks
     # disagree (core.time_views) and failed a sound run. 3 s of sleep stands for those imports here.
+    done, result = gate_with_early_start(tmp_path, "time.sleep(3)")
+    from core import time_views
+
+    assert result["duration_s"] >= 3
+    assert time_views.problems(result) == [], result["failures"]
+    assert done.returncode == 0 and result["ok"] is True, result["failures"]
+
+
+def gate_with_early_start(tmp_path: Path, after_start: str) -> tuple[subprocess.CompletedProcess, dict]:
+    """A real CPU gate whose early start (platform_runtime.early_start.start) runs `after_start`, a line of Python
+    with the started worker as `early` (and `dt`, `time` imported), before the gate goes on: the run and its
+    result."""
+    import json
+
     out = tmp_path / "result.json"
     probe = f"""
-import sys, time
+import datetime as dt, sys, time
 sys.argv = ["platform_runtime_check.py", "--device", "cpu", "--work-dir", {str(tmp_path)!r}, "--output", {str(out)!r}]
 sys.path.insert(0, {str(SCRIPTS)!r})
 import platform_runtime_check as cli
 from platform_runtime import early_start
 start = early_start.start
-def slow_start(*args):
+def changed_start(*args):
     early = start(*args)
-    time.sleep(3)
+    {after_start}
     return early
-early_start.start = slow_start
+early_start.start = changed_start
 sys.exit(cli.main())
 """
     done = subprocess.run([sys.executable, "-I", "-B", "-c", probe], capture_output=True, text=True, timeout=240)
-    import json
-
-    from core import time_views
-
-    result = json.loads(out.read_text())
-    assert result["duration_s"] >= 3
-    assert time_views.problems(result) == [], result["failures"]
-    assert done.returncode == 0 and result["ok"] is True, result["failures"]
+    return done, json.loads(out.read_text())

@@ -5,36 +5,18 @@ the run and is listed once in its failures."""
 from __future__ import annotations
 
 import datetime as dt
-import json
-import subprocess
-import sys
 
 from core import verdicts
 
-from tests.conftest import SCRIPTS
+from tests.gate.test_early_start import gate_with_early_start
 
 
 def test_a_time_problem_fails_the_run_and_is_listed_once(tmp_path):
     # A started_at 30 s before the monotonic start duration_s counts from: the two clocks split, as they did in
     # the NFS VM (7499467). Judged at the interim times and again at the final ones, it was worded twice, with
     # two different duration_s values, and listed twice.
-    out = tmp_path / "result.json"
-    probe = f"""
-import datetime as dt, sys
-sys.argv = ["platform_runtime_check.py", "--device", "cpu", "--work-dir", {str(tmp_path)!r}, "--output", {str(out)!r}]
-sys.path.insert(0, {str(SCRIPTS)!r})
-import platform_runtime_check as cli
-from platform_runtime import early_start
-start = early_start.start
-def split_start(*args):
-    early = start(*args)
-    early.started_at = (dt.datetime.fromisoformat(early.started_at) - dt.timedelta(seconds=30)).isoformat()
-    return early
-early_start.start = split_start
-sys.exit(cli.main())
-"""
-    done = subprocess.run([sys.executable, "-I", "-B", "-c", probe], capture_output=True, text=True, timeout=240)
-    result = json.loads(out.read_text())
+    split = "early.started_at = (dt.datetime.fromisoformat(early.started_at) - dt.timedelta(seconds=30)).isoformat()"
+    done, result = gate_with_early_start(tmp_path, split)
     assert done.returncode != 0 and result["ok"] is False and result["exit_code"] != 0, done.stderr
     assert all(check["ok"] for check in result["checks"].values()), result["failures"]
     timed = [failure for failure in result["failures"] if failure.startswith("started_at is ")]
