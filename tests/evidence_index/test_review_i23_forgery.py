@@ -17,13 +17,15 @@ from tests.conftest import ROOT, SCRIPTS
 sys.path.insert(0, str(SCRIPTS / "reprise"))
 import reprise_compare  # noqa: E402
 import training_run_records  # noqa: E402
+import verify_resume  # noqa: E402
 from core import gpu_view, one_run, result_format  # noqa: E402
 
 EVIDENCE = ROOT / "evidence"
 CLI = SCRIPTS / "build_evidence_index.py"
 RUN_LOCAL = next((EVIDENCE / "local" / "run-local").glob("reprise-*"))
 CUDA_REPRISE = EVIDENCE / "cuda" / "run" / "reprise-verification"
-NOT_CODE = ("verify_resume.py", "reprise_compare.py", "data.csv")
+# What a verification fingerprints beside its code: the verifier's own files (one list, verify_resume) and data.csv.
+NOT_CODE = (*verify_resume.VERIFY_FILES, "data.csv")
 
 
 def load(path: Path) -> dict:
