@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import re
 import subprocess
 import sys
@@ -52,7 +53,8 @@ def test_the_guest_runs_the_host_venvs_packages_with_its_own_python_of_the_same_
     import sysconfig
 
     host = job.host_python(ROOT / ".venv" / "bin" / "python")
-    this = {"version": f"{sys.version_info[0]}.{sys.version_info[1]}", "soabi": sysconfig.get_config_var("SOABI")}
+    this = {"version": f"{sys.version_info[0]}.{sys.version_info[1]}", "release": platform.python_version(),
+            "soabi": sysconfig.get_config_var("SOABI")}
     made = interpreter.guest_python({"python": "/host/venv/python", "host_python": host}, this,
                                     base_python=Path(sys.executable), venv=tmp_path / "venv")
     assert made["why"] == interpreter.WHY_IMAGE and made["site_packages"] == host["site_packages"]
@@ -73,6 +75,60 @@ def test_another_version_abi_or_split_site_dirs_keep_the_host_venvs_interpreter(
     kept = interpreter.guest_python(job_facts, image, venv=tmp_path / "venv")
     assert kept["executable"] == "/host/venv/python" and kept["why"] == interpreter.WHY_HOST
     assert not (tmp_path / "venv").exists()
+
+
+HOST_311 = {"version": "3.11", "release": "3.11.7", "soabi": "cpython-311-x86_64-linux-gnu", "site_packages": "/x",
+            "one_site_dir": True}
+IMAGE_311 = {"version": "3.11", "release": "3.11.2", "soabi": "cpython-311-x86_64-linux-gnu"}
+
+
+def test_bytecode_the_host_wrote_keeps_the_host_venvs_interpreter_under_another_release(tmp_path):
+    job_facts = {"python": "/host/venv/python", "host_python": {**HOST_311, "written_bytecode": 486}}
+    kept = interpreter.guest_python(job_facts, IMAGE_311, venv=tmp_path / "venv")
+    assert kept["executable"] == "/host/venv/python" and not (tmp_path / "venv").exists()
+    assert "486 cached .pyc" in kept["why"] and "3.11.7" in kept["why"] and "3.11.2" in kept["why"]
+    unknown = interpreter.guest_python({**job_facts, "host_python": HOST_311}, IMAGE_311, venv=tmp_path / "v2")
+    assert unknown["executable"] == "/host/venv/python"  # not counted: not known to be none
+
+
+@pytest.mark.parametrize("host, image", [({**HOST_311, "written_bytecode": 0}, IMAGE_311),
+                                         ({**HOST_311, "written_bytecode": 486}, {**IMAGE_311, "release": "3.11.7"})])
+def test_no_written_bytecode_or_the_same_release_runs_the_images_interpreter(tmp_path, host, image):
+    made = interpreter.guest_python({"python": "/host/venv/python", "host_python": host}, image,
+                                    base_python=Path(sys.executable), venv=tmp_path / "venv")
+    assert made["why"] == interpreter.WHY_IMAGE
+
+
+def test_written_bytecode_counts_the_pyc_files_no_record_lists(tmp_path):
+    (tmp_path / "pkg" / "__pycache__").mkdir(parents=True)
+    (tmp_path / "pkg-1.0.dist-info").mkdir()
+    (tmp_path / "pkg-1.0.dist-info" / "RECORD").write_text(
+        "pkg/__init__.py,sha256=x,1\npkg/__pycache__/__init__.cpython-311.pyc,sha256=y,2\n"
+        "pkg-1.0.dist-info/RECORD,,\n")
+    for name in ("__init__.cpython-311.pyc", "mod.cpython-311.pyc", "other.cpython-311.opt-1.pyc"):
+        (tmp_path / "pkg" / "__pycache__" / name).write_bytes(b"")
+    (tmp_path / "pkg" / "data.pyc").write_bytes(b"")  # not in a __pycache__: not an import's cache
+    assert interpreter.written_bytecode(tmp_path) == 2
+
+
+def test_another_release_compiles_some_source_otherwise_which_is_why_its_bytecode_is_refused(tmp_path):
+    """The premise, on real interpreters where two 3.11 releases are here (pyenv's and Debian's): a .pyc the
+    other release wrote is loaded by this one (same magic number) and is not this one's compile."""
+    other = Path("/usr/bin/python3")
+    code = "import platform, sys; print(platform.python_version()); print(sys.implementation.cache_tag)"
+    if not other.exists():
+        pytest.skip("no second interpreter at /usr/bin/python3")
+    release, tag = subprocess.run([str(other), "-I", "-c", code], capture_output=True, text=True).stdout.split()
+    if tag != sys.implementation.cache_tag or release == platform.python_version():
+        pytest.skip(f"/usr/bin/python3 is {release} ({tag}): not another release of this minor version")
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from platform_runtime import bytecode
+
+    source = tmp_path / "_arraypad_impl.py"
+    numpy_file = Path(__import__("numpy").__file__).parent / "lib" / "_arraypad_impl.py"
+    source.write_bytes(numpy_file.read_bytes())
+    subprocess.run([str(other), "-I", "-m", "py_compile", str(source)], check=True)
+    assert bytecode.mismatched(source) == [f"__pycache__/_arraypad_impl.{tag}.pyc"]
 
 
 def test_a_venv_that_cannot_be_made_keeps_the_host_venvs_interpreter_saying_why(tmp_path):

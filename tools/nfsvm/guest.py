@@ -10,6 +10,7 @@ and `echo o > /proc/sysrq-trigger`: never a shell.
 
 import json
 import os
+import platform
 import subprocess
 import sys
 import sysconfig
@@ -67,7 +68,7 @@ def main():
         sys.path.insert(0, os.path.join(job["repo"], "tools"))
         from nfsvm import interpreter, phases
 
-        image = {"version": f"{sys.version_info[0]}.{sys.version_info[1]}",
+        image = {"version": f"{sys.version_info[0]}.{sys.version_info[1]}", "release": platform.python_version(),
                  "soabi": sysconfig.get_config_var("SOABI")}
         job["interpreter"] = interpreter.guest_python(job, image)
         job["python"] = job["interpreter"]["executable"]

@@ -13,7 +13,7 @@ if __package__ in (None, ""):
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from nfsvm import vm  # noqa: E402
+from nfsvm import interpreter, vm  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 PHASES = ("action", "two_clients", "server_restart", "busy_unmount")  # what a plain run runs
@@ -49,14 +49,17 @@ def shared_paths(repo: Path, python: Path) -> list[Path]:
 
 
 def host_python(python: Path) -> dict:
-    """The venv's minor version and its site-packages (real path): the guest may run them with its own
-    interpreter (tools/nfsvm/interpreter.py)."""
-    code = ("import sys, sysconfig; p = sysconfig.get_paths(); print('%d.%d' % sys.version_info[:2]); "
+    """The venv's minor version, release and its site-packages (real path), with the bytecode written there
+    after the install: the guest may run them with its own interpreter (tools/nfsvm/interpreter.py)."""
+    code = ("import platform, sys, sysconfig; p = sysconfig.get_paths(); print('%d.%d' % sys.version_info[:2]); "
+            "print(platform.python_version()); "
             "print(sysconfig.get_config_var('SOABI')); print(p['purelib']); print(p['platlib'])")
-    version, soabi, purelib, platlib = subprocess.run([str(python), "-I", "-c", code], capture_output=True,
-                                                      text=True, check=True).stdout.splitlines()
-    return {"version": version, "soabi": soabi, "site_packages": os.path.realpath(purelib),
-            "one_site_dir": os.path.realpath(purelib) == os.path.realpath(platlib)}
+    version, release, soabi, purelib, platlib = subprocess.run(
+        [str(python), "-I", "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()
+    site = os.path.realpath(purelib)
+    return {"version": version, "release": release, "soabi": soabi, "site_packages": site,
+            "one_site_dir": site == os.path.realpath(platlib),
+            "written_bytecode": interpreter.written_bytecode(Path(site))}
 
 
 def make_job(repo: Path, phases: list[str], gate_timeout: float, init: str = "busybox") -> tuple[dict, list[dict]]:
