@@ -153,7 +153,87 @@ def steps_problems(steps_record: dict[str, Any] | None, gate: dict[str, Any] | N
         if not is_int(_exit_of(steps, "teardown"), wanted):
             problems.append(f"steps.teardown.exit_code is {_exit_of(steps, 'teardown')!r}, its record's ok "
                             f"{record.get('ok')!r} exits {wanted}")
-    return problems + negative_seconds(steps_record)
+    return problems + step_clock_problems(steps_record, gate) + negative_seconds(steps_record)
+
+
+# tools/nfsvm/phases.py's GATE_STEP_MARGIN_S and WarmUp (tests/evidence_index/test_action_steps_forgery.py holds
+# them equal): the guest kills the gate step at the gate's --timeout plus this margin, and the warm-up is one
+# `import torch`, waited for at most WARM_UP_LIMIT_S before it is killed.
+GATE_STEP_MARGIN_S = 60.0
+WARM_UP_WHAT = "import torch once (page cache)"
+WARM_UP_LIMIT_S = 300.0
+# Each recorded clock reading is rounded (uptimes and phase_seconds to 0.1 s, step seconds to 0.01 s).
+ROUNDING_S = 0.11
+
+
+def step_clock_problems(steps_record: dict[str, Any], gate: dict[str, Any] | None) -> list[str]:
+    """The action's clock readings agree with the order tools/nfsvm/phases.action_phase takes them in (r6): the
+    warm-up ends (`warm_up.ended_at_uptime`) before the gate step starts, the gate step ends before
+    `kernel_uptime_at_gate_verdict_seconds` is read, the steps run one after another inside `phase_seconds`, the
+    gate step lasts at least the gate's own `duration_s`, and its limit is exactly the gate's --timeout plus the
+    margin. A warm-up whose `import torch` failed (not killed at its limit) beside a gate that passed with that
+    interpreter is not the run's. Without these, each of those numbers could be edited alone."""
+    steps = steps_record.get("steps") if isinstance(steps_record.get("steps"), dict) else {}
+    gate_step = steps.get("gate") if isinstance(steps.get("gate"), dict) else None
+    warm = steps_record.get("warm_up")
+    verdict_at = steps_record.get("kernel_uptime_at_gate_verdict_seconds")
+    phase = steps_record.get("phase_seconds")
+    problems = []
+    if not _is_number(verdict_at):
+        problems.append(f"kernel_uptime_at_gate_verdict_seconds is {verdict_at!r}, not a number")
+    if not _is_number(phase):
+        problems.append(f"phase_seconds is {phase!r}, not a number")
+    if not isinstance(warm, dict):
+        return [*problems, f"warm_up is {warm!r}, not the warm-up's record"]
+    if warm.get("what") != WARM_UP_WHAT:
+        problems.append(f"warm_up.what is {warm.get('what')!r}, the warm-up is {WARM_UP_WHAT!r}")
+    ended, took, code = warm.get("ended_at_uptime"), warm.get("seconds"), warm.get("exit_code")
+    if not (_is_number(ended) and _is_number(took) and took <= ended + ROUNDING_S):
+        problems.append(f"warm_up ran {took!r} s and ended at uptime {ended!r}: it started after the boot")
+    if not is_int(code):
+        problems.append(f"warm_up.exit_code is {code!r}, not an exit code")
+    elif code > 0 and gate_step is not None and is_int(gate_step.get("exit_code"), 0):
+        problems.append(f"warm_up.exit_code is {code!r} (import torch failed), the gate step with that interpreter "
+                        "exited 0")
+    elif code < 0 and _is_number(took) and took < WARM_UP_LIMIT_S:
+        problems.append(f"warm_up.exit_code is {code!r} (killed) after {took!r} s, under its limit of "
+                        f"{WARM_UP_LIMIT_S} s")
+    if gate_step is None:
+        return problems
+    seconds = gate_step.get("seconds")
+    if _is_number(seconds) and _is_number(ended) and _is_number(verdict_at) \
+            and ended + seconds > verdict_at + ROUNDING_S:
+        problems.append(f"steps.gate.seconds is {seconds!r} after the warm-up ended at uptime {ended!r}: past "
+                        f"kernel_uptime_at_gate_verdict_seconds {verdict_at!r}, read after the gate step")
+    parts = [(steps.get(name) or {}).get("seconds") for name in ("result_dir", "setup", "gate", "teardown")]
+    if _is_number(phase) and all(_is_number(part) for part in parts) and sum(parts) > phase + ROUNDING_S:
+        problems.append(f"steps result_dir, setup, gate and teardown ran {round(sum(parts), 2)} s one after another, "
+                        f"longer than phase_seconds {phase!r}")
+    if isinstance(gate, dict):
+        duration, timeout = gate.get("duration_s"), (gate.get("arguments") or {}).get("timeout_s")
+        if _is_number(seconds) and _is_number(duration) and seconds + ROUNDING_S < duration:
+            problems.append(f"steps.gate.seconds is {seconds!r}, shorter than the gate result's duration_s "
+                            f"{duration!r} (the gate ran inside its step)")
+        limit = gate_step.get("limit_seconds")
+        if _is_number(timeout) and _is_number(limit) and limit != timeout + GATE_STEP_MARGIN_S:
+            problems.append(f"steps.gate.limit_seconds is {limit!r}, the guest's limit is the gate's --timeout "
+                            f"{timeout!r} + {GATE_STEP_MARGIN_S}")
+    return problems
+
+
+def action_steps_problems(init: Any, steps_record: dict[str, Any] | None, gate: dict[str, Any] | None) -> list[str]:
+    """The action's steps record against itself, its gate and the VM's init, each problem naming the file's field
+    (the harness check fails on the clock problems too, but its recorded detail is cut before them).
+    `packaged_units_after_gate` is read only under systemd (tools/nfsvm/phases.packaged_units): a busybox VM
+    records null, whatever the takeover check (systemd only) would say of it."""
+    if not isinstance(steps_record, dict):
+        return []
+    problems = [f"action-steps.json: {p}" for p in step_clock_problems(steps_record, gate)]
+    units = steps_record.get("packaged_units_after_gate", "absent")
+    if init != "systemd" and units is not None:
+        problems.append(f"action-steps.json: packaged_units_after_gate is {units!r}, a VM booted with init {init!r} "
+                        "records null")
+    return problems
 
 
 def _is_number(value: Any) -> bool:
@@ -407,6 +487,8 @@ def judge_vm_run(run: dict[str, Any], load: Load | None = None) -> tuple[list[st
         manifest, versions = load("nfsvm-image.json"), load("versions.json")
         forged += (image_problems(manifest) if manifest else []) + (versions_problems(versions) if versions else [])
         forged += run_image_problems(run, manifest, versions)
+        forged += action_steps_problems(run.get("init"), load("action/steps.json"),
+                                        load("action/platform-runtime-nfs.json")) if "action" in phases else []
     forged += index_check_problems(run, checks)
     forged += git_state_problems({"source": {"git": run["git"]}}) if "git" in run else []
     if run.get("ok") is not all(recorded.values()):
