@@ -187,8 +187,11 @@ def _key(fact: str, value: Any) -> Any:
     if fact == "checkout" and isinstance(value, str) and value.startswith(NO_COMMIT + " "):
         return NO_COMMIT
     if fact == "python" and isinstance(value, str):  # the diagnostic writes X.Y.Z of sys.version_info, the gate
-        release = re.match(r"\d+\.\d+\.\d+", value)  # platform.python_version() ("3.14.0rc1" for a candidate)
-        return release.group(0) if release else value
+        # platform.python_version() ("3.14.0rc1" for a candidate, "3.13.0+" for a build past a tag): only those
+        # forms are cut to X.Y.Z. Anything else after X.Y.Z is not a version Python writes, and is compared whole
+        # (r6: "3.12.3x" matched "3.12.3" when any suffix was cut).
+        release = re.fullmatch(r"(\d+\.\d+\.\d+)(?:(?:a|b|rc)\d+)?\+?", value)
+        return release.group(1) if release else repr(value)
     if fact == "system" and isinstance(value, str):
         return next((family for prefix, family in FAMILIES.items() if value.casefold().startswith(prefix)), "other")
     return repr(value)
