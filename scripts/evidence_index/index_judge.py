@@ -21,6 +21,7 @@ from core.distinct_runs import copy_problems, name_problem
 from core.fleet import box_of
 from core.gpu_agreement import folder_problems as gpu_problems
 from core.one_run import run_problems
+from core.written_fields import record_problems
 
 from .crossfile import check as cross_check
 from .index_verdict import decide_local, decide_run
@@ -79,6 +80,10 @@ def _results_under(prefix: str, observed: Observed, root: Any = None) -> list[di
     bind_to_history(records, observed.json, root.get("history"))
     _one_run(records, documents)
     _distinct_runs(records, documents)
+    for record, document in zip(records, documents):  # facts the gate's own rules leave unbound (core.written_fields)
+        absent = record_problems(document) if record.get("kind") == "gate" else []
+        if absent:
+            _not_authentic(record, absent)
     return records
 
 

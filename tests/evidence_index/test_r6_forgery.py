@@ -42,3 +42,64 @@ def test_one_ext4_gates_python_with_a_suffix_is_not_authentic(tmp_path):
     edit_json(folder / "platform-runtime-cpu-ext4-root.json",
               lambda d: d["platform"].update(python=d["platform"]["python"] + "x"))
     assert_refused(*rebuild_and_verify(folder), "platform-runtime-cpu-ext4-root.json: platform.python is '")
+
+
+# --- F3: a derived flag deleted was not compared with its measurements, and the result verified ----------------
+
+@pytest.mark.parametrize("path", [
+    "checks.device_compute.training.loss_decreased", "checks.device_compute.training.final_loss",
+    "checks.device_compute.training.update_rule_ok", "checks.failing_writer.old_file_intact",
+    "checks.concurrent_replace.missing_reads_tolerated", "checks.jsonl_append.lock_probe.ok",
+    "checks.jsonl_append.lock_probe.refused_while_held", "checks.jsonl_append.lock_probe.while_held.abandoned",
+    "checks.concurrent_replace.roles.0.abandoned"])
+def test_a_flag_deleted_from_an_ext4_gate_is_not_authentic(tmp_path, path):
+    *parents, key = path.split(".")
+
+    def delete(document: dict) -> None:
+        for part in parents:
+            document = document[int(part)] if isinstance(document, list) else document[part]
+        del document[key]
+    folder = copy(tmp_path, "local/filesystems")
+    edit_json(folder / "platform-runtime-cpu-ext4-root.json", delete)
+    assert_refused(*rebuild_and_verify(folder), f"{path} is missing beside")
+
+
+def test_the_lock_probes_ok_deleted_from_the_cuda_gate_is_not_authentic(tmp_path):
+    folder = cuda_pair(tmp_path)
+    edit_json(folder / "platform-runtime-cuda.json", lambda d: d["checks"]["jsonl_append"]["lock_probe"].pop("ok"))
+    assert_refused(*rebuild_and_verify_at(folder, checkout_of(CUDA_COMMIT)),
+                   "checks.jsonl_append.lock_probe.ok is missing beside")
+
+
+# --- F4: device.torch_build.dist_info named another build -------------------------------------------------------
+
+def test_an_ext4_gates_dist_info_naming_another_build_is_not_authentic(tmp_path):
+    folder = copy(tmp_path, "local/filesystems")
+    edit_json(folder / "platform-runtime-cpu-ext4-root.json", lambda d: d["device"]["torch_build"].update(
+        dist_info=d["device"]["torch_build"]["dist_info"].replace(".dist-info", "x.dist-info")))
+    assert_refused(*rebuild_and_verify(folder), "device.torch_build.dist_info is '")
+
+
+def test_the_cuda_gates_dist_info_of_another_release_is_not_authentic(tmp_path):
+    folder = cuda_pair(tmp_path)
+    edit_json(folder / "platform-runtime-cuda.json", lambda d: d["device"]["torch_build"].update(
+        dist_info="torch-0." + d["device"]["torch_build"]["dist_info"].removeprefix("torch-")))
+    assert_refused(*rebuild_and_verify_at(folder, checkout_of(CUDA_COMMIT)), "device.torch_build.dist_info is '")
+
+
+# --- F5: a process's seccomp state the kernel never shows --------------------------------------------------------
+
+@pytest.mark.parametrize("process, field, words", [
+    ("gate", "seccomp", "isolation.processes.gate.seccomp is "),
+    ("workers.device_compute", "seccomp", "isolation.processes.workers.device_compute.seccomp is "),
+    ("gate_parent", "seccomp_filters", "isolation.processes.gate.seccomp_filters is 0, fewer than"),
+])
+def test_a_seccomp_state_raised_alone_is_not_authentic(tmp_path, process, field, words):
+    def raise_by_one(document: dict) -> None:
+        status = document["isolation"]["processes"]
+        for part in process.split("."):
+            status = status[part]
+        status[field] += 1
+    folder = copy(tmp_path, "local/filesystems")
+    edit_json(folder / "platform-runtime-cpu-ext4-root.json", raise_by_one)
+    assert_refused(*rebuild_and_verify(folder), words)
