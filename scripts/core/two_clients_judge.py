@@ -98,6 +98,10 @@ def clients_problems(kind: str, run: dict[str, Any]) -> list[str]:
     if len(clients) != 2 or len(set(hosts)) != 2 or not all(isinstance(h, str) and h for h in hosts):
         problems.append(f"{p}.clients are hosts {hosts!r}: two clients are two hosts")
     count = run.get("count_per_writer")
+    problems += [f"{p}.clients.{i}.peers_done is {c.get('peers_done')!r}: its readers were stopped before every "
+                 "writer of both clients ended" for i, c in enumerate(clients)
+                 if isinstance(c, dict) and "tasks" in c and c.get("peers_done") is not True]
+    problems += task_record_problems(kind, run)
     for task in _tasks(run):
         result = task.get("result") if isinstance(task.get("result"), dict) else {}
         if task.get("role") == "writer" and _task_exited_0(task):
@@ -105,6 +109,50 @@ def clients_problems(kind: str, run: dict[str, Any]) -> list[str]:
             if not (is_int(done) and done == count):
                 problems.append(f"{p}: writer {task.get('name')!r} reports {done!r} records of count_per_writer "
                                 f"{count!r}")
+    return problems
+
+
+# What tools/nfsvm/two_clients.unlocked_append reports (its own writer, not a gate worker: no start-up facts).
+UNLOCKED_METHOD = "O_APPEND without a lock"
+# The counts a replace reader (the gate's fs_worker replace-reader role) always reports; _count reads a missing one
+# as 0, so each is required of a reader that ended well.
+READER_COUNTS = ("reads", "partial_reads", "missing_reads")
+
+
+def task_record_problems(kind: str, run: dict[str, Any]) -> list[str]:
+    """Each task that ended well reports what its role always reports (reviewer r6: each of these, edited or
+    deleted alone, verified PASS): a gate worker's role (locked, replace) its start-up as the gate starts it
+    (core.interpreter_rules.worker_finding) and, as a replace reader, its counts and `tolerate_missing` true (the
+    phase passes --tolerate-missing on the share); an unlocked writer its method and that every writer had the file
+    open before any wrote (without that the control's damage proves nothing)."""
+    from core.interpreter_rules import worker_finding
+
+    problems = []
+    clients = run.get("clients") if isinstance(run.get("clients"), list) else []
+    for i, report in enumerate(clients):
+        tasks = report.get("tasks") if isinstance(report, dict) and isinstance(report.get("tasks"), list) else []
+        for j, task in enumerate(tasks):
+            if not isinstance(task, dict) or not _task_exited_0(task):
+                continue
+            where, result = f"variants.{kind}.clients.{i}.tasks.{j}.result", task["result"]
+            if kind == "unlocked":
+                if result.get("method") != UNLOCKED_METHOD:
+                    problems.append(f"{where}.method is {result.get('method')!r}, the unlocked writer's is "
+                                    f"{UNLOCKED_METHOD!r}")
+                if result.get("all_open_before_writing") is not True:
+                    problems.append(f"{where}.all_open_before_writing is {result.get('all_open_before_writing')!r}:"
+                                    " the writers' appends did not overlap")
+                continue
+            found = worker_finding(str(task.get("role")), result.get("startup"))
+            if "startup" not in result or found:
+                problems.append(f"{where}.startup is {result.get('startup')!r}: "
+                                f"{found or 'a gate worker reports its start-up'}")
+            if kind == "replace" and task.get("role") == "reader":
+                problems += [f"{where}.{key} is {result.get(key)!r}, not a count" for key in READER_COUNTS
+                             if not is_count(result.get(key))]
+                if result.get("tolerate_missing") is not True:
+                    problems.append(f"{where}.tolerate_missing is {result.get('tolerate_missing')!r}: the phase "
+                                    "starts its readers with --tolerate-missing")
     return problems
 
 

@@ -1,0 +1,43 @@
+"""Reviewer r6: the committed evidence/nfs two-clients.json with one fact of one client's report forged, re-indexed
+and verified: each verified PASS before core.two_clients_judge.task_record_problems and the peers_done rule; each
+is now not authentic, naming the field. The untouched folder still passes (test_nfs_folder_forgery)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.evidence_index.test_crossfile_forgery import assert_refused, edit_json
+from tests.evidence_index.test_nfs_folder_forgery import committed_copy, reindexed
+
+
+def _task(variant: str, role: str, key: str | None = None):
+    """The first task of `role` in the variant's first client that has one (the result dict, or its `key`)."""
+    def find(document: dict) -> dict:
+        for client in document["variants"][variant]["clients"]:
+            for task in client["tasks"]:
+                if task["role"] == role:
+                    return task["result"][key] if key else task["result"]
+        raise AssertionError(f"no {role} in {variant}")
+    return find
+
+
+@pytest.mark.parametrize("change, words", [
+    (lambda d: d["variants"]["locked"]["clients"][0].update(peers_done=False),
+     "variants.locked.clients.0.peers_done is False"),
+    (lambda d: _task("locked", "writer", "startup")(d).update(isolated=False), ".result.startup is {"),
+    (lambda d: _task("replace", "reader", "startup")(d).update(executable_is_image=False), ".result.startup is {"),
+    (lambda d: _task("replace", "reader")(d).pop("missing_reads"), ".result.missing_reads is None, not a count"),
+    (lambda d: _task("replace", "reader")(d).pop("partial_reads"), ".result.partial_reads is None, not a count"),
+    (lambda d: _task("replace", "reader")(d).update(tolerate_missing=False), ".result.tolerate_missing is False"),
+    (lambda d: _task("unlocked", "writer")(d).update(all_open_before_writing=False),
+     ".result.all_open_before_writing is False"),
+    (lambda d: _task("unlocked", "writer")(d).update(method=_task("unlocked", "writer")(d)["method"] + "x"),
+     ".result.method is '"),
+], ids=["peers-not-done", "locked-not-isolated", "reader-other-executable", "reader-missing-reads-deleted",
+        "reader-partial-reads-deleted", "reader-not-tolerating", "unlocked-not-overlapping", "unlocked-method"])
+def test_one_forged_fact_of_a_client_report_is_not_authentic(tmp_path, change, words):
+    folder = committed_copy(tmp_path)
+    edit_json(folder / "two-clients.json", change)
+    code, report = reindexed(folder)
+    assert_refused(code, report, "checks.two_clients.ok is recorded True, its records say False")
+    assert any("two-clients.json" in p and words in p for p in report["problems"]), (words, report["problems"])
