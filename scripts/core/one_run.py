@@ -34,6 +34,9 @@ FIELDS: dict[str, dict[str, str]] = {
         "torch": "device.torch.version", "torch_record": "device.torch_build.record_sha256",
         "torch_cuda": "device.torch.cuda", "torch_hip": "device.torch.hip", "torch_arch_list": "device.cuda.arch_list",
         "gpu_count": "device.cuda.device_count", "gpu_driver": "device.cuda.kernel_driver",
+        # the NFS VM's versions.json names the guest interpreter by major.minor only (r6: '3.11' edited alone
+        # verified PASS beside the gates' '3.11.2')
+        "python_minor": ("platform.python", lambda v: _minor(v)),
     },
     # gpu_count: torch.cuda.device_count() in the gate's device worker and in the diagnostic, on one machine.
     "diagnostic": {
@@ -49,6 +52,18 @@ FIELDS: dict[str, dict[str, str]] = {
 
 def _safe(read: Any, value: Any) -> Any:
     return read(value) if isinstance(value, str) else None
+
+
+def _minor(version: str) -> str | None:
+    """X.Y of a version Python writes (3.11.2, 3.14.0rc1); None for anything else (compared by `python` whole)."""
+    found = re.fullmatch(r"(\d+\.\d+)(?:\.\d+(?:(?:a|b|rc)\d+)?\+?)?", version)
+    return found.group(1) if found else None
+
+
+def _site_minor(path: str) -> str | None:
+    """X.Y of a venv's site-packages path (`<venv>/lib/python3.11/site-packages`)."""
+    found = re.search(r"/lib/python(\d+\.\d+)/site-packages$", path)
+    return found.group(1) if found else path
 
 
 def _proc_version(text: str, word: int, after: str = "") -> str | None:
@@ -93,7 +108,9 @@ VM_FIELDS: dict[str, dict[str, Any]] = {
     "kernodeck.nfsvm-versions/v1": {
         "release": "kernel_release", "release#proc": ("proc_version", lambda v: _proc_version(v, 2)),
         "kernel_package_version": ("proc_version", lambda v: _proc_version(v, -2, "Debian ")),
-        "nfs_kernel_server": "packages.nfs-kernel-server"},
+        "nfs_kernel_server": "packages.nfs-kernel-server",
+        "python_minor": ("python.version", lambda v: v),
+        "python_minor#site": ("python.site_packages", lambda v: _site_minor(v))},
     "kernodeck.nfsvm-image/v1": {
         "release": "kernel_release", "release#package": ("kernel_package", lambda v: _package_release(v)),
         "kernel_package_version": "kernel_package_version", "kernel_deb": "kernel_deb_sha256", "init": "init"},
@@ -104,6 +121,9 @@ VM_FIELDS: dict[str, dict[str, Any]] = {
     # the systemd VM's install phase: the package it installed, and what ran as PID 1
     "kernodeck.nfsvm-install/v1": {"nfs_kernel_server": "nfs_kernel_server", "init": "pid1"},
     "kernodeck.nfs-harness/v1#setup": {"nfs_kernel_server": "package.version"},
+    # a teardown's record carries the setup state it read (the server-restart scenario's has no setup file beside
+    # it, so only this compares its package; r6: edited alone, it verified PASS)
+    "kernodeck.nfs-harness/v1": {"nfs_kernel_server": "setup.package.version"},
 }
 # What start-up code the interpreter's own files hold: the same interpreter reads the same site directories, so a
 # gate and a diagnostic of one folder see the same code-running .pth files and start-up modules. The gate

@@ -489,11 +489,36 @@ def judge_vm_run(run: dict[str, Any], load: Load | None = None) -> tuple[list[st
         forged += run_image_problems(run, manifest, versions)
         forged += action_steps_problems(run.get("init"), load("action/steps.json"),
                                         load("action/platform-runtime-nfs.json")) if "action" in phases else []
+    if load is not None and "action" in phases:
+        forged += run_date_problems(run, load("action/platform-runtime-nfs.json"))
     forged += index_check_problems(run, checks)
     forged += git_state_problems({"source": {"git": run["git"]}}) if "git" in run else []
     if run.get("ok") is not all(recorded.values()):
         forged.append(f"ok is recorded {run.get('ok')!r}, its checks say {all(recorded.values())!r}")
     return reasons, forged
+
+
+def run_date_problems(run: dict[str, Any], gate: dict[str, Any] | None) -> list[str]:
+    """`date` is the UTC day tools/nfsvm/cli.py wrote the record on, after the run: the day the action's gate
+    started, or a later one within the run's `wall_seconds` (r6: another date, edited alone, verified PASS)."""
+    import datetime
+
+    date, started = run.get("date"), (gate or {}).get("started_at") if isinstance(gate, dict) else None
+    try:
+        day = datetime.date.fromisoformat(date) if isinstance(date, str) and len(date) == 10 else None
+    except ValueError:
+        day = None
+    if day is None:
+        return [f"date is {date!r}, not the YYYY-MM-DD day the run was recorded"]
+    try:
+        start = datetime.datetime.fromisoformat(started).astimezone(datetime.timezone.utc)
+    except (TypeError, ValueError):
+        return []  # the gate result's own rules refuse its started_at
+    wall = run.get("wall_seconds")
+    end = start + datetime.timedelta(seconds=wall if _is_number(wall) and wall > 0 else 0)
+    if not start.date() <= day <= end.date():
+        return [f"date is {date!r}, but the action's gate started at {started} and the run took {wall!r} s"]
+    return []
 
 
 def index_check_problems(run: dict[str, Any], checks: list[dict[str, Any]]) -> list[str]:

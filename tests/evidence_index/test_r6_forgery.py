@@ -103,3 +103,32 @@ def test_a_seccomp_state_raised_alone_is_not_authentic(tmp_path, process, field,
     folder = copy(tmp_path, "local/filesystems")
     edit_json(folder / "platform-runtime-cpu-ext4-root.json", raise_by_one)
     assert_refused(*rebuild_and_verify(folder), words)
+
+
+# --- F7: the server-restart harness record's package version was compared with nothing -------------------------
+
+def test_the_server_restart_records_package_version_edited_alone_is_not_authentic(tmp_path):
+    from tests.evidence_index.test_nfs_folder_forgery import committed_copy, reindexed
+
+    folder = committed_copy(tmp_path)
+    edit_json(folder / "server-restart-nfs-harness.json", lambda d: d["setup"]["package"].update(
+        version=d["setup"]["package"]["version"] + "x"))
+    assert_refused(*reindexed(folder), "server-restart-nfs-harness.json: setup.package.version is '")
+
+
+# --- F8, F9: nfs-vm-run.json's date and versions.json's interpreter were compared with nothing -----------------
+
+@pytest.mark.parametrize("name, change, words", [
+    ("nfs-vm-run.json", lambda d: d.update(date="2000-01-01"), "date is '2000-01-01', but the action's gate started"),
+    ("nfs-vm-run.json", lambda d: d.update(date=d["date"] + "x"), "not the YYYY-MM-DD day the run was recorded"),
+    ("versions.json", lambda d: d["python"].update(version=d["python"]["version"] + "9"),
+     "versions.json: python.version (read as python_minor) is '"),
+    ("versions.json", lambda d: d["python"].update(site_packages=d["python"]["site_packages"].replace(
+        "/python3.", "/python4.")), "versions.json: python.site_packages (read as python_minor) is '"),
+], ids=["date-another-day", "date-not-a-date", "python-version", "python-site-packages"])
+def test_the_vm_runs_date_and_guest_interpreter_edited_alone_are_not_authentic(tmp_path, name, change, words):
+    from tests.evidence_index.test_nfs_folder_forgery import committed_copy, reindexed
+
+    folder = committed_copy(tmp_path)
+    edit_json(folder / name, change)
+    assert_refused(*reindexed(folder), words)
