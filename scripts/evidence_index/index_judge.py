@@ -17,6 +17,7 @@ from typing import Any
 
 from core import fs_magic, runner_views, time_views
 from core.contract import PLAN_JOB, platform_of, result_artifact_name
+from core.diagnostic_words import message_problems
 from core.distinct_runs import copy_problems, name_problem
 from core.fleet import box_of
 from core.gpu_agreement import folder_problems as gpu_problems
@@ -81,7 +82,8 @@ def _results_under(prefix: str, observed: Observed, root: Any = None) -> list[di
     _one_run(records, documents)
     _distinct_runs(records, documents)
     for record, document in zip(records, documents):  # facts the gate's own rules leave unbound (core.written_fields)
-        absent = record_problems(document) if record.get("kind") == "gate" else []
+        absent = record_problems(document) if record.get("kind") == "gate" else \
+            message_problems(document) if record.get("kind") == "diagnostic" else []
         if absent:
             _not_authentic(record, absent)
     return records

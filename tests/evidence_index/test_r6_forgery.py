@@ -132,3 +132,23 @@ def test_the_vm_runs_date_and_guest_interpreter_edited_alone_are_not_authentic(t
     folder = committed_copy(tmp_path)
     edit_json(folder / name, change)
     assert_refused(*reindexed(folder), words)
+
+
+# --- F10: a diagnostic's message is the sentence of its code ---------------------------------------------------
+
+def test_the_gpu_diagnostics_message_edited_alone_is_not_authentic(tmp_path):
+    folder = cuda_pair(tmp_path)
+    edit_json(folder / "kernodeck-diagnostic-gpu.json", lambda d: d.update(message=d["message"] + " Twice."))
+    assert_refused(*rebuild_and_verify_at(folder, checkout_of(CUDA_COMMIT)), "message is '")
+
+
+def test_every_committed_diagnostic_says_the_sentence_of_its_code():
+    import json
+
+    from core.diagnostic_words import message_problems
+
+    from tests.evidence_index.test_crossfile_forgery import EVIDENCE
+
+    reports = [json.loads(p.read_text()) for p in EVIDENCE.rglob("kernodeck-diagnostic-*.json")]
+    assert reports and all(message_problems(r) == [] for r in reports)
+    assert message_problems({**reports[0], "message": "x"})
