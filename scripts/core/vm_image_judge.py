@@ -27,6 +27,14 @@ INITRAMFS_TARGETS = ("virtio_pci", "9pnet_virtio", "9p", "overlay")
 IMAGE_BLOCK = ("recipe_sha256", "kernel_package", "kernel_package_version", "kernel_deb_sha256", "packages_sha256",
                "vmlinuz_sha256")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
+# tools/nfsvm/recipe.SUITE (held equal by tests/evidence_index/test_r6_forgery.py, like IMAGE_PACKAGES), and the
+# packages tools/nfsvm/phases.versions asks dpkg-query for: each is installed in every image (nfs-common with
+# nfs-kernel-server, python3 by the recipe), so a versions.json without one lost it.
+SUITE = "bookworm"
+VERSION_PACKAGES = ("nfs-kernel-server", "nfs-common", "python3")
+# The manifest's kernel, which one_run compares with the guest's and the run's only where it is recorded (r6: deleted,
+# it verified PASS).
+MANIFEST_KERNEL = ("kernel_release", "kernel_package", "kernel_package_version")
 
 
 def packages_digest(packages: Any) -> str:
@@ -84,6 +92,10 @@ def image_problems(manifest: dict[str, Any]) -> list[str]:
                 and _SHA256.fullmatch(entry["sha256"])):
             problems.append(f"nfsvm-image.json offline_debs holds no {OFFLINE_PACKAGE} .deb: the systemd image cannot "
                             "install it")
+    problems += [f"nfsvm-image.json {key} is {manifest.get(key)!r}: the image does not say its kernel"
+                 for key in MANIFEST_KERNEL if not (isinstance(manifest.get(key), str) and manifest[key])]
+    if manifest.get("suite") != SUITE:
+        problems.append(f"nfsvm-image.json suite is {manifest.get('suite')!r}, the recipe's is {SUITE!r}")
     modules = manifest.get("initramfs_modules")
     names = modules if isinstance(modules, list) else []
     lacking = [t for t in INITRAMFS_TARGETS if f"{t}.ko" not in names]
@@ -100,6 +112,9 @@ def versions_problems(versions: dict[str, Any]) -> list[str]:
     packages = versions.get("packages")
     if not (isinstance(packages, dict) and packages.get(OFFLINE_PACKAGE)):
         problems.append(f"versions.json packages is {str(packages)[:80]}: no {OFFLINE_PACKAGE} in the guest")
+    else:
+        problems += [f"versions.json packages.{name} is {packages.get(name)!r}: every image installs it"
+                     for name in VERSION_PACKAGES if not (isinstance(packages.get(name), str) and packages[name])]
     python = versions.get("python")
     if not (isinstance(python, dict) and isinstance(python.get("version"), str) and python["version"]):
         problems.append(f"versions.json python is {str(python)[:80]}: the guest's Python is not recorded")

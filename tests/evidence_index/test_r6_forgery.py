@@ -152,3 +152,34 @@ def test_every_committed_diagnostic_says_the_sentence_of_its_code():
     reports = [json.loads(p.read_text()) for p in EVIDENCE.rglob("kernodeck-diagnostic-*.json")]
     assert reports and all(message_problems(r) == [] for r in reports)
     assert message_problems({**reports[0], "message": "x"})
+
+
+# --- F11: the image's kernel and suite, the guest's dpkg packages: required, not only compared where present -----
+
+def test_the_judges_suite_and_version_packages_are_the_guests():
+    import sys
+
+    from core import vm_image_judge
+
+    from tests.conftest import ROOT
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    from nfsvm import recipe
+
+    assert vm_image_judge.SUITE == recipe.SUITE
+    source = (ROOT / "tools" / "nfsvm" / "phases.py").read_text()
+    assert '"nfs-kernel-server", "nfs-common",\n                            "python3"]' in source
+
+
+@pytest.mark.parametrize("name, change, words", [
+    ("nfsvm-image.json", lambda d: d.pop("kernel_release"), "nfsvm-image.json kernel_release is None"),
+    ("nfsvm-image.json", lambda d: d.update(suite=d["suite"] + "x"), "nfsvm-image.json suite is '"),
+    ("versions.json", lambda d: d["packages"].pop("python3"), "versions.json packages.python3 is None"),
+    ("versions.json", lambda d: d["packages"].pop("nfs-common"), "versions.json packages.nfs-common is None"),
+], ids=["image-kernel-deleted", "image-suite", "guest-python3-deleted", "guest-nfs-common-deleted"])
+def test_the_images_and_guests_facts_deleted_or_edited_are_not_authentic(tmp_path, name, change, words):
+    from tests.evidence_index.test_nfs_folder_forgery import committed_copy, reindexed
+
+    folder = committed_copy(tmp_path)
+    edit_json(folder / name, change)
+    assert_refused(*reindexed(folder), words)
