@@ -187,9 +187,10 @@ def variant_problems(kind: str, run: dict[str, Any]) -> list[str]:
         if counts["reads"] < 1 or counts["distinct_versions_seen"] < 1:
             problems.append(f"{v} has {counts['reads']} reads and {counts['distinct_versions_seen']} versions seen: "
                             "the readers observed no replace")
-        if counts["partial_reads"] + counts["missing_reads"] > counts["reads"]:
-            problems.append(f"{v}: {counts['partial_reads']} torn and {counts['missing_reads']} missing reads of "
-                            f"{counts['reads']} reads")
+        # A torn read is one of `reads` (fs_worker.replace_reader counts it there); a missing one is not: the reader
+        # retries at once, without its pause, so a live run counted 77,525 missing beside 309 reads.
+        if counts["partial_reads"] > counts["reads"]:
+            problems.append(f"{v}: {counts['partial_reads']} torn reads of {counts['reads']} reads")
         # The phase writes the initial document (writer -1, seq 0: fs_worker.version_document(-1, 0)) before the
         # writers start, so a reader that opens the file first sees it (a real run's readers did: [-1, 0, 1]).
         if counts["distinct_versions_seen"] > writers * count + 1:

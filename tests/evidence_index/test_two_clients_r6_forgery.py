@@ -4,8 +4,12 @@ is now not authentic, naming the field. The untouched folder still passes (test_
 
 from __future__ import annotations
 
-import pytest
+import json
 
+import pytest
+from core import two_clients_judge
+
+from tests.conftest import ROOT
 from tests.evidence_index.test_crossfile_forgery import assert_refused, edit_json
 from tests.evidence_index.test_nfs_folder_forgery import committed_copy, reindexed
 
@@ -41,3 +45,26 @@ def test_one_forged_fact_of_a_client_report_is_not_authentic(tmp_path, change, w
     code, report = reindexed(folder)
     assert_refused(code, report, "checks.two_clients.ok is recorded True, its records say False")
     assert any("two-clients.json" in p and words in p for p in report["problems"]), (words, report["problems"])
+
+
+def _replace_verdict_with(**counts: int) -> list[str]:
+    """variant_problems of the committed replace variant with its verdict's counts changed."""
+    run = json.loads((ROOT / "evidence" / "nfs" / "two-clients.json").read_text())["variants"]["replace"]
+    run["verdict"].update(counts)
+    return two_clients_judge.variant_problems("replace", run)
+
+
+def test_missing_reads_beyond_the_reads_are_what_a_live_run_counts_not_a_forgery():
+    """A reader retries a missing name at once, without its pause, and counts it apart from `reads` (a CI run's
+    readers: 77,525 missing beside 309 reads); the variant passed its own checker and must not be called forged."""
+    assert _replace_verdict_with() == []  # the untouched record
+    committed = json.loads((ROOT / "evidence" / "nfs" / "two-clients.json").read_text())
+    many = committed["variants"]["replace"]["verdict"]["reads"] * 250
+    assert _replace_verdict_with(missing_reads=many) == []
+
+
+def test_more_torn_reads_than_reads_is_refused():
+    committed = json.loads((ROOT / "evidence" / "nfs" / "two-clients.json").read_text())
+    reads = committed["variants"]["replace"]["verdict"]["reads"]
+    assert _replace_verdict_with(partial_reads=reads + 1) == [
+        f"variants.replace.verdict: {reads + 1} torn reads of {reads} reads"]
