@@ -44,7 +44,7 @@ def message_problems(report: Any) -> list[str]:
         return []
     sentences, arch = table
     code = report.get("code")
-    if code not in sentences:
+    if not isinstance(code, str) or code not in sentences:  # a list is unhashable: the schema refuses it
         return []
     execution = report.get("execution")
     wanted = arch if code == "RUNTIME_ERROR" and isinstance(execution, dict) and \

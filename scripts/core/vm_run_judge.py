@@ -205,12 +205,14 @@ def step_clock_problems(steps_record: dict[str, Any], gate: dict[str, Any] | Non
             and ended + seconds > verdict_at + ROUNDING_S:
         problems.append(f"steps.gate.seconds is {seconds!r} after the warm-up ended at uptime {ended!r}: past "
                         f"kernel_uptime_at_gate_verdict_seconds {verdict_at!r}, read after the gate step")
-    parts = [(steps.get(name) or {}).get("seconds") for name in ("result_dir", "setup", "gate", "teardown")]
+    parts = [step.get("seconds") if isinstance(step := steps.get(name), dict) else None
+             for name in ("result_dir", "setup", "gate", "teardown")]
     if _is_number(phase) and all(_is_number(part) for part in parts) and sum(parts) > phase + ROUNDING_S:
         problems.append(f"steps result_dir, setup, gate and teardown ran {round(sum(parts), 2)} s one after another, "
                         f"longer than phase_seconds {phase!r}")
     if isinstance(gate, dict):
-        duration, timeout = gate.get("duration_s"), (gate.get("arguments") or {}).get("timeout_s")
+        arguments = gate.get("arguments") if isinstance(gate.get("arguments"), dict) else {}
+        duration, timeout = gate.get("duration_s"), arguments.get("timeout_s")
         if _is_number(seconds) and _is_number(duration) and seconds + ROUNDING_S < duration:
             problems.append(f"steps.gate.seconds is {seconds!r}, shorter than the gate result's duration_s "
                             f"{duration!r} (the gate ran inside its step)")

@@ -52,6 +52,14 @@ def _groups(document: Any, path: str) -> list[tuple[str, dict[str, Any]]]:
     return [(".".join(where), holder)] if isinstance(holder, dict) else []
 
 
+def _at(document: Any, *keys: str) -> Any:
+    """document[k1][k2]... where each holder is a dict, else None: a result of the wrong shape (a list where an
+    object belongs) is the schema's to refuse, never a crash of the judge."""
+    for key in keys:
+        document = document.get(key) if isinstance(document, dict) else None
+    return document
+
+
 def absent_fields(document: Any) -> list[str]:
     """Each field of a group the gate writes together that a gate result holds the group of without it."""
     problems = []
@@ -68,13 +76,15 @@ def dist_info_problems(document: Any) -> list[str]:
     (platform_runtime/torch_build.py reads `torch_build.version` from that folder's METADATA): `torch-<version>
     .dist-info`, the local part (`+cpu`, `+cu130`) kept or left out as the installer wrote it (pip keeps it, the
     committed CUDA run's installer did not). Edited alone, it named another build."""
-    build = (document.get("device") or {}).get("torch_build") if isinstance(document, dict) else None
+    build = _at(document, "device", "torch_build")
     if not isinstance(build, dict) or not isinstance(build.get("version"), str) or "dist_info" not in build:
         return []
     version, named = build["version"], build.get("dist_info")
     allowed = {f"torch-{version}.dist-info", f"torch-{version.partition('+')[0]}.dist-info"}
-    return [] if named in allowed else [f"device.torch_build.dist_info is {named!r}, the build found is "
-                                        f"torch_build.version {version!r} ({' or '.join(sorted(allowed))})"]
+    if isinstance(named, str) and named in allowed:
+        return []
+    return [f"device.torch_build.dist_info is {named!r}, the build found is torch_build.version {version!r} "
+            f"({' or '.join(sorted(allowed))})"]
 
 
 def _status_of(processes: dict[str, Any]) -> list[tuple[str, dict[str, Any], str | None]]:
@@ -93,7 +103,7 @@ def process_problems(document: Any) -> list[str]:
     `Seccomp` is 2 exactly when `Seccomp_filters` counts one or more; and a filter is inherited and never removed,
     so a process started by another counts at least its filters (the gate its parent's, each worker the gate's).
     Edited alone, each of these verified PASS."""
-    processes = (document.get("isolation") or {}).get("processes") if isinstance(document, dict) else None
+    processes = _at(document, "isolation", "processes")
     if not isinstance(processes, dict):
         return []
     statuses = _status_of(processes)

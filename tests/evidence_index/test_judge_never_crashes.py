@@ -54,3 +54,26 @@ def test_every_field_of_another_type_is_judged_not_crashed_on(name):
                 crashed += 1
                 failures.append(f"{'.'.join(map(str, path))} = {value!r}: {type(error).__name__}: {error}")
     assert tried > 40 and not failures, f"{crashed} of {tried} edits crashed the judge:\n" + "\n".join(failures[:20])
+
+
+def test_the_judge_side_rules_take_any_shape_without_a_crash():
+    """Reviewer r6's rules (written_fields, diagnostic_words, the action steps' clocks) on committed records with a
+    list, a text or a number where an object or a text belongs: the schema refuses those; the rule must not crash
+    (a crash there made `local` exit 2 on a failing result of the wrong shape)."""
+    from core import diagnostic_words, vm_run_judge, written_fields
+
+    gate = json.loads((ROOT / "evidence" / "nfs" / "platform-runtime-nfs.json").read_text())
+    steps = json.loads((ROOT / "evidence" / "nfs" / "action-steps.json").read_text())
+    for document, paths in ((gate, [("device",), ("device", "torch_build", "dist_info"), ("isolation", "processes")]),
+                            (steps, [("steps", "result_dir"), ("steps", "gate"), ("warm_up",)])):
+        for path in paths:
+            for value in ([], "x", 1, [1], {"a": 1}):
+                forged = copy.deepcopy(document)
+                holder = forged
+                for key in path[:-1]:
+                    holder = holder[key]
+                holder[path[-1]] = value
+                assert isinstance(written_fields.record_problems(forged), list)
+                assert isinstance(diagnostic_words.message_problems({"code": value, "message": "m"}), list)
+                assert isinstance(vm_run_judge.action_steps_problems("busybox", forged, {**gate, "arguments": value}),
+                                  list)
