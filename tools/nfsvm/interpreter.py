@@ -33,13 +33,13 @@ WHY_BYTECODE = ("the host venv's own interpreter: its site-packages holds {count
 def written_bytecode(site_packages: Path) -> int:
     """How many `__pycache__/*.pyc` files in site_packages no RECORD lists: the bytecode an interpreter wrote
     there after the install (a RECORD-listed one the installer compiled is checked by its hash instead)."""
-    listed: set[str] = set()
-    for record in site_packages.glob("*.dist-info/RECORD"):
-        try:
-            lines = record.read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError:
-            continue
-        listed.update(os.path.normpath(line.rsplit(",", 2)[0]) for line in lines if line.strip())
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))  # host side only: the gate's reader
+    from platform_runtime import dist_record
+
+    listed = {os.path.normpath(path) for record in site_packages.glob("*.dist-info/RECORD")
+              for path, _, _ in dist_record.read_record(site_packages, record.parent.name) or []}
     count = 0
     for folder, _, files in os.walk(site_packages):
         if os.path.basename(folder) == "__pycache__":
