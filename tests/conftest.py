@@ -92,6 +92,35 @@ def run_gate(tmp_path: Path, *args: str, fault: str | None = None, cwd: Path | N
     return GateRun(completed, result, output)
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--full", action="store_true",
+                     help="also run the tests marked `full` (slower variants CI leaves out; run before re-recording "
+                          "evidence: python3 dev.py test --full)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Without --full, the tests marked `full` are deselected, counted and named in the summary: never dropped
+    silently."""
+    if config.getoption("--full"):
+        return
+    full = [item for item in items if item.get_closest_marker("full")]
+    if full:
+        config.hook.pytest_deselected(items=full)
+        items[:] = [item for item in items if not item.get_closest_marker("full")]
+    config.stash[_FULL_ONLY] = [item.nodeid for item in full]
+
+
+_FULL_ONLY = pytest.StashKey[list]()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    left = config.stash.get(_FULL_ONLY, [])
+    if left:
+        files = sorted({nodeid.split("::")[0] for nodeid in left})
+        terminalreporter.write_line(f"{len(left)} test(s) marked `full` did not run (python3 dev.py test --full runs "
+                                    f"them), in {len(files)} file(s): {', '.join(files)}")
+
+
 @pytest.fixture
 def gate(tmp_path):
     return lambda *args, **kwargs: run_gate(tmp_path, *args, **kwargs)

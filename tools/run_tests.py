@@ -1,11 +1,12 @@
 """The whole test suite: linters first (fast, and a red lint needs no torch), then pytest.
 
-Run through `python3 dev.py test`, which provides the venv; extra arguments go to pytest, except this
-runner's own: --no-lint (pytest only), --fail-on-skip (a skipped test fails the run, for jobs whose tests
-must all run, such as the root mount tests) and --under-load N (N CPU-bound busy processes run beside the
-whole run, linters and pytest, and are stopped however it ends: the suite must not depend on a quiet
-machine). Every skip is counted and printed with its reason after pytest, so a test that silently stopped
-running shows.
+Run through `python3 dev.py test`, which provides the venv; extra arguments go to pytest, except this runner's
+own: --no-lint (pytest only), --fail-on-skip (a skipped test fails the run, for jobs whose tests must all run,
+such as the root mount tests) and --under-load N (N CPU-bound busy processes run beside the whole run, linters
+and pytest, and are stopped however it ends: the suite must not depend on a quiet machine). --full reaches
+pytest (tests/conftest.py): it also runs the tests marked `full`, the slower variants CI leaves out, which are
+otherwise counted and named, never dropped silently. Every skip is counted and printed with its reason after
+pytest, so a test that silently stopped running shows; the run ends with its wall time and the 20 slowest tests.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -102,7 +104,26 @@ def main(argv: list[str]) -> int:
         return run(argv)
 
 
+def slowest_tests(junit_xml: Path, count: int = 20) -> list[tuple[float, str]]:
+    """The `count` slowest test cases of a pytest JUnit XML report (set-up and teardown included), slowest first."""
+    try:
+        root = ET.parse(junit_xml).getroot()
+    except (OSError, ET.ParseError):
+        return []
+    times = [(float(case.get("time") or 0), f"{case.get('classname', '')}::{case.get('name', '')}")
+             for case in root.iter("testcase")]
+    return sorted(times, reverse=True)[:count]
+
+
 def run(argv: list[str]) -> int:
+    started = time.monotonic()
+    try:
+        return _run(argv)
+    finally:
+        print(f"== wall time: {time.monotonic() - started:.0f} s", flush=True)
+
+
+def _run(argv: list[str]) -> int:
     lint = "--no-lint" not in argv
     fail_on_skip = "--fail-on-skip" in argv
     pytest_args = [arg for arg in argv if arg not in ("--no-lint", "--fail-on-skip")]
@@ -118,7 +139,12 @@ def run(argv: list[str]) -> int:
         code = subprocess.run([sys.executable, "-m", "pytest", f"--junitxml={junit}", *pytest_args], cwd=ROOT,
                               env=env).returncode
         skipped = skipped_tests(junit)
+        slowest = slowest_tests(junit)
     report_skips(skipped)
+    if slowest:
+        print(f"== the {len(slowest)} slowest tests", flush=True)
+        for seconds, name in slowest:
+            print(f"  {seconds:7.1f} s  {name}", flush=True)
     if fail_on_skip and skipped and code == 0:
         print("--fail-on-skip: every selected test had to run", flush=True)
         return 1

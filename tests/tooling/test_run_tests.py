@@ -1,5 +1,6 @@
-"""The test runner counts and prints every skip with its reason, --fail-on-skip turns one into a failure, and
---under-load N runs N busy processes beside the run and stops them however it ends."""
+"""The test runner counts and prints every skip with its reason, --fail-on-skip turns one into a failure,
+--under-load N runs N busy processes beside the run and stops them however it ends, the tests marked `full` run
+only with --full and are otherwise named, and every run ends with its wall time and its slowest tests."""
 
 from __future__ import annotations
 
@@ -35,6 +36,37 @@ def test_a_skip_is_counted_and_printed_with_its_reason(tmp_path):
 def test_fail_on_skip_fails_a_run_with_a_skip(tmp_path):
     completed = run_all(tmp_path, "--fail-on-skip")
     assert completed.returncode == 1 and "every selected test had to run" in completed.stdout
+
+
+FULL_SUITE = ("import pytest\n\ndef test_quick():\n    pass\n\n"
+              "@pytest.mark.full\ndef test_slow_variant():\n    pass\n")
+
+
+def run_with_full_marker(tmp_path, *args: str) -> subprocess.CompletedProcess:
+    """A sample suite under the project's own conftest (its --full option and the `full` marker's handling)."""
+    suite = tmp_path / "test_tiers.py"
+    suite.write_text(FULL_SUITE)
+    return subprocess.run([sys.executable, str(ROOT / "tools" / "run_tests.py"), "--no-lint", *args, str(suite), "-v",
+                           "-p", "no:cacheprovider", "-p", "tests.conftest", "--rootdir", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def test_a_test_marked_full_runs_only_with_full_and_is_otherwise_named(tmp_path):
+    quick = run_with_full_marker(tmp_path)
+    assert quick.returncode == 0, quick.stdout + quick.stderr
+    assert "test_quick PASSED" in quick.stdout and "test_slow_variant PASSED" not in quick.stdout
+    assert "1 test(s) marked `full` did not run (python3 dev.py test --full runs them)" in quick.stdout
+    full = run_with_full_marker(tmp_path, "--full")
+    assert full.returncode == 0, full.stdout + full.stderr
+    assert "test_quick PASSED" in full.stdout and "test_slow_variant PASSED" in full.stdout
+    assert "marked `full` did not run" not in full.stdout
+
+
+def test_a_run_ends_with_its_wall_time_and_its_slowest_tests(tmp_path):
+    completed = run_all(tmp_path)
+    assert "== the 1 slowest tests" in completed.stdout and "test_sample::test_runs" in completed.stdout
+    assert completed.stdout.rstrip().splitlines()[-1].startswith("== wall time: ")
 
 
 LINUX_ONLY = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc to find the busy processes")
