@@ -65,7 +65,7 @@ def test_a_test_marked_full_runs_only_with_full_and_is_otherwise_named(tmp_path)
 
 def test_a_run_ends_with_its_wall_time_and_its_slowest_tests(tmp_path):
     completed = run_all(tmp_path)
-    assert "== the 1 slowest tests" in completed.stdout and "test_sample::test_runs" in completed.stdout
+    assert "== the 2 slowest tests" in completed.stdout and "test_sample::test_runs" in completed.stdout
     assert completed.stdout.rstrip().splitlines()[-1].startswith("== wall time: ")
 
 
