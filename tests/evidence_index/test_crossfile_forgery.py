@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, SCRIPTS
+from tests.evidence_index.index_cli import index_cli
 
 CLI = SCRIPTS / "build_evidence_index.py"
 EVIDENCE = ROOT / "evidence"
@@ -38,12 +39,12 @@ def rebuild_and_verify(folder: Path, *names: str, env: dict | None = None, made_
     index = folder.parent / f"{folder.name}-index.json"
     results = [arg for name in names for arg in ("--result", name)]
     root = checkout_of(made_at) if made_at else made_by(folder)
-    subprocess.run([sys.executable, "-B", str(CLI), "local", "--results", str(folder), *results, "--output",
-                    str(index), "--source-root", str(root)], capture_output=True, text=True, timeout=120, env=env)
+    index_cli("local", "--results", str(folder), *results, "--output",
+                    str(index), "--source-root", str(root), env=env)
     assert index.is_file()
     report = folder.parent / f"{folder.name}-report.json"
-    verified = subprocess.run([sys.executable, "-B", str(CLI), "verify", str(index), "--artifacts", str(folder),
-                               "--json", str(report)], capture_output=True, text=True, timeout=120, env=env)
+    verified = index_cli("verify", str(index), "--artifacts", str(folder),
+                               "--json", str(report), env=env)
     return verified.returncode, json.loads(report.read_text())
 
 

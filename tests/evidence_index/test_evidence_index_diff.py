@@ -10,7 +10,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from tests.evidence_index.fake_github import (
     source_hashes,
     standard_run,
 )
+from tests.evidence_index.index_cli import index_cli
 
 CLI = SCRIPTS / "build_evidence_index.py"
 FILESYSTEMS = ROOT / "evidence" / "local" / "filesystems"
@@ -35,8 +35,7 @@ TMPFS = "platform-runtime-cpu-tmpfs.json"
 
 def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     environ = {k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"} if env is None else env
-    return subprocess.run([sys.executable, "-B", str(CLI), *map(str, args)], capture_output=True, text=True,
-                          timeout=120, env=environ)
+    return index_cli(*map(str, args), env=environ)
 
 
 def records(path: Path) -> set[tuple]:

@@ -30,6 +30,7 @@ from tests.evidence_index.fake_github import (
     plan_log,
     runner_log,
 )
+from tests.evidence_index.index_cli import index_cli
 
 CLI = SCRIPTS / "build_evidence_index.py"
 JOB_ID = 99239323612
@@ -76,9 +77,9 @@ class Run:
         self.index_path.write_text(json.dumps(index, indent=2))
 
     def verify(self) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-B", str(CLI), "verify", str(self.index_path), "--artifacts",
+        return index_cli("verify", str(self.index_path), "--artifacts",
                                str(self.folder / "artifacts"), "--logs", str(self.folder / "logs"), "--json",
-                               str(self.folder / "report.json")], capture_output=True, text=True, timeout=120)
+                               str(self.folder / "report.json"))
 
 
 PLAN_JOB_ID = 99239323600
@@ -99,11 +100,11 @@ def build_run(folder: Path, platform: str, files: dict[str, bytes], log: bytes, 
         fake.artifacts = [FakeArtifact(id=3901000101, name=f"platform-runtime-{platform}-attempt-1",
                                        content=make_zip(files))]
         env = dict(os.environ, GITHUB_API_URL=fake.api_url, GITHUB_TOKEN=fake.token)
-        done = subprocess.run([sys.executable, "-B", str(CLI), "build", "--repository", fake.repository,
+        done = index_cli("build", "--repository", fake.repository,
                                "--run-id", str(fake.run_id), "--platforms", platforms or platform,
                                "--source-root", str(ROOT),
                                "--logs-dir", str(folder / "logs"), "--download-dir", str(folder / "artifacts"),
-                               "--output", str(run.index_path)], env=env, capture_output=True, text=True, timeout=120)
+                               "--output", str(run.index_path), env=env)
     run.build_code = done.returncode
     assert run.index_path.is_file(), done.stderr
     return run
@@ -299,8 +300,7 @@ def test_a_byte_of_a_training_run_checkpoint_changed_is_not_authentic(tmp_path):
     folder = tmp_path / "training-run"
     shutil.copytree(TRAINING_RUN, folder)
     index = folder / "evidence-index.json"
-    built = subprocess.run([sys.executable, "-B", str(CLI), "local", "--results", str(folder), "--output", str(index)],
-                           capture_output=True, text=True, timeout=120)
+    built = index_cli("local", "--results", str(folder), "--output", str(index))
     assert built.returncode == 0, built.stdout
     names = {s["name"] for s in json.loads(index.read_text())["subject"]}
     assert {"artifacts/training-run/checkpoint.pt", "artifacts/training-run/checkpoint.pt.sha256",
@@ -308,8 +308,7 @@ def test_a_byte_of_a_training_run_checkpoint_changed_is_not_authentic(tmp_path):
             "artifacts/training-run/summary.json", "artifacts/training-run-check.json"} <= names
 
     def verify() -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-B", str(CLI), "verify", str(index), "--artifacts", str(folder)],
-                              capture_output=True, text=True, timeout=120)
+        return index_cli("verify", str(index), "--artifacts", str(folder))
 
     assert verify().returncode == 0
     checkpoint = folder / "training-run" / "checkpoint.pt"
@@ -433,10 +432,10 @@ def test_an_honest_index_of_a_refused_zip_is_authentic_and_fails(tmp_path, real_
         fake.artifacts = [FakeArtifact(id=3901000101, name="platform-runtime-linux-attempt-1", content=make_zip(
             {"platform-runtime-linux.json": real_result}, symlinks={"escape": "../../etc/passwd"}))]
         env = dict(os.environ, GITHUB_API_URL=fake.api_url, GITHUB_TOKEN=fake.token)
-        subprocess.run([sys.executable, "-B", str(CLI), "build", "--repository", fake.repository, "--run-id",
+        index_cli("build", "--repository", fake.repository, "--run-id",
                         str(fake.run_id), "--platforms", "linux", "--source-root", str(ROOT), "--logs-dir",
                         str(run.folder / "logs"), "--download-dir", str(run.folder / "artifacts"), "--output",
-                        str(run.index_path)], env=env, capture_output=True, text=True, timeout=120)
+                        str(run.index_path), env=env)
     assert platform_entry(run.index)["artifact"]["status"] == "refused"
     completed = run.verify()
     assert completed.returncode == 1, completed.stdout

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.evidence_index.checkouts import CUDA_COMMIT, checkout_of
-from tests.evidence_index.test_crossfile_forgery import CLI, copy
+from tests.evidence_index.index_cli import index_cli
+from tests.evidence_index.test_crossfile_forgery import copy
 from tests.evidence_index.test_provenance_views_forgery import committed_head
 
 
@@ -22,8 +22,8 @@ def built(tmp_path_factory) -> tuple[Path, Path, dict]:
     tmp_path = tmp_path_factory.mktemp("facts")
     folder, root = copy(tmp_path, "local/filesystems"), checkout_of(committed_head())
     index = tmp_path / "index.json"
-    subprocess.run([sys.executable, "-B", str(CLI), "local", "--results", str(folder), "--output", str(index),
-                    "--source-root", str(root)], capture_output=True, text=True, timeout=180, check=True)
+    index_cli("local", "--results", str(folder), "--output", str(index),
+                    "--source-root", str(root)).check_returncode()
     return folder, root, json.loads(index.read_text())
 
 
@@ -33,8 +33,8 @@ def verify_edited(tmp_path: Path, built, edit) -> subprocess.CompletedProcess:
     edit(statement["predicate"])
     index = tmp_path / "edited.json"
     index.write_text(json.dumps(statement, indent=2))
-    return subprocess.run([sys.executable, "-B", str(CLI), "verify", str(index), "--artifacts", str(folder),
-                           "--source-root", str(root)], capture_output=True, text=True, timeout=180)
+    return index_cli("verify", str(index), "--artifacts", str(folder),
+                           "--source-root", str(root))
 
 
 def test_the_untouched_index_verifies(tmp_path, built):

@@ -7,19 +7,19 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 
 import pytest
 
 from tests.conftest import ROOT
+from tests.evidence_index.index_cli import index_cli
 
 CLI = ROOT / "scripts" / "build_evidence_index.py"
 FOLDER = ROOT / "evidence" / "local" / "run-local"
 
 
 def _verify(folder) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-B", str(CLI), "verify", str(folder / "evidence-index.json"), "--artifacts",
-                           str(folder)], capture_output=True, text=True, timeout=300)
+    return index_cli("verify", str(folder / "evidence-index.json"), "--artifacts",
+                           str(folder))
 
 
 @pytest.fixture

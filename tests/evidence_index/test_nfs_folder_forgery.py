@@ -9,13 +9,12 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.evidence_index.test_crossfile_forgery import CLI, EVIDENCE, assert_refused, edit_json, rebuild_and_verify
+from tests.evidence_index.index_cli import index_cli
+from tests.evidence_index.test_crossfile_forgery import EVIDENCE, assert_refused, edit_json, rebuild_and_verify
 
 NFS = EVIDENCE / "nfs"
 VM_RUN = json.loads((NFS / "nfs-vm-run.json").read_text())
@@ -32,8 +31,8 @@ def committed_copy(tmp_path: Path) -> Path:
 def verify_committed_index(folder: Path) -> tuple[int, dict]:
     """`verify` of the committed index over the (edited) copy."""
     report = folder.parent / "committed-report.json"
-    done = subprocess.run([sys.executable, "-B", str(CLI), "verify", str(NFS / "evidence-index.json"), "--artifacts",
-                           str(folder), "--json", str(report)], capture_output=True, text=True, timeout=120)
+    done = index_cli("verify", str(NFS / "evidence-index.json"), "--artifacts",
+                           str(folder), "--json", str(report))
     return done.returncode, json.loads(report.read_text())
 
 

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 from core.harness_judge import scenario_of_name, scenario_problems
 
 from tests.evidence_index.checkouts import checkout_of
-from tests.evidence_index.test_crossfile_forgery import CLI, EVIDENCE, assert_refused, edit_json
+from tests.evidence_index.index_cli import index_cli
+from tests.evidence_index.test_crossfile_forgery import EVIDENCE, assert_refused, edit_json
 
 NFS = EVIDENCE / "nfs"
 ACTION = ("nfs-harness.json", "platform-runtime-nfs.json")
@@ -38,11 +37,10 @@ def index_and_verify(folder: Path, names: tuple[str, str]) -> tuple[int, dict]:
     root = checkout_of(json.loads((NFS / "nfs-vm-run.json").read_text())["git"]["head"])  # the VM ran there
     index, report = folder.parent / "index.json", folder.parent / "report.json"
     results = [arg for name in names for arg in ("--result", name)]
-    subprocess.run([sys.executable, "-B", str(CLI), "local", "--results", str(folder), *results, "--output",
-                    str(index), "--source-root", str(root)], capture_output=True, text=True, timeout=120)
-    verified = subprocess.run([sys.executable, "-B", str(CLI), "verify", str(index), "--artifacts", str(folder),
-                               "--source-root", str(root), "--json", str(report)],
-                              capture_output=True, text=True, timeout=120)
+    index_cli("local", "--results", str(folder), *results, "--output",
+                    str(index), "--source-root", str(root))
+    verified = index_cli("verify", str(index), "--artifacts", str(folder),
+                               "--source-root", str(root), "--json", str(report))
     return verified.returncode, json.loads(report.read_text())
 
 

@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 from core.one_run import run_problems
 
 from tests.evidence_index.checkouts import CUDA_COMMIT, checkout_of
 from tests.evidence_index.fake_github import runner_log
-from tests.evidence_index.test_crossfile_forgery import CLI, EVIDENCE, assert_refused, copy, edit_json
+from tests.evidence_index.index_cli import index_cli
+from tests.evidence_index.test_crossfile_forgery import EVIDENCE, assert_refused, copy, edit_json
 from tests.evidence_index.test_evidence_index_forgery import build_run, real_result  # noqa: F401 - the fixture
 
 GPU_DIAGNOSTIC = EVIDENCE / "cuda" / "run" / "kernodeck-diagnostic-gpu.json"
@@ -44,11 +43,10 @@ def cuda_pair(tmp_path: Path) -> Path:
 def rebuild_and_verify_at(folder: Path, root: Path) -> tuple[int, dict]:
     """rebuild_and_verify, against the checkout that made the results (the CUDA run ran 7f0a071's sources)."""
     index, report = folder.parent / "index.json", folder.parent / "report.json"
-    subprocess.run([sys.executable, "-B", str(CLI), "local", "--results", str(folder), "--output", str(index),
-                    "--source-root", str(root)], capture_output=True, text=True, timeout=120)
-    verified = subprocess.run([sys.executable, "-B", str(CLI), "verify", str(index), "--artifacts", str(folder),
-                               "--source-root", str(root), "--json", str(report)],
-                              capture_output=True, text=True, timeout=120)
+    index_cli("local", "--results", str(folder), "--output", str(index),
+                    "--source-root", str(root))
+    verified = index_cli("verify", str(index), "--artifacts", str(folder),
+                               "--source-root", str(root), "--json", str(report))
     return verified.returncode, json.loads(report.read_text())
 
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 from core import git_provenance
 from core.one_run import run_problems
 
 from tests.evidence_index.checkouts import checkout_of
-from tests.evidence_index.test_crossfile_forgery import CLI, EVIDENCE, copy, edit_json
+from tests.evidence_index.index_cli import index_cli
+from tests.evidence_index.test_crossfile_forgery import EVIDENCE, copy, edit_json
 
 EXT4 = "platform-runtime-cpu-ext4-root.json"
 NO_GIT = {"head": None, "error": "git is not installed", "dirty": None, "diff_sha256": None}
@@ -22,11 +22,10 @@ NO_GIT = {"head": None, "error": "git is not installed", "dirty": None, "diff_sh
 def index_and_verify(folder: Path, root: Path) -> tuple[int, dict]:
     """`local` then `verify --source-root`, both against `root`: the exit code and the JSON report."""
     index, report = folder.parent / "index.json", folder.parent / "report.json"
-    subprocess.run([sys.executable, "-B", str(CLI), "local", "--results", str(folder), "--output", str(index),
-                    "--source-root", str(root)], capture_output=True, text=True, timeout=180)
-    verified = subprocess.run([sys.executable, "-B", str(CLI), "verify", str(index), "--artifacts", str(folder),
-                               "--source-root", str(root), "--json", str(report)],
-                              capture_output=True, text=True, timeout=180)
+    index_cli("local", "--results", str(folder), "--output", str(index),
+                    "--source-root", str(root))
+    verified = index_cli("verify", str(index), "--artifacts", str(folder),
+                               "--source-root", str(root), "--json", str(report))
     return verified.returncode, json.loads(report.read_text())
 
 
@@ -181,8 +180,8 @@ def test_an_index_whose_recorded_history_is_emptied_is_judged_by_the_roots(tmp_p
     root = later_checkout(tmp_path, head)
     folder = alone(tmp_path, rehashed_from(root))
     index = tmp_path / "index.json"
-    subprocess.run([sys.executable, "-B", str(CLI), "local", "--results", str(folder), "--output", str(index),
-                    "--source-root", str(root)], capture_output=True, text=True, timeout=180)
+    index_cli("local", "--results", str(folder), "--output", str(index),
+                    "--source-root", str(root))
     statement = json.loads(index.read_text())
     history = statement["predicate"]["source_root"]["history"]
     assert history["read"] is True and len(history["sources"]) == 1
@@ -190,6 +189,6 @@ def test_an_index_whose_recorded_history_is_emptied_is_judged_by_the_roots(tmp_p
     statement["predicate"]["results"][0].update(ok=True, reasons=[])
     statement["predicate"]["verdict"] = {"pass": True, "reasons": []}
     index.write_text(json.dumps(statement))
-    verified = subprocess.run([sys.executable, "-B", str(CLI), "verify", str(index), "--artifacts", str(folder),
-                               "--source-root", str(root)], capture_output=True, text=True, timeout=180)
+    verified = index_cli("verify", str(index), "--artifacts", str(folder),
+                               "--source-root", str(root))
     assert verified.returncode == 3 and ".ok: recorded True, the bytes say False" in verified.stdout, verified.stdout

@@ -15,6 +15,7 @@ from core.vm_judge import judge_two_clients
 
 from tests.conftest import ROOT
 from tests.evidence_index.fake_github import plan_log, runner_log
+from tests.evidence_index.index_cli import index_cli
 from tests.evidence_index.test_evidence_index_forgery import CLI, build_run, real_result  # noqa: F401 - fixture
 
 EVIDENCE = ROOT / "evidence"
@@ -23,9 +24,8 @@ EVIDENCE = ROOT / "evidence"
 # --- an offline index that still binds the plan job's log --------------------------------------------------
 
 def _verify_allowing_offline(run) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-B", str(CLI), "verify", str(run.index_path), "--artifacts",
-                           str(run.folder / "artifacts"), "--logs", str(run.folder / "logs"), "--allow-offline"],
-                          capture_output=True, text=True, timeout=120)
+    return index_cli("verify", str(run.index_path), "--artifacts",
+                           str(run.folder / "artifacts"), "--logs", str(run.folder / "logs"), "--allow-offline")
 
 
 def test_an_online_index_edited_into_an_offline_one_is_not_authentic(tmp_path, real_result):  # noqa: F811

@@ -20,6 +20,8 @@ import training_run_records  # noqa: E402
 import verify_resume  # noqa: E402
 from core import gpu_view, one_run, result_format  # noqa: E402
 
+from tests.evidence_index.index_cli import index_cli
+
 EVIDENCE = ROOT / "evidence"
 CLI = SCRIPTS / "build_evidence_index.py"
 RUN_LOCAL = next((EVIDENCE / "local" / "run-local").glob("reprise-*"))
@@ -34,10 +36,10 @@ def load(path: Path) -> dict:
 
 def rebuild_and_verify(folder: Path) -> tuple[int, dict]:
     index, report = folder.parent / "index.json", folder.parent / "report.json"
-    subprocess.run([sys.executable, "-B", str(CLI), "local", "--results", str(folder), "--output", str(index),
-                    "--source-root", str(ROOT)], capture_output=True, text=True, timeout=300)
-    verified = subprocess.run([sys.executable, "-B", str(CLI), "verify", str(index), "--artifacts", str(folder),
-                               "--json", str(report)], capture_output=True, text=True, timeout=300)
+    index_cli("local", "--results", str(folder), "--output", str(index),
+                    "--source-root", str(ROOT))
+    verified = index_cli("verify", str(index), "--artifacts", str(folder),
+                               "--json", str(report))
     return verified.returncode, load(report)
 
 

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,6 +14,7 @@ import pytest
 
 from tests.conftest import SCRIPTS
 from tests.evidence_index import fake_github as fg
+from tests.evidence_index.index_cli import index_cli
 
 CLI = SCRIPTS / "build_evidence_index.py"
 
@@ -32,15 +31,13 @@ def _served(folder: Path, platform: str, edit: Callable[..., None] | None = None
             edit(fake, job, artifact, result)
         artifact.content = fg.make_zip({f"platform-runtime-{platform}.json": json.dumps(result, indent=2).encode()})
         env = dict(os.environ, GITHUB_API_URL=fake.api_url, GITHUB_TOKEN=fake.token)
-        built = subprocess.run([sys.executable, "-B", str(CLI), "build", "--repository", fake.repository,
+        built = index_cli("build", "--repository", fake.repository,
                                 "--run-id", str(fake.run_id), "--source-root", str(root),
                                 "--logs-dir", str(folder / "logs"), "--download-dir", str(folder / "artifacts"),
-                                "--output", str(folder / "index.json")], env=env, capture_output=True, text=True,
-                               timeout=180)
+                                "--output", str(folder / "index.json"), env=env)
     assert (folder / "index.json").is_file(), built.stderr
-    verified = subprocess.run([sys.executable, "-B", str(CLI), "verify", str(folder / "index.json"), "--artifacts",
-                               str(folder / "artifacts"), "--logs", str(folder / "logs"), "--source-root", str(root)],
-                              capture_output=True, text=True, timeout=180)
+    verified = index_cli("verify", str(folder / "index.json"), "--artifacts",
+                               str(folder / "artifacts"), "--logs", str(folder / "logs"), "--source-root", str(root))
     return built.returncode, verified.returncode, verified.stdout + verified.stderr
 
 

@@ -10,7 +10,6 @@ import copy
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,6 +21,7 @@ from platform_runtime.sources import GATE_SOURCES
 
 from tests.conftest import ROOT, SCRIPTS
 from tests.evidence_index.checkouts import CUDA_COMMIT, checkout_of
+from tests.evidence_index.index_cli import index_cli
 from tests.evidence_index.test_verdicts_forgery import real  # noqa: F401 - the fixture: a gate result made now
 
 CLI = SCRIPTS / "build_evidence_index.py"
@@ -29,8 +29,7 @@ CUDA = ROOT / "evidence" / "cuda" / "run"
 
 
 def cli(*args: object) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-B", str(CLI), *map(str, args)], capture_output=True, text=True,
-                          timeout=180)
+    return index_cli(*map(str, args))
 
 
 @pytest.fixture(scope="module")

@@ -7,13 +7,13 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.evidence_index.checkouts import checkout_of
-from tests.evidence_index.test_crossfile_forgery import CLI, EVIDENCE, edit_json
+from tests.evidence_index.index_cli import index_cli
+from tests.evidence_index.test_crossfile_forgery import EVIDENCE, edit_json
 
 RUN_LOCAL = EVIDENCE / "local" / "run-local"
 
@@ -30,8 +30,8 @@ def made_at(folder: Path) -> Path:
 
 
 def verify_in_place(folder: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-B", str(CLI), "verify", str(folder / "evidence-index.json"),
-                           "--artifacts", str(folder)], capture_output=True, text=True, timeout=300)
+    return index_cli("verify", str(folder / "evidence-index.json"),
+                           "--artifacts", str(folder))
 
 
 def test_the_committed_verdict_restates_the_committed_index(tmp_path):
@@ -55,12 +55,11 @@ def test_an_edited_verdict_file_is_not_authentic(tmp_path, field, value, named):
 
 def test_an_index_rebuilt_beside_a_stale_verdict_is_refused_until_both_are_written(tmp_path):
     folder = whole_copy(tmp_path)
-    build = [sys.executable, "-B", str(CLI), "local", "--results", str(folder), "--output",
-             str(folder / "evidence-index.json"), "--source-root", str(made_at(folder))]
-    subprocess.run(build, capture_output=True, text=True, timeout=300)
+    build = ["local", "--results", str(folder), "--output", str(folder / "evidence-index.json"), "--source-root",
+             str(made_at(folder))]
+    index_cli(*build)
     verified = verify_in_place(folder)
     assert verified.returncode == 3 and "evidence-verdict.json: index_sha256 is" in verified.stdout, verified.stdout
-    subprocess.run(build + ["--verdict-output", str(folder / "evidence-verdict.json")], capture_output=True,
-                   text=True, timeout=300)
+    index_cli(*build, "--verdict-output", str(folder / "evidence-verdict.json"))
     verified = verify_in_place(folder)
     assert verified.returncode == 0, verified.stdout

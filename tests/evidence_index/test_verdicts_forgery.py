@@ -7,7 +7,6 @@ from __future__ import annotations
 import copy
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from core import verdicts
 from core.contract import judge
 
 from tests.conftest import ROOT, SCRIPTS, run_gate
+from tests.evidence_index.index_cli import index_cli
 
 CLI = SCRIPTS / "build_evidence_index.py"
 
@@ -37,11 +37,11 @@ def index_and_verify(folder: Path, document: dict | bytes,
     data = document if isinstance(document, bytes) else json.dumps(document, indent=2).encode()
     (results / "platform-runtime-cpu.json").write_bytes(data)
     index = folder / "index.json"
-    built = subprocess.run([sys.executable, "-B", str(CLI), "local", "--results", str(results), "--output",
-                            str(index), "--source-root", str(source_root)], capture_output=True, text=True, timeout=120)
+    built = index_cli("local", "--results", str(results), "--output",
+                            str(index), "--source-root", str(source_root))
     assert index.is_file(), built.stderr
-    verified = subprocess.run([sys.executable, "-B", str(CLI), "verify", str(index), "--artifacts", str(results),
-                               "--json", str(folder / "report.json")], capture_output=True, text=True, timeout=120)
+    verified = index_cli("verify", str(index), "--artifacts", str(results),
+                               "--json", str(folder / "report.json"))
     return verified, json.loads((folder / "report.json").read_text())
 
 
