@@ -43,12 +43,26 @@ def test_one_forged_driver_fact_under_a_recorded_pass_is_not_authentic(tmp_path,
     assert any(words in p for p in report["problems"]), report["problems"]
 
 
+def _in_the_container_toolkits_layout(views: dict) -> None:
+    # what libnvidia-container lays out (tests/gate/test_driver_containers.py makes it): libcuda and nvidia-smi
+    # bound file by file, the GPU's procfs folder bound back at its place, torch on the image's overlay root
+    views["driver_access"]["libraries"]["libcuda"].update(mount="file", mount_fstype="ext4")
+    for name in ("libtorch_cuda.so", "libc10_cuda.so"):
+        views["driver_access"]["libraries"][name]["mount_fstype"] = "overlay"
+    views["driver"]["smi_file"]["mount"] = "file"
+    views["driver"]["proc_files"] = [{"f_type": 0x9FA0, "fstype": "proc", "mount_point": "/proc/driver/nvidia/gpus/"
+                                      "0000:18:00.0", "mount_root": "/driver/nvidia/gpus/0000:18:00.0"}]
+
+
+@pytest.mark.parametrize("layout", [lambda v: None, _in_the_container_toolkits_layout], ids=["bare", "container"])
 def test_the_same_edit_with_every_driver_fact_genuine_names_no_driver_fact(
-        tmp_path, real):  # noqa: F811
+        tmp_path, real, layout):  # noqa: F811
     # the control: without the forged fact no driver-fact problem is named (the edit is still a CPU result's,
-    # caught by other rules such as the driver list's source, which the review's edit cannot reproduce)
+    # caught by other rules such as the driver list's source, which the review's edit cannot reproduce), bare or
+    # in the NVIDIA container toolkit's layout
     document = copy.deepcopy(real)
     _as_real_cuda(document)
+    layout(document["device"]["views"])
     verified, report = index_and_verify(tmp_path, document)
     named = ("not a character device", "mount namespace laid it there", "below the", "not the kernel's procfs")
     assert not any(w in p for p in report["problems"] for w in named), report["problems"]
