@@ -30,8 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from core.contract import EVIDENCE_VERDICT_SCHEMA_ID as VERDICT_SCHEMA_ID  # noqa: E402
-from core.files import atomic_write_bytes, encode_json  # noqa: E402
+from common.files import atomic_write_bytes, encode_json  # noqa: E402
 from evidence_index import PLATFORMS  # noqa: E402
 from evidence_index.build import BuildOptions, build_run_index  # noqa: E402
 from evidence_index.common import FetchError, InputError, redact_secrets  # noqa: E402
@@ -43,6 +42,7 @@ from evidence_index.review_cli import run_diff, run_report  # noqa: E402
 from evidence_index.summary import render  # noqa: E402
 from evidence_index.verify import Report, load_statement, verify  # noqa: E402
 from evidence_index.zipsafe import Caps  # noqa: E402
+from rules.kinds import EVIDENCE_VERDICT_SCHEMA_ID as VERDICT_SCHEMA_ID  # noqa: E402
 
 PROG = "build_evidence_index.py"
 VERIFY_EXIT = {"pass": 0, "fail": 1, "not-authentic": 3}
@@ -60,8 +60,8 @@ exit codes:
   2  usage error (unreadable index, missing folder, --logs needed)
   3  not authentic: a digest mismatch, a missing file, an unknown _type / predicateType / predicate version
      / kind, a recorded file without its subject, a recorded judgement the bytes contradict, or a result
-     whose own recorded flag (a check's ok, loss_decreased...) its measurements contradict (core.verdicts),
-     or a result naming another source list or format version than its source root's (core.source_sets)"""
+     whose own recorded flag (a check's ok, loss_decreased...) its measurements contradict (rules.gate_result),
+     or a result naming another source list or format version than its source root's (rules.source_sets)"""
 VERDICT_HELP = "also write {schema, ok, reasons, index_sha256} here (what run_local.py reads as the step's result)"
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent / "reprise"))  # the contract's one home
 import training_run_contract as contract  # noqa: E402
-from core.files import atomic_write_bytes  # noqa: E402
+from common.files import atomic_write_bytes  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

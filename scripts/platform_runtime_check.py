@@ -22,10 +22,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 # Only what parsing the arguments and starting the device worker need: the gate's own modules are imported
 # after that start, beside the worker's torch import (platform_runtime.early_start).
-from core.collectives import MAX_WORLD  # noqa: E402
-from core.names import EXIT_USAGE  # noqa: E402
+from common.names import EXIT_USAGE  # noqa: E402
 from platform_runtime import early_start  # noqa: E402
 from platform_runtime.request import DEVICE_TYPES, REQUIRABLE, Requirements  # noqa: E402
+from rules.collectives import MAX_WORLD  # noqa: E402
 
 DEVICE_PATTERN = re.compile(r"^(auto|cpu|mps|cuda(:\d{1,2})?)$")
 
@@ -188,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         early_start.children.kill_tree(early.process)
         raise
     result = runner.run(take_over=signals.take_over)
-    from core.files import encode_json
+    from common.files import encode_json
 
     sys.stdout.write(encode_json(result).decode("utf-8"))
     print(summary(result), file=sys.stderr)

@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FOLDER = ROOT / "scripts" / "reprise"
 sys.path[:0] = [str(FOLDER), str(ROOT / "scripts")]
 import reprise_common as common  # noqa: E402  (the folder's own hasher, writer and JSON form)
-from core.contract import judge  # noqa: E402  (this tool is not distributed: it may use the project's judge)
+from rules.registry import judge  # noqa: E402  (this tool is not distributed: it may use the project's judge)
 
 MANIFEST = "manifest.json"
 VERIFICATION = "verification-cpu.json"

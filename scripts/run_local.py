@@ -4,7 +4,7 @@ Usage (normally through `python3 dev.py check`):
     python scripts/run_local.py [--output-dir outputs/local]
 
 Each step is a real process running one of the product's scripts, exactly as a user would; a step
-that fails does not stop the others. A step passes when it exits 0 and core.contract's judge passes its
+that fails does not stop the others. A step passes when it exits 0 and the registry's judge (rules.registry) passes its
 result. Exit 0 only when every step passed.
 """
 
@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from core.contract import judge_bytes  # noqa: E402
+from evidence_index.documents import judge_bytes  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = ROOT / "scripts"

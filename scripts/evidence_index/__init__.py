@@ -5,7 +5,7 @@ Modules, one job each:
     github          REST client: timeouts, retries/backoff, manual redirects, streamed hashed downloads
     logparse        runner job logs: image name/version, OS, ##[error] lines, non-zero exits (streamed)
     zipsafe         artifact zip extraction with caps; refuses escapes, absolute paths and links
-    results         reading result JSON documents: kind, schema validity and core.contract's judgement
+    results         reading result JSON documents: kind, schema validity and the registry's judge (rules.registry)ment
     crossfile       facts that span files (a reprise summary against its checkpoint, ...), from the bytes
     index_judge     the index's judge, shared by build and verify: every judgement derived from the bound bytes
     index_verdict   pass/fail with reasons (a platform is proven only by its own platform's result)
@@ -24,8 +24,9 @@ Modules, one job each:
     review_cli      the diff and report commands' argument parsing and wiring
 """
 
-from core.contract import EVIDENCE_PREDICATE_TYPE as PREDICATE_TYPE  # noqa: F401 - the package's names
-from core.contract import PLATFORMS, STATEMENT_TYPE  # noqa: F401
+from common.workflow import PLATFORMS  # noqa: F401
+from rules.kinds import EVIDENCE_PREDICATE_TYPE as PREDICATE_TYPE  # noqa: F401 - the package's names
+from rules.kinds import STATEMENT_TYPE  # noqa: F401
 
 # The predicate's own layout; verify refuses any other (version 2: judgements derived from the bytes).
 PREDICATE_VERSION = 2

@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.contract import PLAN_JOB, job_label, kind_of, result_artifact_name
-from core.files import atomic_write_bytes, encode_json, sha256_bytes
-from core.provenance import git_state
+from common.files import atomic_write_bytes, encode_json, sha256_bytes
+from common.provenance import git_state
+from common.workflow import PLAN_JOB, job_label, result_artifact_name
+from rules.kinds import kind_of
 
 from . import PREDICATE_VERSION
 from .checkout_hashes import digest_of_files, hash_sources, indexer_files
@@ -168,7 +169,7 @@ def _source_root(options: BuildOptions, observed: Observed) -> dict[str, Any]:
     root["files"] = hash_sources(options.source_root, claimed, root["resolved"])
     root["files_sha256"] = digest_of_files(root["files"])
     root["sets"] = root_facts(options.source_root)
-    # What the root's history holds for each commit a gate result names (root_commits, core.git_provenance).
+    # What the root's history holds for each commit a gate result names (root_commits, rules.git_provenance).
     root["commits"] = commit_facts(options.source_root, claims_in(data for data, _, _ in observed.json.values()))
     return root
 

@@ -8,15 +8,19 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from core.files import sha256_file
+from common.files import sha256_file
 
 from .common import is_safe_relative
 
 # The CLI and the gate modules it reuses (the package's own modules are added by indexer_files).
-INDEXER_FILES = ("scripts/build_evidence_index.py", "scripts/core/files.py",
+INDEXER_FILES = ("scripts/build_evidence_index.py", "scripts/common/files.py",
                  "scripts/platform_runtime/sources.py")
-CORE_FILES = ("scripts/core/__init__.py", "scripts/core/contract.py", "scripts/core/provenance.py",
-              "scripts/core/trust.py")
+CORE_FILES = ("scripts/common/__init__.py", "scripts/rules/__init__.py", "scripts/rules/registry.py",
+              "scripts/rules/kinds.py", "scripts/common/provenance.py", "scripts/rules/trust.py")
+# What an indexer hashed before the rules became one package: the committed indexes name these.
+EARLIER_INDEXER_FILES = ("scripts/build_evidence_index.py", "scripts/core/files.py",
+                         "scripts/platform_runtime/sources.py", "scripts/core/__init__.py", "scripts/core/contract.py",
+                         "scripts/core/provenance.py", "scripts/core/trust.py")
 
 
 def hash_sources(root: Path, paths: Iterable[str], resolved: dict[str, str] | None = None) -> dict[str, str | None]:

@@ -1,6 +1,6 @@
 """Small shared pieces: hashing a stream in constant memory, safe relative names, redacting secrets, error types.
 
-Files are hashed and written by core.files (the project's one hasher and atomic writer), imported from there.
+Files are hashed and written by common.files (the project's one hasher and atomic writer), imported from there.
 """
 
 from __future__ import annotations
@@ -10,7 +10,10 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import IO, Any
 
+from rules import registry
+
 CHUNK = 1024 * 1024
+UNVERIFIABLE = "could not be re-derived: "  # a problem that is a missing fact, not a contradicted one
 
 
 class InputError(Exception):
@@ -71,3 +74,8 @@ def newest_first(artifacts: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         except ValueError:
             return float("-inf")
     return sorted(artifacts, key=created, reverse=True)
+
+
+def index_rule(check: str) -> Callable[..., Any]:
+    """The registry's rule of a fact across the index's files (its "evidence-index" rows)."""
+    return registry.rule("evidence-index", check)

@@ -31,11 +31,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from core.contract import parse_strict
-from core.harness_judge import HARNESS_NAME, harness_gate_problems, scenario_problems
+from common.strict_json import parse_strict
+from rules.nfs_harness import HARNESS_NAME
 
 from . import reprise_record, vmrun
+from .common import UNVERIFIABLE, index_rule
+from .differences import differences
 from .results import REPO_ROOT
+from .zipsafe import zip_entry
 
 # The reprise modules run copied alone, so they import each other as top-level modules from their folder.
 sys.path.insert(0, str(REPO_ROOT / "scripts" / "reprise"))
@@ -47,7 +50,6 @@ import verify_resume  # noqa: E402
 MAX_LISTED = 12
 # The run folders of a verification, as scripts/reprise/verify_resume.compare loads them.
 RUN_FOLDERS = (verify_resume.CONTINUOUS, verify_resume.CUT, verify_resume.RESUMED, *verify_resume.NEGATIVE)
-UNVERIFIABLE = "could not be re-derived: "  # a problem that is a missing fact, not a contradicted one
 WEIGHTS_PROBLEM = "not_weights_only_loadable"
 
 
@@ -209,9 +211,8 @@ def _bound_bytes(name: str, observed: Any) -> bytes | None:
     if path.is_file() and not path.is_symlink() and path.stat().st_size <= reprise_common.MAX_CHECKPOINT_BYTES:
         data = path.read_bytes()
     elif not path.exists():
-        from .verify import _zip_entry  # an artifact kept as its zip only
 
-        entry = _zip_entry(observed.root, relative)
+        entry = zip_entry(observed.root, relative)
         if entry is not None:
             with entry as stream:
                 data = stream.read(reprise_common.MAX_CHECKPOINT_BYTES + 1)
@@ -277,7 +278,6 @@ def verification_problems(subject: str, document: dict[str, Any], observed: Any)
     passed = recomputed["positive"] and negative
     recomputed.update(negative_divergence_detected=negative, all_checks_passed=passed, ok=passed,
                       exit_code=0 if passed else 1)
-    from .index_judge import differences  # the judge's own field-by-field comparison
 
     # The conclusions first (what a pass rests on), then the measured facts, then the sections' own flags.
     order = ["ok", "exit_code", "all_checks_passed", "positive", "negative_divergence_detected"]
@@ -427,7 +427,6 @@ def training_run_problems(subject: str, document: dict[str, Any], observed: Any)
     if missing:
         return [f"{where}: {line}" for line in missing]
     recomputed = _check_folder(folder, document, observed)  # re-run whole, its torch load too where torch is
-    from .index_judge import differences
 
     return [f"{where} re-run on {run_dir}: {line}" for line in differences(document, recomputed, "check")]
 
@@ -443,14 +442,14 @@ def harness_gate(subject: str) -> str:
 
 def harness_problems(subject: str, document: dict[str, Any], observed: Any) -> list[str]:
     """The workspace the harness deleted on the export is the one its gate retained, with the status the
-    gate recorded; the scenario it names is the one its file name says (core.harness_judge.scenario_problems)."""
+    gate recorded; the scenario it names is the one its file name says (rules.nfs_harness.scenario_problems)."""
     if document.get("ok") is not True:
         return []
     where, gate_subject = subject.removeprefix("artifacts/"), harness_gate(subject)
-    named = [f"{where}: {problem}" for problem in scenario_problems(subject, document)]
+    named = [f"{where}: {problem}" for problem in index_rule("harness.scenario")(subject, document)]
     gate = _parse((observed.json.get(gate_subject) or (None,))[0])
     if not isinstance(gate, dict):
         gate_name = gate_subject.removeprefix("artifacts/")
         return named + [f"{UNVERIFIABLE}{where}: its gate result {gate_name} is not bound"]
-    return named + [f"{where}: {problem}" for problem in harness_gate_problems(document, gate)]
+    return named + [f"{where}: {problem}" for problem in index_rule("harness.gate")(document, gate)]
 

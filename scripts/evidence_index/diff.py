@@ -15,7 +15,7 @@ Noise is not a difference: timestamps, run/job ids and attempts, process ids, ke
 workspace names, absent against null, and durations within the tolerance (both more than `seconds`
 apart and more than `ratio` of the old value apart to count). Measurement noise is not a difference either:
 the fields a result kind's rule modules declare as varying between two honest runs (seeds, timings, what the
-scheduler decided: core.noise, read here, never listed here). Its changes are kept apart, each marked with its
+scheduler decided: rules.noise, read here, never listed here). Its changes are kept apart, each marked with its
 class, so they are counted and can be listed; every field not declared is compared.
 """
 
@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from core.noise import BY_KIND, Noise, noise_of
+from rules.noise import BY_KIND, Noise, noise_of
 
 KINDS = ("environment", "source", "check", "verdict")  # the order a summary reads: likely cause first
 ABSENT = None
@@ -75,7 +75,7 @@ class Change:
     old: Any
     new: Any
     result: str | None = None  # which result of the platform (its name), when it has one
-    noise: str | None = None  # a change of declared measurement noise: its class (core.noise.CLASSES)
+    noise: str | None = None  # a change of declared measurement noise: its class (rules.noise.CLASSES)
 
     def as_dict(self) -> dict[str, Any]:
         record = {"platform": self.platform, "kind": self.kind, "path": self.path, "old": self.old, "new": self.new}
@@ -211,7 +211,7 @@ def leaf_changes(old: Any, new: Any, path: str, tolerance: Tolerance,
 
 def diff_documents(old: Any, new: Any, tolerance: Tolerance, platform: str | None,
                    result: str | None = None, result_kind: str | None = None) -> list[Change]:
-    """Every change between two results of one kind (`result_kind`, core.contract.kind_of's name: its declared
+    """Every change between two results of one kind (`result_kind`, rules.kinds.kind_of's name: its declared
     measurement noise is marked), each with its kind."""
     return [Change(platform, kind_of(leaf.path), leaf.path, leaf.old, leaf.new, result,
                    leaf.noise.kind if leaf.noise else None)

@@ -1,6 +1,6 @@
 """Read one input of `diff` or `report`: an evidence index, verified first exactly as `verify` does, or one
-result file judged by core.contract. What is compared is the bytes verify hashed: each result's bytes are
-read again and must have its subject's SHA-256.
+result file judged by the registry (rules.registry). What is compared is the bytes verify hashed: each result's
+bytes are read again and must have its subject's SHA-256.
 
 Raises InputError (exit 2: unreadable, a folder missing, --logs needed) or Unauthentic (exit 3: the index
 does not verify, or a result's recorded `ok` is not what the judge says of its measurements).
@@ -13,7 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.contract import STATEMENT_TYPE, judge_bytes, parse_strict
+from common.strict_json import parse_strict
+from rules.kinds import STATEMENT_TYPE
+
+from evidence_index.documents import judge_bytes
 
 from .common import InputError
 from .diff import PlatformSide, Side
@@ -34,7 +37,7 @@ class Loaded:
     side: Side
     statement: dict[str, Any] | None = None  # an index's Statement
     report: Report | None = None  # verify's report of it
-    judgement: Any = None  # a result file's core.contract Judgement
+    judgement: Any = None  # a result file's rules.registry Judgement
 
 
 def _read(path: Path, label: str) -> bytes:
@@ -93,8 +96,9 @@ def claimed_pass(document: Any) -> str | None:
 
 
 def platform_of_result(kind: str, document: Any) -> str:
-    """The platform a lone gate result proves (core.contract's rule), else the name of where it ran."""
-    from core.contract import PLATFORMS, prove_platform
+    """The platform a lone gate result proves (the registry's rule), else the name of where it ran."""
+    from common.workflow import PLATFORMS
+    from rules.registry import prove_platform
 
     if kind == "gate" and isinstance(document, dict):
         for name in sorted(PLATFORMS, key=lambda p: p == "linux"):  # the specific ones before plain linux

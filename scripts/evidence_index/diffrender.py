@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from core.markdown import markdown_cell
+from common.markdown import markdown_cell
 
 from .diff import Change, Side, Tolerance, noise_words
 

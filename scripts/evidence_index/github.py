@@ -6,7 +6,7 @@ decide, per hop, whether the Authorization header is sent (only to the API's own
 blob URL is itself a secret for that minute, so it never appears in a message either.
 
 Why retries here: 5xx, 429 and a rate-limited 403 are transient; what a 403 is comes from its headers
-(core.forbidden: `x-ratelimit-remaining: 0` / `retry-after` a rate limit, `x-accepted-github-permissions`
+(common.forbidden: `x-ratelimit-remaining: 0` / `retry-after` a rate limit, `x-accepted-github-permissions`
 a missing grant, anything else a refusal), and only a rate limit is asked again. `retry-after` and
 `x-ratelimit-reset` say how long to wait; a secondary limit without those headers waits at least a
 minute (as GitHub documents); otherwise exponential backoff.
@@ -30,7 +30,7 @@ from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 import requests
-from core.forbidden import RATE_LIMIT, classify
+from common.forbidden import RATE_LIMIT, classify
 
 from .common import CHUNK, FetchError, InputError, redact_secrets
 

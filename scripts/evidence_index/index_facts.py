@@ -3,7 +3,7 @@ read again: the folder, the source root's history, and the facts beside each oth
 
 - `skipped`: each file it names is in the results folder, is not a subject, and is of the kind it says (an
   earlier index or verdict); one that is not there was not skipped by the builder.
-- `source_root.git`: its tree state is one core.provenance.git_state writes (core.git_provenance); with
+- `source_root.git`: its tree state is one common.provenance.git_state writes (rules.git_provenance); with
   --source-root, a head that is a commit of that checkout's history was made before the index was built, and
   a clean build's recorded `source_root.files` are that commit's bytes (its head edited, they are another's).
 - `source_root.resolved`: each name it pairs is one `source_root.files` records, and each tracked file it names
@@ -23,10 +23,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from core.contract import kind_of
-from core.git_provenance import CLOCK_SKEW_S, HEAD, git_state_problems, instant
+from rules import registry
+from rules.git_provenance import CLOCK_SKEW_S, HEAD, instant
+from rules.kinds import kind_of
 
-from .checkout_hashes import CORE_FILES, INDEXER_FILES
+from .checkout_hashes import CORE_FILES, EARLIER_INDEXER_FILES, INDEXER_FILES
 from .common import is_safe_relative
 from .results import MAX_RESULT_BYTES, parse_json
 from .root_commits import commit_facts
@@ -81,7 +82,7 @@ def _git(root: dict[str, Any], built_at: Any, source_root: Path | None) -> list[
     if not isinstance(git, dict):
         return []
     problems = [p.replace("source.git", "predicate.source_root.git", 1)
-                for p in git_state_problems({"source": {"git": git}})]
+                for p in registry.rule("gate", "source_git")({"source": {"git": git}})]
     head, files = git.get("head"), root.get("files")
     if problems or source_root is None or not (isinstance(head, str) and HEAD.fullmatch(head)) \
             or not isinstance(files, dict):
@@ -129,9 +130,11 @@ def _indexer(indexer: Any) -> list[str]:
     problems = []
     files = indexer.get("files") if isinstance(indexer.get("files"), dict) else {}
     missing = [p for p in INDEXER_FILES + CORE_FILES if not isinstance(files.get(p), str)]
+    if missing and all(isinstance(files.get(p), str) for p in EARLIER_INDEXER_FILES):
+        missing = []  # an indexer of the layout before the rules package (the committed indexes)
     if missing:
         problems.append(f"predicate.indexer.files lacks {', '.join(missing[:4])}"
-                        f"{' ...' if len(missing) > 4 else ''}: every indexer hashes its CLI and core modules")
+                        f"{' ...' if len(missing) > 4 else ''}: every indexer hashes its CLI and the rules it reuses")
     odd = [p for p in files if not (isinstance(p, str) and p.startswith("scripts/") and p.endswith(".py"))]
     if odd:
         problems.append(f"predicate.indexer.files names {str(odd[0])[:80]!r}: the indexer's files are scripts/*.py")

@@ -15,16 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core import fs_magic, runner_views, time_views
-from core.contract import PLAN_JOB, platform_of, result_artifact_name
-from core.diagnostic_words import message_problems
-from core.distinct_runs import copy_problems, name_problem
-from core.fleet import box_of
-from core.gpu_agreement import folder_problems as gpu_problems
-from core.one_run import run_problems
-from core.written_fields import record_problems
+from common.fleet import box_of
+from common.workflow import PLAN_JOB, platform_of, result_artifact_name
 
+from .common import index_rule
 from .crossfile import check as cross_check
+from .differences import differences  # noqa: F401 - verify compares the index with it
 from .index_verdict import decide_local, decide_run
 from .results import gate_documents, is_result, parse_json, read_result_bytes, too_large
 from .root_commits import bind_to_commits
@@ -81,19 +77,21 @@ def _results_under(prefix: str, observed: Observed, root: Any = None) -> list[di
     bind_to_history(records, observed.json, root.get("history"))
     _one_run(records, documents)
     _distinct_runs(records, documents)
-    for record, document in zip(records, documents):  # facts the gate's own rules leave unbound (core.written_fields)
-        absent = record_problems(document) if record.get("kind") == "gate" else \
-            message_problems(document) if record.get("kind") == "diagnostic" else []
+    # facts the gate's own rules leave unbound (rules.written_together)
+    for record, document in zip(records, documents):
+        absent = index_rule("written_together")(document) if record.get("kind") == "gate" else \
+            index_rule("diagnostic_message")(document) if record.get("kind") == "diagnostic" else []
         if absent:
             _not_authentic(record, absent)
     return records
 
 
 def _one_run(records: list[dict[str, Any]], documents: list[Any]) -> None:
-    """Results of one folder (or artifact) that disagree about the machine they ran on (core.one_run) are not
+    """Results of one folder (or artifact) that disagree about the machine they ran on (rules.one_run) are not
     this folder's run: not authentic, each naming its field and the result(s) it disagrees with."""
     results = [(r["name"], str(r.get("kind")), d) for r, d in zip(records, documents)]
-    found = [a + b for a, b in zip(run_problems(results), gpu_problems(results))]  # and one GPU, one set of facts
+    one_run, one_gpu = index_rule("one_run"), index_rule("one_gpu")
+    found = [a + b for a, b in zip(one_run(results), one_gpu(results))]  # and one GPU, one set of facts
     for record, problems in zip(records, found):
         if problems:
             record["not_authentic"] = list(record.get("not_authentic") or []) + problems
@@ -103,11 +101,12 @@ def _one_run(records: list[dict[str, Any]], documents: list[Any]) -> None:
 
 def _distinct_runs(records: list[dict[str, Any]], documents: list[Any]) -> None:
     """A result of the folder that is another's copy, or whose file name says another file system than it ran on
-    (core.distinct_runs), is not authentic."""
-    found = copy_problems([(r["name"], str(r.get("kind")), str(r.get("sha256") or f"(unread {i})"), d)
-                           for i, (r, d) in enumerate(zip(records, documents))])
+    (rules.distinct_runs), is not authentic."""
+    copies = [(r["name"], str(r.get("kind")), str(r.get("sha256") or f"(unread {i})"), d)
+              for i, (r, d) in enumerate(zip(records, documents))]
+    found = index_rule("distinct_runs.copies")(copies)
     for record, document, problems in zip(records, documents, found):
-        named = name_problem(record["name"], str(record.get("kind")), document)
+        named = index_rule("distinct_runs.name")(record["name"], str(record.get("kind")), document)
         problems = problems + ([named] if named else [])
         if problems:
             record["not_authentic"] = list(record.get("not_authentic") or []) + problems
@@ -124,13 +123,13 @@ def _not_authentic(record: dict[str, Any], contradicted: list[str]) -> None:
 
 def _second_views(records: list[dict[str, Any]], observed: Observed, not_before: tuple[str, Any] | None,
                   not_after: tuple[str, Any] | None) -> list[dict[str, Any]]:
-    """Each gate result's start against the clocks the index holds (core.time_views: GitHub's job window, the
-    index's own build time): a run outside them is not authentic. What core.fs_magic cannot confirm is listed."""
+    """Each gate result's start against the clocks the index holds (rules.times: GitHub's job window, the
+    index's own build time): a run outside them is not authentic. What rules.fs_magic cannot confirm is listed."""
     for record, document in gate_documents(records, observed.json):
-        contradicted = time_views.window_problems(document, not_before, not_after)
+        contradicted = index_rule("times.window")(document, not_before, not_after)
         if contradicted:
             _not_authentic(record, contradicted)
-        unconfirmed = fs_magic.unconfirmed(document)
+        unconfirmed = index_rule("filesystem_unconfirmed")(document)
         if unconfirmed:
             record["unconfirmed"] = unconfirmed
     return records
@@ -138,7 +137,7 @@ def _second_views(records: list[dict[str, Any]], observed: Observed, not_before:
 
 def _job_views(records: list[dict[str, Any]], observed: Observed, entry: dict[str, Any],
                predicate: dict[str, Any]) -> None:
-    """Each gate result of a platform job against what GitHub and the runner say of that job (core.runner_views:
+    """Each gate result of a platform job against what GitHub and the runner say of that job (rules.runner:
     its labels, its log's set-up lines, the run's commit and workflow, the artifact's creation): a result the
     job's own views contradict was not made by this job as GitHub ran it, so it is not authentic."""
     job = entry.get("job") or {}
@@ -147,11 +146,11 @@ def _job_views(records: list[dict[str, Any]], observed: Observed, entry: dict[st
     artifact = entry.get("artifact") or {}
     listed = next((a for a in predicate.get("artifacts") or [] if isinstance(a, dict) and artifact.get("id")
                    is not None and str(a.get("id")) == str(artifact.get("id"))), None)
-    shared = (runner_views.log_problems(job, log) + runner_views.gpu_problems(entry["platform"], job)
-              + runner_views.artifact_problems(job, listed))
+    view = lambda name: index_rule(f"runner.{name}")  # noqa: E731 - the runner views by name
+    shared = view("log")(job, log) + view("gpu")(entry["platform"], job) + view("artifact")(job, listed)
     for record, document in gate_documents(records, observed.json):
-        contradicted = shared + runner_views.os_problems(document, job, log.get("runner")) \
-            + runner_views.provenance_problems(document, run, entry["platform"])
+        contradicted = shared + view("os")(document, job, log.get("runner")) \
+            + view("provenance")(document, run, entry["platform"])
         if contradicted:
             _not_authentic(record, contradicted)
 
@@ -264,45 +263,3 @@ def judge_index(predicate: dict[str, Any], observed: Observed) -> dict[str, Any]
     if predicate.get("kind") == "local":
         return judge_local(predicate, observed)
     return judge_run(predicate, observed)
-
-
-def differences(recorded: Any, recomputed: Any, path: str = "predicate") -> list[str]:
-    """Every field where the recorded predicate says something other than its bytes, by path."""
-    if isinstance(recorded, dict) and isinstance(recomputed, dict):
-        found = []
-        for key in sorted(set(recorded) | set(recomputed), key=str):
-            where = f"{path}.{key}"
-            if key not in recomputed:
-                found.append(f"{where}: recorded {_short(recorded[key])}, not derived from the bytes")
-            elif key not in recorded:
-                found.append(f"{where}: missing, the bytes say {_short(recomputed[key])}")
-            else:
-                found += differences(recorded[key], recomputed[key], where)
-        return found
-    if isinstance(recorded, list) and isinstance(recomputed, list):
-        if len(recorded) != len(recomputed):
-            found = [f"{path}: recorded {len(recorded)} item(s), the bytes give {len(recomputed)}"]
-            found += [f"{path}: the bytes add {_short(item, 300)}" for item in recomputed if item not in recorded][:5]
-            found += [f"{path}: recorded {_short(item, 300)}, the bytes do not give it"
-                      for item in recorded if item not in recomputed][:5]
-            return found
-        found = []
-        for index, (left, right) in enumerate(zip(recorded, recomputed)):
-            found += differences(left, right, f"{path}[{_label(right, index)}]")
-        return found
-    if recorded != recomputed or type(recorded) is not type(recomputed):
-        return [f"{path}: recorded {_short(recorded)}, the bytes say {_short(recomputed)}"]
-    return []
-
-
-def _label(item: Any, index: int) -> str:
-    if isinstance(item, dict):
-        for key in ("subject", "platform", "name"):
-            if isinstance(item.get(key), str):
-                return f"{index}:{item[key]}"
-    return str(index)
-
-
-def _short(value: Any, limit: int = 160) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[:limit - 3] + "..."

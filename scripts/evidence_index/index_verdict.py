@@ -9,21 +9,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.contract import RESTATING_KINDS, job_label, platform_of, prove_platform
-from core.source_sets import recorded_problems
-from core.trust import unproven_requirements
+from common.workflow import job_label, platform_of
+from rules.kinds import RESTATING_KINDS
+from rules.registry import prove_platform
 
 from .checkout_hashes import digest_of_files
+from .common import index_rule
 
 MAX_LISTED = 5
 
 
 def _result_reasons(result: dict[str, Any], where: str) -> list[str]:
-    """A result passes only when core.contract's judge (and its schema) said so when reading its bytes, and
-    a gate result's platform requirements are proven (core.trust.unproven_requirements: a run allowed with
-    injection vectors present holds none)."""
+    """A result passes only when the registry's judge (rules.registry.judge, and its schema) said so when reading
+    its bytes, and a gate result's platform requirements are proven (rules.trust.unproven_requirements: a run
+    allowed with injection vectors present holds none)."""
+    proven = index_rule("requirements_proven")
     unproven = [f"{where}{result.get('name')}: {why}"
-                for why in unproven_requirements(result.get("claims") or {})] if result.get("kind") == "gate" else []
+                for why in proven(result.get("claims") or {})] if result.get("kind") == "gate" else []
     if result.get("ok") is True:
         return unproven
     if result.get("error"):  # named but missing, refused, unreadable, not JSON
@@ -51,7 +53,7 @@ def _root_reasons(root: dict[str, Any], what: str) -> list[str]:
     if root.get("given") is not True:
         return [f"no --source-root: the sources the results name were not compared with {what}"]
     sets = root.get("sets")
-    return [] if sets is None else [f"predicate.{p}" for p in recorded_problems(sets)]
+    return [] if sets is None else [f"predicate.{p}" for p in index_rule("source_root.recorded")(sets)]
 
 
 def _job_and_log_reasons(name: str, job: dict[str, Any], log: dict[str, Any], run: dict[str, Any]) -> list[str]:

@@ -13,8 +13,8 @@ import platform as host_platform
 from pathlib import Path
 from typing import Any
 
-from core.contract import kind_of
-from core.provenance import git_state
+from common.provenance import git_state
+from rules.kinds import kind_of
 
 from . import PREDICATE_VERSION
 from .checkout_hashes import digest_of_files, hash_sources, indexer_files

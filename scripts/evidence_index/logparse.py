@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from core import strict_json
-from core.contract import PLAN_LOG_MARK
+from common import strict_json
+from common.workflow import PLAN_LOG_MARK
 
 HEAD_BYTES = 64 * 1024  # the setup lines come first; 64 KiB holds them with room to spare
 MAX_LINE = 4096  # a line longer than this is cut; its start is enough to classify it

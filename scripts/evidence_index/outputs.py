@@ -13,15 +13,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from core.contract import PLATFORMS, artifact_of_job, parse_strict
-from core.fleet import box_of
+from common.fleet import box_of
+from common.strict_json import parse_strict
+from common.workflow import PLATFORMS, artifact_of_job
 
 from .common import InputError
 
 
 def from_needs(needs: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The plain shape from a `toJSON(needs)` object, read as the evidence job reads it
-    (core.contract.artifact_of_job): jobs that are not platforms or uploaded nothing are left out."""
+    (common.workflow.artifact_of_job): jobs that are not platforms or uploaded nothing are left out."""
     entries = {job: artifact_of_job(value) for job, value in needs.items() if job in PLATFORMS}
     return {job: entry for job, entry in entries.items() if entry is not None}
 
@@ -36,7 +37,7 @@ def check(document: Any) -> dict[str, dict[str, Any]]:
         raise InputError("--platform-artifacts must hold a JSON object {platform: {...}} or toJSON(needs)")
     plain = from_needs(document) if _is_needs(document) else document
     for platform, entry in plain.items():
-        # a platform, or one box of a cuda fleet as its job is named: `cuda (<box>)` (core.fleet)
+        # a platform, or one box of a cuda fleet as its job is named: `cuda (<box>)` (common.fleet)
         if not (platform in PLATFORMS or box_of(platform)) or not isinstance(entry, dict):
             raise InputError(f"--platform-artifacts: {platform!r} is not a platform with an object")
         artifact_id, name = entry.get("artifact_id"), entry.get("artifact_name")

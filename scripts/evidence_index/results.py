@@ -10,7 +10,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from core.contract import DATA_SCHEMA_IDS, judge_bytes, parse_strict
+from common.strict_json import parse_strict
+from rules.kinds import DATA_SCHEMA_IDS
+
+from evidence_index.documents import judge_bytes
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 MAX_RESULT_BYTES = 32 * 1024 * 1024
@@ -70,7 +73,7 @@ def too_large(name: str, sha256: str, size: int) -> dict[str, Any]:
 
 
 def read_result_bytes(data: bytes, name: str) -> dict[str, Any]:
-    """The same from bytes already in memory: core.contract.judge_bytes parses, recognises the kind,
+    """The same from bytes already in memory: evidence_index.documents.judge_bytes parses, recognises the kind,
     validates and judges (the one rule the composite actions' summaries use too)."""
     record: dict[str, Any] = {"name": name, "sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
     judgement = judge_bytes(data)
@@ -96,7 +99,7 @@ def read_result_bytes(data: bytes, name: str) -> dict[str, Any]:
 
 def _gate_claims(document: dict[str, Any]) -> dict[str, Any]:
     """The gate's own statements about where it ran, kept small (no paths, no host names); enough for
-    core.contract.prove_platform, which reads the same field names."""
+    rules.registry.prove_platform, which reads the same field names."""
     def pick(obj: Any, *keys: str) -> dict[str, Any]:
         return {key: obj.get(key) for key in keys} if isinstance(obj, dict) else {}
 
@@ -123,7 +126,7 @@ def _gate_claims(document: dict[str, Any]) -> dict[str, Any]:
 
 def _box_claims(document: dict[str, Any]) -> dict[str, Any] | None:
     """What tells one box of a fleet from another in the summary: its GPU, driver, torch build and the
-    collective check (the gate's own words, judged like the rest by core.contract); None for a gate that
+    collective check (the gate's own words, judged like the rest by the registry (rules.registry)); None for a gate that
     saw no GPU and ran no collective check (the CPU results recorded before fleets stay as they were)."""
     device = document.get("device") if isinstance(document.get("device"), dict) else {}
     cuda = device.get("cuda") if isinstance(device.get("cuda"), dict) else {}
@@ -143,7 +146,7 @@ def _box_claims(document: dict[str, Any]) -> dict[str, Any] | None:
 
 def _isolation_claims(document: dict[str, Any]) -> dict[str, Any]:
     """The injection vectors of a gate that judges them (it records `isolation.allowed`), for
-    core.trust.injection_problems; older results record `present` as information only and carry none."""
+    rules.trust.injection_problems; older results record `present` as information only and carry none."""
     isolation = document.get("isolation")
     if not isinstance(isolation, dict) or not isinstance(isolation.get("allowed"), bool):
         return {}

@@ -12,7 +12,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.files import atomic_write_bytes, encode_json
+from common.files import atomic_write_bytes, encode_json
 
 from .common import InputError
 from .diff import Change, Side, Tolerance, compare_sides, noise_words, show_value, summaries
@@ -27,7 +27,7 @@ path: the dotted path in the result); one line per platform puts the likely caus
 
 Noise is not a difference: timestamps, run/job ids and attempts, process and mount ids, random workspace
 names, and durations (fields *_s) within the tolerance. Nor is measurement noise, the fields the rules that read
-them declare as varying between two honest runs (seeds, timings, what the scheduler decided; scripts/core/noise.py):
+them declare as varying between two honest runs (seeds, timings, what the scheduler decided; scripts/rules/noise.py):
 how many varied is printed, --verbose lists each, the JSON keeps each under "noise". Any other field is compared.
 
 exit codes (as git diff --exit-code):

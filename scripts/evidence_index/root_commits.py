@@ -1,9 +1,9 @@
 """What the source root's Git history holds for the commit each gate result names (`source.git.head`): whether
 it is a commit there, when it was committed, and the SHA-256 of `git show <head>:<path>` for every source the
-result names. core.git_provenance judges a result against these facts; the index records them as
+result names. rules.git_provenance judges a result against these facts; the index records them as
 `source_root.commits` and `verify --source-root` reads them again.
 
-Git runs as the gate runs it (core.provenance.git_command: no GIT_* variable, no system or global config, the
+Git runs as the gate runs it (common.provenance.git_command: no GIT_* variable, no system or global config, the
 code-running keys pinned off), and only plumbing that runs nothing the repository configures: rev-parse,
 show -s, cat-file --batch (which applies no filter or textconv)."""
 
@@ -15,11 +15,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from core.contract import kind_of
-from core.git_provenance import HEAD, commit_problems
-from core.provenance import GIT_TIMEOUT_S, git_command, git_environment
+from common.provenance import GIT_TIMEOUT_S, git_command, git_environment
+from rules.git_provenance import HEAD
+from rules.kinds import kind_of
 
-from .common import is_safe_relative
+from .common import index_rule, is_safe_relative
 from .results import gate_documents, parse_json
 
 
@@ -88,7 +88,7 @@ def commit_facts(root: Path, claims: dict[str, set[str]]) -> dict[str, dict[str,
 
 def bind_to_commits(records: list[dict[str, Any]], json_bytes: dict[str, tuple[bytes | None, str, int]],
                     commits: Any) -> None:
-    """Each gate result's `source.git` judged against the source root's history (core.git_provenance), from its
+    """Each gate result's `source.git` judged against the source root's history (rules.git_provenance), from its
     bytes; a problem fails the result. `commits` is None for an index that read no history (before it was
     recorded): nothing is compared then."""
     if not isinstance(commits, dict):
@@ -100,7 +100,7 @@ def bind_to_commits(records: list[dict[str, Any]], json_bytes: dict[str, tuple[b
         commit = commits.get(head) if isinstance(head, str) else None
         if isinstance(head, str) and not isinstance(commit, dict):
             commit = {"found": False}  # a head the index did not read is not confirmed
-        problems = commit_problems(git, source.get("files"), commit, document.get("started_at"))
+        problems = index_rule("git.commit")(git, source.get("files"), commit, document.get("started_at"))
         if problems:
             record["ok"] = False
             record["reasons"] = list(record.get("reasons") or []) + problems

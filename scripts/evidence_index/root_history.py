@@ -8,7 +8,7 @@ of the paths the result names is walked (`git log --raw` and `git cat-file --bat
 and the index records, per (sources, started_at), the earliest state of those paths equal to the result's bytes
 and the last state made before the run with the paths that differ from it. A root whose working tree holds
 uncommitted bytes of those paths adds one more state, dated by the newest modification time of its changed
-files (a dev tree's run is of those bytes; a forger's later edit is later). core.git_provenance judges.
+files (a dev tree's run is of those bytes; a forger's later edit is later). rules.git_provenance judges.
 
 A root that is not a git checkout (or whose git does not answer) has no history: `read` false with why, and the
 rule is not applied (the sources are then compared with the root's files only)."""
@@ -22,12 +22,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from core.contract import kind_of
-from core.git_provenance import CLOCK_SKEW_S, instant
-from core.provenance import GIT_TIMEOUT_S, git_command, git_environment
+from common.provenance import GIT_TIMEOUT_S, git_command, git_environment
+from rules.git_provenance import CLOCK_SKEW_S, instant
+from rules.kinds import kind_of
 
 from .checkout_hashes import digest_of_files
-from .common import is_safe_relative
+from .common import index_rule, is_safe_relative
 from .results import gate_documents, parse_json
 
 WORKING_TREE = "working tree"
@@ -163,10 +163,8 @@ def history_facts(root: Path, claims: list[tuple[dict[str, Any], Any]]) -> dict[
 
 def bind_to_history(records: list[dict[str, Any]], json_bytes: dict[str, tuple[bytes | None, str, int]],
                     history: Any) -> None:
-    """Each gate result naming no commit judged against when its bytes existed (core.git_provenance); a
+    """Each gate result naming no commit judged against when its bytes existed (rules.git_provenance); a
     problem fails the result. `history` None (an index that read none): nothing is compared."""
-    from core.git_provenance import history_problems
-
     if not isinstance(history, dict) or history.get("read") is not True:
         return
     for record, document in gate_documents(records, json_bytes):
@@ -175,7 +173,7 @@ def bind_to_history(records: list[dict[str, Any]], json_bytes: dict[str, tuple[b
         if not isinstance(git, dict) or git.get("head") is not None or not isinstance(files, dict) or not files:
             continue
         fact = (history.get("sources") or {}).get(key_of(files, document.get("started_at")))
-        problems = history_problems(files, fact, document.get("started_at"))
+        problems = index_rule("git.history")(files, fact, document.get("started_at"))
         if problems:
             record["ok"] = False
             record["reasons"] = list(record.get("reasons") or []) + problems

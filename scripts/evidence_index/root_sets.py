@@ -1,4 +1,4 @@
-"""The source lists and result format version of the checkout an index compares with (core.source_sets), read
+"""The source lists and result format version of the checkout an index compares with (rules.source_sets), read
 once by the builder (recorded as `source_root.sets`) and again by `verify --source-root`, and applied to every
 bound result that names sources: a result naming another list, or another version, than that checkout's is not
 authentic, whichever list or version it declares for itself."""
@@ -8,9 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from core.source_sets import SourceRootError, read_root_facts, recorded_problems, root_problems
+from rules.source_sets import SourceRootError, read_root_facts
 
-from .common import InputError
+from .common import InputError, index_rule
 from .results import parse_json
 
 
@@ -24,7 +24,7 @@ def root_facts(root: Path) -> dict[str, Any]:
 
 def usable(sets: Any) -> dict[str, Any] | None:
     """The recorded facts when well-formed (a malformed record is a verdict reason: index_verdict.py)."""
-    return sets if sets is not None and not recorded_problems(sets) else None
+    return sets if sets is not None and not index_rule("source_root.recorded")(sets) else None
 
 
 def bind_to_root(records: list[dict[str, Any]], json: dict[str, Any], sets: Any) -> None:
@@ -34,7 +34,7 @@ def bind_to_root(records: list[dict[str, Any]], json: dict[str, Any], sets: Any)
         return
     for record in records:
         held = json.get(record.get("subject"))
-        problems = root_problems(str(record.get("kind")), parse_json(held[0]) if held else None, facts)
+        problems = index_rule("source_root")(str(record.get("kind")), parse_json(held[0]) if held else None, facts)
         if problems:
             record["not_authentic"] = list(record.get("not_authentic") or []) + problems
             record["ok"] = False

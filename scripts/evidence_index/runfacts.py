@@ -7,8 +7,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from core.contract import is_plan_job, platform_of
-from core.fleet import box_of
+from common.fleet import box_of
+from common.workflow import is_plan_job, platform_of
 
 API_DOCUMENTS = ("run", "jobs", "artifacts")  # logs/api/<name>.json
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.contract import job_label
-from core.markdown import markdown_cell
+from common.markdown import markdown_cell
+from common.workflow import job_label
 
 from .checkout_hashes import digest_of_files
 

@@ -14,7 +14,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from core.contract import kind_of
+from rules.kinds import kind_of
 
 from .results import MAX_RESULT_BYTES, parse_json
 

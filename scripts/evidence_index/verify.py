@@ -9,21 +9,19 @@ Outcomes (`Report.outcome`): "pass" (authentic, the verdict recomputed from the 
 (authentic, that verdict fails, or the recorded sources differ from `source_root` when one is given),
 "not-authentic" (a result naming other sources or another format version than `source_root`'s, a digest
 mismatch, a missing file, an unknown type or version, a recorded file without its subject, a recorded judgement
-the bytes contradict, or a result whose own recorded flags its measurements contradict (core.verdicts)).
+the bytes contradict, or a result whose own recorded flags its measurements contradict (rules.gate_result)).
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import json
 import zipfile
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-from core.contract import parse_strict
+from common.strict_json import parse_strict
 
 from . import PREDICATE_TYPE, PREDICATE_VERSION, STATEMENT_TYPE
 from .checkout_hashes import files_digest_problems, hash_sources
@@ -37,7 +35,7 @@ from .root_history import headless_in, history_facts
 from .root_sets import root_facts
 from .runfacts import API_DOCUMENTS, api_subject
 from .verdict_file import verdict_file_problems
-from .zipsafe import UnsafeArchive, safe_extract
+from .zipsafe import UnsafeArchive, safe_extract, zip_entry
 
 KINDS = ("github-run", "local")
 
@@ -86,7 +84,7 @@ def shape_problems(statement: dict[str, Any]) -> list[str]:
     """The index against its schema (schemas/evidence-index.schema.json: no field, digest or subject key the
     builder does not write), and each subject bound once: what the judge does not derive must still be the
     builder's shape, so nothing rides along in an index a verify then vouches for."""
-    import jsonschema  # the results' validation needs it too (core.contract)
+    import jsonschema  # the results' validation needs it too (rules.registry)
 
     document = json.loads(INDEX_SCHEMA.read_text(encoding="utf-8"))
     schema = jsonschema.validators.validator_for(document)(document)
@@ -123,26 +121,6 @@ def check_envelope(statement: dict[str, Any]) -> list[str]:
     return problems
 
 
-@contextlib.contextmanager
-def _zip_stream(zip_path: Path, entry: str) -> Iterator[IO[bytes]]:
-    with zipfile.ZipFile(zip_path) as archive, archive.open(entry) as source:
-        yield source
-
-
-def _zip_entry(root: Path, relative: str) -> Any:
-    """The entry `rest` of `root/<artifact>.zip` for a subject `<artifact>/<rest>`, or None when absent."""
-    if "/" not in relative:
-        return None
-    artifact, entry = relative.split("/", 1)
-    zip_path = root / f"{artifact}.zip"
-    if not zip_path.is_file() or zip_path.is_symlink():
-        return None
-    with zipfile.ZipFile(zip_path) as archive:
-        if entry not in archive.namelist():
-            return None
-    return _zip_stream(zip_path, entry)
-
-
 def _open_subject(root: Path, root_key: str, relative: str) -> tuple[Any, bool]:
     """(context manager over a binary stream or None, from_zip). None: missing. Raises ValueError outside."""
     path = root / relative
@@ -152,7 +130,7 @@ def _open_subject(root: Path, root_key: str, relative: str) -> tuple[Any, bool]:
         return open(path, "rb"), False
     if root_key == "artifacts" and not path.exists():
         # An entry of an artifact that was kept as its zip only: read the entry inside the zip.
-        entry = _zip_entry(root, relative)
+        entry = zip_entry(root, relative)
         return entry, entry is not None
     return None, False
 
@@ -215,7 +193,7 @@ def source_differences(predicate: dict[str, Any], root: Path) -> list[str]:
 
 def _against(predicate: dict[str, Any], sets: dict[str, Any] | None) -> dict[str, Any]:
     """The predicate to judge: with --source-root, every result is judged against the source lists and result
-    version read from that checkout's files (`sets`, core.source_sets), whatever the index recorded."""
+    version read from that checkout's files (`sets`, rules.source_sets), whatever the index recorded."""
     if sets is None:
         return predicate
     judged = copy.deepcopy(predicate)

@@ -1,10 +1,10 @@
 """An NFS VM run in an index: nfs-vm-run.json's checks made again from the records bound beside it
-(core.vm_run_judge, the rule tools/nfsvm/run_checks.py applied to the live run), and every VM record bound
+(rules.nfs_vm_run, the rule tools/nfsvm/run_checks.py applied to the live run), and every VM record bound
 only with the run that judged it.
 
 A run is bound in one of two layouts: a live run's output folder (action/platform-runtime-nfs.json, two_clients/
 two-clients.json, ...) or a recorded evidence folder, where tools/nfsvm/evidence.py copied the same files flat
-under the names of core.vm_run_judge.EVIDENCE_NAMES. Both are read: the live path first, then its flat name.
+under the names of rules.nfs_vm_run.EVIDENCE_NAMES. Both are read: the live path first, then its flat name.
 """
 
 from __future__ import annotations
@@ -12,8 +12,11 @@ from __future__ import annotations
 import posixpath
 from typing import Any
 
-from core.contract import parse_strict
-from core.vm_run_judge import EVIDENCE_NAMES, judge_vm_run
+from common.strict_json import parse_strict
+from rules import registry
+from rules.nfs_vm_run import EVIDENCE_NAMES
+
+from .common import UNVERIFIABLE
 
 RUN_NAME = "nfs-vm-run.json"
 
@@ -29,7 +32,7 @@ def _document(observed: Any, subject: str) -> dict[str, Any] | None:
 
 def run_problems(subject: str, document: dict[str, Any], observed: Any) -> list[str]:
     """The run's recorded checks against the ones its bound records make (contradictions only: a failing
-    check recorded as failing is the run's own reason, core.contract)."""
+    check recorded as failing is the run's own reason, rules.registry)."""
     base = posixpath.dirname(subject)
 
     def load(relative: str) -> dict[str, Any] | None:
@@ -37,7 +40,7 @@ def run_problems(subject: str, document: dict[str, Any], observed: Any) -> list[
         flat = EVIDENCE_NAMES.get(relative)
         return found if found is not None or flat is None else _document(observed, f"{base}/{flat}")
 
-    _reasons, forged = judge_vm_run(document, load)
+    _reasons, forged = registry.rule("nfsvm-run", "(document)")(document, load)
     where = subject.removeprefix("artifacts/")
     return [f"{where}: {why}" for why in forged]
 
@@ -49,7 +52,6 @@ def record_problems(subject: str, _document_: dict[str, Any], observed: Any) -> 
     runs = [f"{folder}/{RUN_NAME}", f"{posixpath.dirname(folder)}/{RUN_NAME}"]
     if any(run in observed.json for run in runs):
         return []
-    from .crossfile import UNVERIFIABLE  # a missing fact, not a contradicted one
 
     where = subject.removeprefix("artifacts/")
     return [f"{UNVERIFIABLE}{where}: a VM record with no {RUN_NAME} bound beside it: nothing judged it with the run "

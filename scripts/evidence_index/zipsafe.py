@@ -11,16 +11,17 @@ folder we created is removed, so nothing half-unpacked is left behind.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
 import stat
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO, Any, BinaryIO
 
 from .common import CHUNK, is_safe_relative
 
@@ -144,3 +145,23 @@ def _copy(archive: zipfile.ZipFile, info: zipfile.ZipInfo, root: Path | None, ca
         detail = getattr(error, "strerror", None) or type(error).__name__
         raise UnsafeArchive(f"entry {info.filename!r} could not be unpacked: {detail}") from error
     return Entry(info.filename, digest.hexdigest(), size, bytes(kept) if kept is not None else None)
+
+
+@contextlib.contextmanager
+def _zip_stream(zip_path: Path, entry: str) -> Iterator[IO[bytes]]:
+    with zipfile.ZipFile(zip_path) as archive, archive.open(entry) as source:
+        yield source
+
+
+def zip_entry(root: Path, relative: str) -> Any:
+    """The entry `rest` of `root/<artifact>.zip` for a subject `<artifact>/<rest>`, or None when absent."""
+    if "/" not in relative:
+        return None
+    artifact, entry = relative.split("/", 1)
+    zip_path = root / f"{artifact}.zip"
+    if not zip_path.is_file() or zip_path.is_symlink():
+        return None
+    with zipfile.ZipFile(zip_path) as archive:
+        if entry not in archive.namelist():
+            return None
+    return _zip_stream(zip_path, entry)

@@ -1,5 +1,5 @@
 """The architecture field of an executable's own header, read from its first bytes (never by running it): the
-second view of `platform.machine` that core.machine_views judges. Recorded for the interpreter that runs the
+second view of `platform.machine` that rules.machine_arch judges. Recorded for the interpreter that runs the
 gate (`sys.executable`) and for torch's `_C` extension, as {"format", "header", "bits", "error"}:
 
 - ELF (Linux): e_machine, the u16 at offset 18, in the byte order EI_DATA (offset 5) names; EI_CLASS (4) the

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import time
 
-from core.record_rules import MIN_WAIT_S  # the least any wait gets once the budget is spent (the judge's too)
+from rules.beside_checks import MIN_WAIT_S  # the least any wait gets once the budget is spent (the judge's too)
 
 from platform_runtime.children import KILL_GRACE_S, Deadline
 

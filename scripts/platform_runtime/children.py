@@ -18,8 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core import strict_json
-from core.outcomes import KILL_GRACE_S  # written once there (its rules bound the recorded times by it)
+from common import strict_json
+from rules.role_outcomes import KILL_GRACE_S  # written once there (its rules bound the recorded times by it)
 
 from platform_runtime import interpreter_state, stuck
 from platform_runtime.isolation import WORKER_FLAGS

@@ -6,12 +6,12 @@ probe, platform.system()), never on names, host names or environment variables.
 
 from __future__ import annotations
 
-from core import collectives
-from core.contract import NFS_TYPES, nfs_problems, windows_problems
-from core.platforms import filesystem_problems
-from core.requirements import GPU_KINDS, MPS_FALLBACK, device_problems, held_reason  # noqa: F401 - MPS_FALLBACK
-from core.trust import INJECTION_EXEMPT
-from core.verdicts import PHASES  # noqa: F401 - re-exported
+from rules import collectives
+from rules.device_compute import PHASES  # noqa: F401 - re-exported
+from rules.platforms import filesystem_problems, nfs_problems, windows_problems
+from rules.requirements import GPU_KINDS, MPS_FALLBACK, device_problems, held_reason  # noqa: F401 - MPS_FALLBACK
+from rules.trust import INJECTION_EXEMPT
+from rules.whole_result import NFS_TYPES
 
 from platform_runtime.request import DEVICE_TYPES, REQUIRABLE, Requirements  # noqa: F401 - re-exported
 
@@ -40,7 +40,7 @@ def conflicts(req: Requirements, requested_device: str) -> list[str]:
 
 def _on_device(device: dict, kind: str, compute_ok: bool, environment: dict,
                facts: dict | None = None) -> tuple[bool, str]:
-    """Whether the device check really ran on `kind`: core.requirements' rule, which the judge re-derives."""
+    """Whether the device check really ran on `kind`: rules.requirements' rule, which the judge re-derives."""
     problems = device_problems(device, kind, compute_ok, environment, facts)
     return not problems, "; ".join(problems[:4]) or held_reason(f"device={kind}", device, {})
 
@@ -59,12 +59,12 @@ def evaluate(req: Requirements, platform: dict, device: dict, compute_ok: bool, 
              environment: dict | None = None, collectives_check: dict | None = None,
              injection: str | None = None, facts: dict | None = None) -> list[dict]:
     """One verdict per requirement; each holds only on positive evidence. `platform` is the gate's own
-    platform facts (core.provenance), the file-system rules are core.contract's (the index proves a platform
+    platform facts (common.provenance), the file-system rules are rules.platforms' (the index proves a platform
     with the same ones). `environment` holds the parent's own view of variables that change what a device
     claim means (never the worker's word for them); `collectives_check` the collective check's record, when it
-    ran (--require collectives holds by core.collectives.requirement, the judge's rule too). `injection`
-    (core.trust.injection_refusal) fails every requirement but INJECTION_EXEMPT, naming the vectors and what
-    the requirement would otherwise have said. `facts` (core.platforms.os_facts of the result so far) are every
+    ran (--require collectives holds by rules.collectives.requirement, the judge's rule too). `injection`
+    (rules.trust.injection_refusal) fails every requirement but INJECTION_EXEMPT, naming the vectors and what
+    the requirement would otherwise have said. `facts` (rules.platforms.os_facts of the result so far) are every
     recorded fact that speaks to the OS: a platform holds only when none of them refutes it."""
     environment = environment or {}
     verdicts = []

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from core.collectives import OPS
+from rules.collectives import OPS
 
 LAUNCHER_FILE = "launcher.json"
 OWN_DEADLINE = "the check's deadline"

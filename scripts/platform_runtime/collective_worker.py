@@ -9,7 +9,7 @@ with torch.multiprocessing.start_processes(start_method="spawn"), not torchrun: 
 interpreter's flags (-I -B) to every rank, and its ranks stay in the launcher's process group, so the gate's
 deadline kill ends the whole group (torchrun's agent starts each rank in a session of its own and as a plain
 `python -u`). Each rank sets the env:// variables torchrun would (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR,
-MASTER_PORT), then init_process_group with a timeout, the ops of core.collectives.OPS on its own device, each
+MASTER_PORT), then init_process_group with a timeout, the ops of rules.collectives.OPS on its own device, each
 answer and the devices of its tensors appended to its progress file, a barrier and destroy_process_group.
 Prints one JSON object (the launcher's facts); the gate reads the ranks' files itself.
 """
@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from core.collectives import (
+from rules.collectives import (
     BACKENDS,
     LAUNCHER,
     LIBRARIES,
@@ -234,7 +234,7 @@ def main(argv: list[str]) -> int:
     folder, requested, device, port, timeout_s = Path(argv[0]), argv[1], argv[2], int(argv[3]), float(argv[4])
     folder.mkdir(parents=True, exist_ok=True)
     report = launch(folder, requested, device, port, timeout_s, argv[5] if len(argv) > 5 else None)
-    report[interpreter_state.STARTUP_KEY] = interpreter_state.worker_facts()  # judged by core.interpreter_rules
+    report[interpreter_state.STARTUP_KEY] = interpreter_state.worker_facts()  # judged by rules.interpreter_start
     sys.stdout.write(json.dumps(report, sort_keys=True) + "\n")
     sys.stdout.flush()
     return 0

@@ -9,12 +9,12 @@ import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core.device_verdicts import CHECKPOINT_LOAD, FORWARD_TOLERANCE, FORWARD_TOLERANCE_DEVICE, STEPS
+from rules.device_compute import CHECKPOINT_LOAD, FORWARD_TOLERANCE, FORWARD_TOLERANCE_DEVICE, STEPS
 
 from platform_runtime.device_training import build_model, flat, training_data
 
 if TYPE_CHECKING:
-    from platform_runtime.device_worker import Phases
+    from platform_runtime.device_phases import Phases
 
 
 def state_tensors(state: dict) -> list:

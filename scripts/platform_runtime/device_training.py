@@ -6,10 +6,10 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from core.verdicts import STEPS, UPDATE_RULE_TOLERANCE
+from rules.device_compute import STEPS, UPDATE_RULE_TOLERANCE
 
 if TYPE_CHECKING:
-    from platform_runtime.device_worker import Phases
+    from platform_runtime.device_phases import Phases
 
 LEARNING_RATE = 0.05
 MOMENTUM = 0.9

@@ -1,7 +1,7 @@
 """The views of the device worker's torch that the worker cannot forge, taken by the gate's parent: torch's
 files against its RECORD (hashed in a thread while the worker imports torch), the libraries the worker really
 mapped (/proc/<pid>/maps, read while it waits after its report), and on CUDA the kernel driver's list of
-GPUs. core.trust judges what they recorded."""
+GPUs. rules.trust judges what they recorded."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import threading
 import time
 from pathlib import Path
 
-from core.contract import parse_strict
+from common.strict_json import parse_strict
 
 from platform_runtime import (
     children,
@@ -162,7 +162,7 @@ class DeviceViews:
     def _distributions(self, report: dict, timeout: float) -> dict:
         """device.views.distributions: the distributions torch requires, checked before the report, and every
         file loaded from a site directory by the worker (its report, the maps the parent read) or by the parent
-        itself matched to a checked distribution (core.trust.distribution_problems judges it)."""
+        itself matched to a checked distribution (rules.trust.distribution_problems judges it)."""
         if self._loaded_thread is None:  # observe never ran (no report read while the worker lived)
             self._check_loaded(report)
         else:
@@ -183,7 +183,7 @@ class DeviceViews:
                 "after_report_s": loaded["after_report_s"]}
 
     def record(self, report: dict, isolation: dict, timeout: float) -> dict:
-        """device.views: what each view saw (measurements; core.trust.device_view_problems judges them)."""
+        """device.views: what each view saw (measurements; rules.trust.device_view_problems judges them)."""
         views: dict = {"record": self.record_check(timeout), "mapped": self._mapped(isolation)}
         views["distributions"] = self._distributions(report, timeout)
         kind = report.get("type")

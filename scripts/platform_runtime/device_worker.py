@@ -21,7 +21,6 @@ this process really mapped while torch is still loaded.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import importlib.machinery
 import importlib.util
@@ -34,12 +33,13 @@ from pathlib import Path
 if not __package__:  # started as its own file under `python -I`, which leaves scripts/ off sys.path
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core import gate_parameters  # noqa: E402
-from core.device_verdicts import load_safety  # noqa: E402
-from core.files import finite  # noqa: E402
+from common.files import finite  # noqa: E402
+from rules import gate_parameters  # noqa: E402
+from rules.device_compute import load_safety  # noqa: E402
 
 from platform_runtime import interpreter_state  # noqa: E402
 from platform_runtime.device_checkpoint import checkpoint_round_trip  # noqa: E402
+from platform_runtime.device_phases import Phases, Stage  # noqa: E402
 from platform_runtime.device_resolve import device_kind, resolve, synchronize  # noqa: E402
 from platform_runtime.device_training import train  # noqa: E402
 
@@ -66,56 +66,6 @@ def error_of(exc: BaseException, workspace: Path, stage: str) -> dict:
     text = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
     return {"type": type(exc).__name__, "errno": errno.errorcode.get(code) if isinstance(code, int) else None,
             "message": first_line_without_paths(text, workspace), "operation": f"stage {stage}"}
-
-
-class Stage:
-    """Remembers the last stage reached, so a failure says where it happened."""
-
-    def __init__(self) -> None:
-        self.name = "import"
-
-    def __call__(self, name: str) -> None:
-        self.name = name
-
-
-class Phases:
-    """Per phase: device bytes it allocated (peak reset before it), bytes resident at its end, the devices
-    of its tensors, and a synchronize after it. On the CPU the byte counts are None."""
-
-    def __init__(self, torch, device, stage: Stage) -> None:
-        self.torch, self.device, self.stage = torch, device, stage
-        self.kind = device_kind(torch, device)
-        self.records: dict[str, dict] = {}
-
-    def _allocated(self) -> int | None:
-        if self.device.type == "cuda":
-            return int(self.torch.cuda.memory_allocated(self.device))
-        if self.device.type == "mps":
-            return int(self.torch.mps.current_allocated_memory())
-        return None
-
-    @contextlib.contextmanager
-    def __call__(self, name: str):
-        self.stage(name)
-        synchronize(self.torch, self.device)
-        if self.device.type == "cuda":
-            self.torch.cuda.reset_peak_memory_stats(self.device)
-        start = self._allocated()
-        record: dict = {"tensor_devices": []}
-        yield record
-        synchronize(self.torch, self.device)
-        resident = self._allocated()
-        if self.device.type == "cuda":
-            allocated = int(self.torch.cuda.max_memory_allocated(self.device)) - start
-        else:
-            allocated = None if resident is None else max(0, resident - start)
-        record.update(allocated_bytes=allocated, resident_bytes=resident, synchronized=True,
-                      on_device=record["tensor_devices"] == [self.kind])
-        self.records[name] = record
-
-    def devices_of(self, tensors) -> list[str]:
-        kinds = {self.kind if t.device.type == self.device.type else t.device.type for t in tensors}
-        return sorted(kinds)
 
 
 class TorchNotFound(ImportError):
@@ -257,7 +207,7 @@ def main(argv: list[str]) -> int:
     requested, workspace = argv[0], Path(argv[1])
     report = run(requested, workspace, argv[2] if len(argv) > 2 else None)
     report["loaded_files"] = loaded_files()
-    report[interpreter_state.STARTUP_KEY] = interpreter_state.worker_facts()  # judged by core.interpreter_rules
+    report[interpreter_state.STARTUP_KEY] = interpreter_state.worker_facts()  # judged by rules.interpreter_start
     sys.stdout.write(json.dumps(finite(report), sort_keys=True, allow_nan=False) + "\n")
     sys.stdout.flush()
     if hold:

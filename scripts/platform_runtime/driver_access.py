@@ -4,7 +4,7 @@ and where that library came from (/proc/<pid>/maps), and on ROCm the kernel's ow
 topology in sysfs). A torch that is not what it claims can print any report and can load a library of its
 own, but on a machine without the GPU it cannot open /dev/nvidiactl or /dev/kfd, nor make the kernel list a
 GPU node; and a `libcuda.so` dropped into the Python installation or an LD_LIBRARY_PATH folder is named as
-such. core.driver_views judges what is recorded here. Linux only (the parent records nothing elsewhere).
+such. rules.gpu_driver_access judges what is recorded here. Linux only (the parent records nothing elsewhere).
 
 Only names are recorded: a device's name under /dev and the kind of folder a library came from, never a
 path (evidence holds no absolute paths).
@@ -122,7 +122,7 @@ def kfd_gpu_nodes(root: Path = KFD_NODES) -> int:
     return count
 
 
-# The backend libraries whose files are judged (core.driver_facts), per claim; "libcuda" is the driver's.
+# The backend libraries whose files are judged (rules.gpu_driver_files), per claim; "libcuda" is the driver's.
 JUDGED_LIBRARIES = {"cuda": ("libtorch_cuda.so", "libc10_cuda.so"), "rocm": ("libtorch_hip.so",)}
 
 

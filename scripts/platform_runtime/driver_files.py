@@ -2,7 +2,7 @@
 F6 and F7: the driver views went by name only, and a regular file named /dev/nvidiactl, a dummy libcuda.so.1
 laid over the system's library folder in a mount namespace, a tmpfs over /proc/driver and a tiny ELF named
 libtorch_cuda.so made `--require cuda` pass on a machine without a GPU). Recorded here, judged by
-core.driver_facts:
+rules.gpu_driver_files:
 
 - device_nodes: each driver device the worker held open, stat(2) of /proc/<pid>/fd/N (the very file the worker
   holds, whatever its path reads): whether it is a character device, its major and minor. A char device can only

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.names import WORKSPACE_PREFIX
+from common.names import WORKSPACE_PREFIX
 
 from platform_runtime import children, isolation, startup
 from platform_runtime.request import Requirements, device_to_resolve
@@ -27,7 +27,7 @@ class EarlyDevice:
     started: float  # time.monotonic() at its start: its duration and deadline count from here
     torch: isolation.TorchLocation
     # The wall clock read beside `started`: the result's started_at. The result's duration_s counts from
-    # `started`, and core.time_views holds the two clocks to 2 s; the gate's imports between this start and
+    # `started`, and rules.times holds the two clocks to 2 s; the gate's imports between this start and
     # the result's skeleton took more than that in the VM under load, which then failed the run.
     started_at: str = ""
 

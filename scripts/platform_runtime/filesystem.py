@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.fs_magic import GENERIC_IOCTL_MACHINES  # the generic _IOC layout: dir bits 30-31, size bits 16-29
+from rules.fs_magic import GENERIC_IOCTL_MACHINES  # the generic _IOC layout: dir bits 30-31, size bits 16-29
 
 # Option keys that name hosts, addresses, users or paths; dropped from the report.
 PRIVATE_OPTION_KEYS = frozenset({
@@ -146,7 +146,7 @@ def inode_flags(fd: int, machine: str | None = None) -> int | None:
     second view of an ext2/ext3/ext4 type that statfs cannot give (the three share 0xEF53). ext4 with its extents
     feature (mkfs.ext4's default) gives every new directory FS_EXTENT_FL (ext4_new_inode); the kernel mounts a
     file system that has the feature only as ext4, so an ext2 or ext3 directory never carries it
-    (core.fs_magic.extents_problems). Machines whose ioctl layout differs (powerpc, mips, sparc, alpha) are not
+    (rules.fs_magic.extents_problems). Machines whose ioctl layout differs (powerpc, mips, sparc, alpha) are not
     asked, and record None, as does a file system without the request (NFS: ENOTTY)."""
     if (machine or platform.machine()) not in GENERIC_IOCTL_MACHINES:
         return None
@@ -166,7 +166,7 @@ def detect_linux(path: Path, proc: Path = Path("/proc")) -> dict:
     try:
         st_dev = os.fstat(fd).st_dev
         magic = statfs_magic(fd)  # the same handle whose mount id names the mountinfo line
-        flags = inode_flags(fd)  # ext4's extents flag, which ext2 and ext3 never give (core.fs_magic)
+        flags = inode_flags(fd)  # ext4's extents flag, which ext2 and ext3 never give (rules.fs_magic)
         try:
             mount_id = read_mount_id((proc / "self" / "fdinfo" / str(fd)).read_text())
         except OSError:

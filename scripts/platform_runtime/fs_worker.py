@@ -27,8 +27,7 @@ import sys
 import time
 from pathlib import Path
 
-from core import gate_parameters
-from core.files import (
+from common.files import (
     TEMP_SUFFIX,
     RetryCounter,
     atomic_write_bytes,
@@ -36,7 +35,8 @@ from core.files import (
     read_bytes_retrying,
     retry_sharing,
 )
-from core.outcomes import append_problems, lock_probe_problems, replace_problems
+from rules import gate_parameters
+from rules.role_outcomes import append_problems, lock_probe_problems, replace_problems
 
 from platform_runtime import filesystem, interpreter_state, killed_writer, roles
 from platform_runtime.children import FS_CHECK_TIMEOUT_S
@@ -383,7 +383,7 @@ MODES = {
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    # Its own start-up, which the gate holds to how it starts a worker (core.interpreter_rules).
+    # Its own start-up, which the gate holds to how it starts a worker (rules.interpreter_start).
     emit({**MODES[args.mode](args), interpreter_state.STARTUP_KEY: interpreter_state.worker_facts()})
     return 0
 

@@ -8,15 +8,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from core import verdicts
-from core.contract import GATE_SCHEMA_ID
-from core.gate_parameters import MIN_DISTINCT_VERSIONS
-from core.provenance import git_state, github_facts, platform_facts
-from core.record_rules import FS_CHECKS, HUNG_CLEANUP_S
-from core.result_format import SCHEMA_VERSION
+from common.provenance import git_state, github_facts, platform_facts
+from rules import gate_result
+from rules.beside_checks import FS_CHECKS, HUNG_CLEANUP_S
+from rules.gate_parameters import MIN_DISTINCT_VERSIONS
+from rules.kinds import GATE_SCHEMA_ID
+from rules.result_format import SCHEMA_VERSION
 
 from platform_runtime import (
     budget,
@@ -31,7 +30,8 @@ from platform_runtime import (
     worker_watch,
 )
 from platform_runtime.binary_arch import record as record_binaries
-from platform_runtime.claims import NFS_TYPES, Requirements, conflicts
+from platform_runtime.claims import NFS_TYPES, conflicts
+from platform_runtime.options import DEVICE_CHECK_SHARE, Options, arguments_of  # noqa: F401 - the gate's names
 from platform_runtime.request import device_to_resolve
 from platform_runtime.result import (
     EXIT_FAILED,
@@ -43,57 +43,6 @@ from platform_runtime.result import (
     redact_local_paths,
 )
 from platform_runtime.sources import REPO_ROOT, hash_sources
-
-# The device worker's deadline with the default --timeout (600 s) is Options.device_timeout_s (300 s); it grows with
-# a longer --timeout by this share, as each file-system check's does (children.FS_CHECK_SHARE).
-DEVICE_CHECK_SHARE = 0.5
-
-
-@dataclass
-class Options:
-    device: str = "auto"
-    requirements: Requirements = field(default_factory=lambda: Requirements((), None, None))
-    work_dir: Path = Path(".")
-    work_dir_given: bool = False
-    keep_workspace: bool = False
-    timeout_s: float = 600.0
-    cleanup_timeout_s: float = 30.0
-    device_timeout_s: float = 300.0
-    fs_timeout_s: float = children.FS_CHECK_TIMEOUT_S
-    probe_timeout_s: float = 30.0
-    collectives: str | None = None  # a number of ranks, "auto", or None: the check is not run
-    collectives_timeout_s: float = 60.0  # the process group's timeout (init and every op)
-    collectives_port: int = 0  # 0: the launcher picks a free loopback port
-
-    @property
-    def collectives_deadline_s(self) -> float:
-        """The collective check's own deadline: the group's timeout twice (init, then one op) and the time to
-        start the launcher and the ranks, each importing torch; the whole group is killed at it."""
-        return 2 * self.collectives_timeout_s + 20.0
-    allow_injection_vectors: bool = False
-
-    def fs_check_timeout(self) -> float:
-        """Each file-system check's own deadline: its default, or its share of a longer --timeout."""
-        return max(self.fs_timeout_s, self.timeout_s * children.FS_CHECK_SHARE)
-
-    def device_check_timeout(self) -> float:
-        """The device worker's own deadline: its default, or its share of a longer --timeout, as the file-system
-        checks' (a slow machine given more time, such as a loaded host's VM importing torch under emulation, gives
-        it to the device check too instead of ending it with no answer at a fixed deadline)."""
-        return max(self.device_timeout_s, self.timeout_s * DEVICE_CHECK_SHARE)
-
-
-def arguments_of(options: Options) -> dict:
-    return {
-        "device": options.device, "require": list(options.requirements.platforms),
-        "require_device": options.requirements.device, "require_filesystem": options.requirements.filesystem,
-        "work_dir": "given" if options.work_dir_given else "current-directory",
-        "keep_workspace": options.keep_workspace, "timeout_s": options.timeout_s,
-        "cleanup_timeout_s": options.cleanup_timeout_s, "collectives": options.collectives,
-        "collectives_timeout_s": options.collectives_timeout_s if options.collectives else None,
-        "allow_injection_vectors": options.allow_injection_vectors,
-    }
-
 
 _now = early_start.wall_now
 
@@ -305,7 +254,7 @@ class Gate:
             timeout, by_global = self.deadline.cap(self.options.fs_check_timeout())
             command = children.worker_command("fs_worker", *fs_args[name])
             # Its kill counts from the instant its deadline is read, not from after the spawn: then nothing the
-            # check records ran past that deadline (core.outcomes.timing_problems).
+            # check records ran past that deadline (rules.role_outcomes.timing_problems).
             started = time.monotonic()
             command += ["--deadline-at", f"{time.time() + timeout:.3f}"]
             launched.append(self._start(name, command, timeout, by_global, started=started))
@@ -342,7 +291,7 @@ class Gate:
         wanted = min(self.options.cleanup_timeout_s, HUNG_CLEANUP_S) if hung else self.options.cleanup_timeout_s
         deadline, by_budget = self.budget.cleanup_deadline(wanted)
         cleanup["deadline_s"] = round(deadline, 3)
-        cleanup["deadline_cut_by_budget"] = by_budget  # the judge's second view of deadline_s (core.record_rules)
+        cleanup["deadline_cut_by_budget"] = by_budget  # the judge's second view of deadline_s (rules.beside_checks)
         if hung:
             cleanup["file_system_hung"] = True
         if self.options.keep_workspace:
@@ -365,7 +314,7 @@ class Gate:
         check = {"ok": False, "duration_s": outcome.duration_s, "reason": None, "status": status}
         if outcome.blocked:
             check["blocked_at_deadline"] = outcome.blocked
-        ok = check["ok"] = not verdicts.check_problems("workspace_cleanup", check)
+        ok = check["ok"] = not gate_result.check_problems("workspace_cleanup", check)
         if outcome.abandoned:
             check["abandoned"] = True
             check["abandoned_processes"] = outcome.stuck

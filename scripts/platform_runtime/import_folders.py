@@ -28,9 +28,9 @@ from platform_runtime.site_owners import module_name
 SCRIPTS_DIR = Path(__file__).resolve().parent.parent
 # The checkout's own top-level entries of scripts/ (files and packages), as git tracks them.
 SCRIPT_ENTRIES = frozenset({
-    "build_evidence_index.py", "check_training_run.py", "core", "evidence_index", "kernodeck_diagnostic.py",
+    "build_evidence_index.py", "check_training_run.py", "common", "evidence_index", "kernodeck_diagnostic.py",
     "platform_runtime", "platform_runtime_check.py", "platform_runtime_worker.py", "reprise", "reprise_release.py",
-    "run_local.py", "steps",
+    "rules", "run_local.py", "steps",
 })
 
 

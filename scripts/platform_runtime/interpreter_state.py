@@ -1,4 +1,4 @@
-"""How this interpreter was started, as facts the gate records and core.interpreter_rules judges: where it reads
+"""How this interpreter was started, as facts the gate records and rules.interpreter_start judges: where it reads
 bytecode (sys.pycache_prefix), whether sys.executable is the file the kernel runs, and, in a worker, whether it
 was started the way the gate starts every worker. Stdlib only: a worker imports this before anything else.
 
@@ -77,7 +77,7 @@ def parent_facts(environments: list[dict[str, str]]) -> dict:
 
 
 def worker_facts() -> dict:
-    """A worker's own start-up (`startup` in its report): what core.interpreter_rules.WORKER_EXPECTED holds."""
+    """A worker's own start-up (`startup` in its report): what rules.interpreter_start.WORKER_EXPECTED holds."""
     environ = _read("/proc/self/environ")
     names = set(os.environ) | ({entry.partition(b"=")[0].decode("utf-8", "replace")
                                 for entry in environ.split(b"\0") if entry} if environ is not None else set())
@@ -104,14 +104,14 @@ def take_facts(payload: dict | None) -> dict | None:
 
 def note_worker(isolation: dict, role: str, facts: dict | None) -> None:
     """Record a worker's start-up facts as `isolation.worker_startup[role]` (null: it reported none, and its
-    check fails on its own) and name the vector (core.interpreter_rules) when it was not started as the gate
+    check fails on its own) and name the vector (rules.interpreter_start) when it was not started as the gate
     starts every worker."""
-    from core import interpreter_rules
+    from rules import interpreter_start
 
     isolation.setdefault("worker_startup", {})[role] = facts
-    finding = interpreter_rules.worker_finding(role, facts)
+    finding = interpreter_start.worker_finding(role, facts)
     if finding is not None:
-        if interpreter_rules.WORKER_VECTOR not in isolation["present"]:
-            isolation["present"].append(interpreter_rules.WORKER_VECTOR)
+        if interpreter_start.WORKER_VECTOR not in isolation["present"]:
+            isolation["present"].append(interpreter_start.WORKER_VECTOR)
         if finding not in isolation["findings"]:
             isolation["findings"].append(finding)

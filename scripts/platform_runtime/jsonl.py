@@ -16,21 +16,18 @@ import os
 import time
 from pathlib import Path
 
-from core.gate_parameters import LOCK_METHOD_POSIX, LOCK_METHOD_WINDOWS
+from rules.gate_parameters import (  # noqa: F401 - record_line: the appenders' records, read here by name
+    LOCK_METHOD_POSIX,
+    LOCK_METHOD_WINDOWS,
+    record_line,
+)
 
 if os.name == "nt":
     import msvcrt
 else:
     import fcntl
 
-METHOD = LOCK_METHOD_WINDOWS if os.name == "nt" else LOCK_METHOD_POSIX  # written once in core.gate_parameters
-
-
-def record_line(writer: int, seq: int, padding: int = 160) -> bytes:
-    """A self-checking record: its digest covers every other field, so a torn line cannot verify."""
-    body = {"writer": writer, "seq": seq, "pad": f"{writer:03d}-{seq:05d}-" + "x" * padding}
-    digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
-    return (json.dumps({**body, "sha256": digest}, sort_keys=True) + "\n").encode()
+METHOD = LOCK_METHOD_WINDOWS if os.name == "nt" else LOCK_METHOD_POSIX  # written once in rules.gate_parameters
 
 
 def _write_all(fd: int, data: bytes) -> None:

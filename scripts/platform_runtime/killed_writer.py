@@ -5,7 +5,7 @@ committed; it is killed (SIGKILL; TerminateProcess on Windows) at a random insta
 fresh writer that continues from what the target holds. After each kill the target must be exactly the
 last version the writer reported committed, or the one it was writing (the old or the new), never torn,
 never older. A killed writer cannot remove its temporary sibling: they are counted after each kill, the
-next writer must remove them (core.files.sweep_temporaries), and none may be left once a last, unkilled
+next writer must remove them (common.files.sweep_temporaries), and none may be left once a last, unkilled
 writer ran. The instants come from a seeded generator; the seed is recorded.
 
 The writers are forked from the stage's process on POSIX; elsewhere (Windows) each is a fresh interpreter
@@ -31,8 +31,8 @@ import threading
 import time
 from pathlib import Path
 
-from core import gate_parameters, kill_record, verdicts, writer_verdicts
-from core.files import TEMP_SUFFIX, atomic_write_bytes, sweep_temporaries, temporaries_of
+from common.files import TEMP_SUFFIX, atomic_write_bytes, sweep_temporaries, temporaries_of
+from rules import failing_writer, gate_parameters, kill_record
 
 from platform_runtime.children import worker_command
 
@@ -160,7 +160,7 @@ class Writer:
 
 
 def stage(folder: Path, kills: int = KILLS, seed: int | None = None, deadline_s: float = READY_TIMEOUT_S) -> dict:
-    """Run the stage in folder: the measurements only; core.verdicts judges them. deadline_s: what the
+    """Run the stage in folder: the measurements only; rules.failing_writer judges them. deadline_s: what the
     check's own deadline leaves the stage (the gate passes it): a writer still silent then is no answer,
     and no further writer is started."""
     seed = secrets.randbits(32) if seed is None else seed
@@ -175,7 +175,7 @@ def stage(folder: Path, kills: int = KILLS, seed: int | None = None, deadline_s:
              "document_bytes": DOCUMENT_BYTES, "torn": 0, "lost": 0, "unexpected": 0, "kills_after_commit": 0,
              "kills_mid_replace": 0, "commits": 0, "temporaries_left_by_kills": 0, "temporaries_swept": 0,
              "temporaries_left_after_cleanup": None, "writer_failures": 0,
-             "temporaries_planted": writer_verdicts.PLANTED,
+             "temporaries_planted": failing_writer.PLANTED,
              "delays_ms": [], "deadline_s": round(deadline_s, 3), "writers_no_answer": 0, "per_kill": []}
     started = time.monotonic()
 
@@ -238,8 +238,8 @@ def stage(folder: Path, kills: int = KILLS, seed: int | None = None, deadline_s:
 
 
 def problems(facts: dict) -> list[str]:
-    """The stage's rule, from its measurements alone: core.verdicts.killed_writer, where the judge reads it."""
-    return verdicts.killed_writer(facts)
+    """The stage's rule, from its measurements alone: rules.failing_writer.killed_writer, where the judge reads it."""
+    return failing_writer.killed_writer(facts)
 
 
 def main(argv: list[str]) -> int:

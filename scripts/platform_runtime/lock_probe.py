@@ -4,7 +4,7 @@ While the check's process holds the appender's lock, another process's non-block
 call, made once, must be refused; once released, another's attempts, repeated for a bounded window (never
 past its deadline), must be granted. A lock that does not lock fails here every time, not only when the
 scheduler happens to interleave two appends; a process that does not answer is named as such
-(core.outcomes.lock_probe_problems), never as the lock failing.
+(rules.role_outcomes.lock_probe_problems), never as the lock failing.
 """
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from core.outcomes import LOCK_FIRST_PAUSE_S, LOCK_MAX_PAUSE_S, LOCK_RETRY_WINDOW_S
+from rules.role_outcomes import LOCK_FIRST_PAUSE_S, LOCK_MAX_PAUSE_S, LOCK_RETRY_WINDOW_S
 
 from platform_runtime import roles
 from platform_runtime.jsonl import METHOD, LockedAppender
 
 # After the release, another process's attempts are repeated for up to LOCK_RETRY_WINDOW_S (and never past its
 # deadline) before the lock is said not to be released: on NFS the release reaches the server a moment later.
-# The pauses and the window are written once in core.outcomes, whose rule re-derives the counts from them.
+# The pauses and the window are written once in rules.role_outcomes, whose rule re-derives the counts from them.
 
 
 def lock_attempt(target: Path, retry_for: float) -> dict:

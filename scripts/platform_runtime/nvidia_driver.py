@@ -14,8 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from core import gpu_view
-from core.driver_views import PROC_SOURCE, SMI_SOURCE
+from rules import gpu_probe
+from rules.gpu_driver_access import PROC_SOURCE, SMI_SOURCE
 
 from platform_runtime import driver_files, filesystem
 from platform_runtime.startup import worker_environment
@@ -32,8 +32,8 @@ SMI_LOCATIONS = {
 
 def normal_uuid(text: str | None) -> str | None:
     """A UUID as torch prints it (8-4-4-4-12 hex, no prefix) or as the driver does (GPU-..., MIG-...),
-    lower case without the prefix; None for anything else (core.gpu_view's pattern, the judge's too)."""
-    return gpu_view.normal_uuid(text)
+    lower case without the prefix; None for anything else (rules.gpu_probe's pattern, the judge's too)."""
+    return gpu_probe.normal_uuid(text)
 
 
 def parse_information(text: str) -> str | None:
@@ -67,7 +67,7 @@ def proc_uuids(root: Path = PROC_GPUS) -> list[str]:
 def proc_files(root: Path = PROC_GPUS) -> list[dict]:
     """What each /proc/driver/nvidia/gpus/*/information file read is (r5 F6: a tmpfs over /proc/driver answered
     with a UUID of its own): {"f_type": the fstatfs(2) magic of the handle, "fstype", "mount_point" and
-    "mount_root": its mount, by the handle's mnt_id in mountinfo}, once each; core.driver_facts requires procfs at
+    "mount_root": its mount, by the handle's mnt_id in mountinfo}, once each; rules.gpu_driver_files requires procfs at
     /proc, or the NVIDIA container toolkit's bind of procfs' own /driver/nvidia/gpus/<bus id> folder."""
     found: list[dict] = []
     try:

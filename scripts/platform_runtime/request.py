@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.names import DEVICE_TYPES, GPU_KINDS
+from common.names import DEVICE_TYPES, GPU_KINDS
 
-# What `--require` accepts: properties of the runner, not the workflow's platform jobs (core.contract.PLATFORMS).
+# What `--require` accepts: properties of the runner, not the workflow's platform jobs (common.workflow.PLATFORMS).
 REQUIRABLE = ("cuda", "rocm", "mps", "windows", "nfs", "collectives")
 __all__ = ["DEVICE_TYPES", "REQUIRABLE", "Requirements", "device_to_resolve"]
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from core.files import atomic_write_json
-from core.names import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE  # noqa: F401 - re-exported
+from common.files import atomic_write_json
+from common.names import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE  # noqa: F401 - re-exported
 
 
 def redact_local_paths(text: str, private_paths: list[Path]) -> str:

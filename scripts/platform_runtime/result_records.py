@@ -1,10 +1,10 @@
 """A run's outcomes written into the gate's result, and the result judged on them. Each finished child becomes
-the check the result records: the measurements it reported, `ok` set by the check's rule in core.verdicts (the
+the check the result records: the measurements it reported, `ok` set by the check's rule in rules.gate_result (the
 judge recomputes it from the same measurements, never from the worker's word), and a reason worded for a reader
 with the run's local paths redacted; the device check's report is held against the gate's own views (the
 installed build, the libraries mapped into the worker, the modules loaded at its start-up). Then the
 requirements and the result-level rules judge the whole, and the final times, once, by the rules the judge
-applies to them in the recorded result (core.verdicts.FINAL_TIME_RULES)."""
+applies to them in the recorded result (rules.gate_result.FINAL_TIME_RULES)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core import collectives, trust, verdicts
-from core.platforms import os_facts
+from rules import gate_result, registry, trust
+from rules.platforms import os_facts
 
 from platform_runtime import children, collective_record, device_views, isolation, startup, torch_build
 from platform_runtime.claims import MPS_FALLBACK, evaluate
@@ -22,7 +22,7 @@ from platform_runtime.early_start import wall_now
 from platform_runtime.result import EXIT_FAILED, EXIT_OK, EXIT_USAGE, redact_local_paths
 
 if TYPE_CHECKING:
-    from platform_runtime.gate import Options
+    from platform_runtime.options import Options
 
 DEVICE_FIELDS = ("resolved", "type", "torch", "load_safety", "cuda", "mps", "ran_on", "peak_allocated_bytes",
                  "phases")
@@ -70,7 +70,7 @@ class ResultRecorder:
             check.update(details)
         # The recorded ok is the rule's, computed from the measurements the check records (the judge recomputes
         # it); the worker's own problems only word the reason.
-        problems = verdicts.check_problems(outcome.name, check)
+        problems = gate_result.check_problems(outcome.name, check)
         check["ok"] = not problems
         if not check["ok"]:
             worker_ok = outcome.payload is not None and outcome.payload.get("ok") is True
@@ -84,7 +84,7 @@ class ResultRecorder:
         """The device worker's facts into result["device"], held against the gate's own views; the check's part."""
         result["device"].update({k: details.get(k) for k in DEVICE_FIELDS})
         # The worker's word is checked against the installed build, whatever it said: a result-level fact
-        # (core.verdicts.build_cross_check), which fails the run.
+        # (rules.whole_result.build_cross_check), which fails the run.
         missing = isolation.missing_torch_reason(self.torch)
         cross = [missing] if missing else []
         cross += torch_build.cross_check(self.build, details.get("torch"), details.get("type"))
@@ -110,7 +110,7 @@ class ResultRecorder:
             check["abandoned"] = True
         if outcome.global_deadline:  # the gate's --timeout cut the group before its own deadline
             check["killed_by"] = "the gate's --timeout"
-        problems = collectives.problems(check)
+        problems = registry.rule("gate", "checks.collectives")(check)
         if outcome.payload is None and not outcome.timed_out:
             problems.insert(0, reason(outcome, self.private))
         check["ok"] = not problems
@@ -131,14 +131,14 @@ class ResultRecorder:
         result["requirements"] = held
         failures += [f"requirement {v['name']} not met: {v['reason']}" for v in held if not v["ok"]]
         stamp_times(result, started)  # the rules that read them need them present; finish() writes the final ones
-        failures += verdicts.result_problems(result, skip=verdicts.FINAL_TIME_RULES)
+        failures += gate_result.result_problems(result, skip=gate_result.FINAL_TIME_RULES)
 
     def finish(self, result: dict, failures: list[str], exit_code: int, started: float) -> dict:
         """The final times, judged by their rules (not after a usage error: nothing ran), then `ok` and the exit
         code: a run with a failure never exits 0."""
         stamp_times(result, started)
         if exit_code != EXIT_USAGE:
-            failures += verdicts.final_time_problems(result)
+            failures += gate_result.final_time_problems(result)
         if failures and exit_code == EXIT_OK:
             exit_code = EXIT_FAILED
         result.update(ok=not failures and exit_code == EXIT_OK, exit_code=exit_code, failures=failures)
@@ -146,5 +146,5 @@ class ResultRecorder:
 
 
 def stamp_times(result: dict, started: float) -> None:
-    """duration_s from the run's monotonic start, and finished_at read beside it (core.time_views holds the two)."""
+    """duration_s from the run's monotonic start, and finished_at read beside it (rules.times holds the two)."""
     result.update(duration_s=round(time.monotonic() - started, 3), finished_at=wall_now())

@@ -34,15 +34,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from core import process_views
-from core.outcomes import ROLE_RESERVE_S, error_text, role_reserve
+from rules import process_status
+from rules.role_outcomes import ROLE_RESERVE_S, error_text, role_reserve
 
 from platform_runtime import forked
 from platform_runtime.children import KILL_GRACE_S, WORKER_ENTRY, describe_returncode, parse_last_json, worker_command
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent  # scripts/
 # What a check keeps for itself after its roles' deadline: killing a late role and reading what it left
-# (core.outcomes, whose rule bounds the recorded times by it).
+# (rules.role_outcomes, whose rule bounds the recorded times by it).
 RESERVE_S = ROLE_RESERVE_S
 ABSOLUTE_PATH = re.compile(r"(?:[A-Za-z]:)?[\\/][^\s'\"]+")
 
@@ -159,7 +159,7 @@ def read_role_status(pid: int) -> None:
         text = open(f"/proc/{pid}/status", encoding="utf-8", errors="replace").read()
     except OSError:
         return
-    STATUSES.append((os.getpid(), process_views.parse_status(text)))
+    STATUSES.append((os.getpid(), process_status.parse_status(text)))
 
 
 def status_summary() -> dict | None:

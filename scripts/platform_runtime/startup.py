@@ -29,7 +29,7 @@ import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core import interpreter_rules, record_rules
+from rules import beside_checks, interpreter_start
 
 from platform_runtime import (
     bytecode,
@@ -79,8 +79,8 @@ KNOWN_DISTUTILS_HACK = {
 # SETUPTOOLS_USE_DISTUTILS: see SETUPTOOLS_PTH. TORCH_DEVICE_BACKEND_AUTOLOAD=0: torch 2.5+ imports every
 # installed package's `torch.backends` entry point at `import torch`, code from a site directory in the device
 # worker that no .pth or sitecustomize shows (the gate proves cuda, rocm and mps, none of them such a backend).
-# The values are core.record_rules' (where the judge holds a result's record to them).
-WORKER_ENVIRONMENT = record_rules.WORKER_ENVIRONMENT
+# The values are rules.beside_checks' (where the judge holds a result's record to them).
+WORKER_ENVIRONMENT = beside_checks.WORKER_ENVIRONMENT
 # Variables that make a library load or a program run in a child and that no worker needs; they are removed
 # from every worker's environment (the loader's own are judged instead: a CUDA box needs LD_LIBRARY_PATH).
 # OpenSSL loads the config OPENSSL_CONF names (and the provider or engine modules it lists) when hashlib
@@ -122,7 +122,7 @@ class Findings:
     findings: list[str] = field(default_factory=list)  # one sentence each, names only, never paths
     executing_pth_files: list[str] = field(default_factory=list)
     accepted_pth_files: list[dict] = field(default_factory=list)
-    interpreter: dict = field(default_factory=dict)  # isolation.interpreter (core.interpreter_rules)
+    interpreter: dict = field(default_factory=dict)  # isolation.interpreter (rules.interpreter_start)
 
     def add(self, vector: str, finding: str) -> None:
         if vector not in self.present:
@@ -336,7 +336,7 @@ def scan(maps_text: str | None = None, environment: dict[str, str] | None = None
     out = Findings()
     judge_environment(environments, out)
     out.interpreter = interpreter_state.parent_facts(environments)
-    for vector, finding in interpreter_rules.interpreter_vectors(out.interpreter):
+    for vector, finding in interpreter_start.interpreter_vectors(out.interpreter):
         out.add(vector, finding)
     if maps_text is None:
         maps_text = procmaps.read_maps("self")
@@ -385,4 +385,4 @@ def record(allowed: bool) -> dict:
             "accepted_pth_files": found.accepted_pth_files, "parent_flags": parent_flags(), "allowed": allowed,
             "interpreter": found.interpreter,
             "workers": "python -I", "worker_environment": dict(WORKER_ENVIRONMENT),
-            "worker_site_dirs": record_rules.WORKER_SITE_DIRS}
+            "worker_site_dirs": beside_checks.WORKER_SITE_DIRS}

@@ -13,8 +13,8 @@ import hashlib
 import json
 from pathlib import Path
 
-from core.files import sha256_file
-from core.torch_build_rules import BACKEND_LIBRARIES, build_supports, cross_check  # noqa: F401 - re-exported
+from common.files import sha256_file
+from rules.build_cross_check import BACKEND_LIBRARIES, build_supports, cross_check  # noqa: F401 - re-exported
 
 from platform_runtime import binary_arch
 

@@ -1,5 +1,5 @@
 """What the gate's parent sees of each worker from outside while the worker waits after its report: its
-`/proc/<pid>/status` (a tracer, its seccomp filters: core.process_views judges them) and its `/proc/<pid>/maps`
+`/proc/<pid>/status` (a tracer, its seccomp filters: rules.process_status judges them) and its `/proc/<pid>/maps`
 (every library it mapped from an LD_LIBRARY_PATH folder, not only the names the gate itself maps).
 
 A worker loads libraries the gate's own process never does (the file-system probe's ctypes maps libffi; the
@@ -18,7 +18,7 @@ import sys
 import threading
 from pathlib import Path
 
-from core import process_views
+from rules import process_status
 
 from platform_runtime import procmaps, startup
 from platform_runtime.children import WORKER_ENTRY
@@ -38,12 +38,12 @@ GPU_RUNTIME = re.compile(
 
 
 def read_status(pid: int | str) -> dict | None:
-    """core.process_views.parse_status of /proc/<pid>/status; None where it cannot be read."""
+    """rules.process_status.parse_status of /proc/<pid>/status; None where it cannot be read."""
     try:
         text = Path(f"/proc/{pid}/status").read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None
-    return process_views.parse_status(text)
+    return process_status.parse_status(text)
 
 
 def held(command: list[str]) -> list[str]:
@@ -101,7 +101,7 @@ class WorkerWatch:
         with self._lock:
             isolation["processes"] = {"gate": self.gate, "gate_parent": self.gate_parent,
                                       "workers": dict(sorted(self.workers.items()))}
-            found = process_views.vectors(isolation["processes"])
+            found = process_status.vectors(isolation["processes"])
             found += [("LD_LIBRARY_PATH", worker_finding(library, worker))
                       for worker, names in sorted(self.libraries.items()) for library in names]
 

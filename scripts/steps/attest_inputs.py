@@ -21,8 +21,8 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # this step's helpers, and scripts/ for the shared core
 
 from action_io import fail, set_outputs  # noqa: E402
-from core.contract import STATEMENT_TYPE as STATEMENT  # noqa: E402
-from core.contract import parse_strict  # noqa: E402
+from common.strict_json import parse_strict  # noqa: E402
+from rules.kinds import STATEMENT_TYPE as STATEMENT  # noqa: E402
 
 
 def predicate_of(index: Path) -> tuple[str, dict]:

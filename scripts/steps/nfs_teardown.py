@@ -15,7 +15,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from core.contract import parse_strict
+from common.strict_json import parse_strict
 from nfs_host import (
     NFSD,
     SCHEMA,

@@ -17,9 +17,9 @@
   (GITHUB_SERVER_URL; GitHub Enterprise Server is not supported), and a token that cannot read this
   run's job list (the calling job did not grant `actions: read`): probed with GITHUB_TOKEN at
   GITHUB_API_URL, except under act (ACT=true), which serves no REST API and says so. A 403 is read
-  by its headers (core.forbidden): a rate limit only warns, a missing grant or another refusal stops.
+  by its headers (common.forbidden): a rate limit only warns, a missing grant or another refusal stops.
 - A fleet: `--cuda-runners` lists one entry per box (or class of boxes), each a label array or
-  `{"name", "labels"}` (core.fleet); the cuda job runs once per box, `--max-parallel` at a time (default:
+  `{"name", "labels"}` (common.fleet); the cuda job runs once per box, `--max-parallel` at a time (default:
   every box at once). `--cuda-runner` alone is a fleet of one unnamed box, as before; both is a mistake.
 Outputs `platforms` (a JSON list), `cuda-runner` (a JSON array of labels, `[]` when none; the first box's),
 `cuda-boxes` (the matrix: a JSON list of {name, labels}, one placeholder when cuda does not run),
@@ -44,9 +44,9 @@ from pathlib import Path
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
 
 from action_io import annotate, append_summary, fail, set_outputs, split_list  # noqa: E402
-from core.contract import ARTIFACT_PREFIX, PLATFORMS, plan_log_line  # noqa: E402
-from core.fleet import FleetError, parse_runners, single_box  # noqa: E402
-from core.forbidden import MISSING_GRANT, RATE_LIMIT, classify  # noqa: E402
+from common.fleet import FleetError, parse_runners, single_box  # noqa: E402
+from common.forbidden import MISSING_GRANT, RATE_LIMIT, classify  # noqa: E402
+from common.workflow import ARTIFACT_PREFIX, PLATFORMS, plan_log_line  # noqa: E402
 
 PUSH_DEFAULT = ("windows", "mps")
 PRIVILEGED = ("nfs", "cuda")
@@ -165,7 +165,7 @@ def probe_actions_read(environ: Mapping[str, str], timeout: float = 20.0) -> str
 
 
 def _forbidden(error: urllib.error.HTTPError) -> str:
-    """A 403 by its headers (core.forbidden): a rate limit is a note (the grant is unknown, the evidence
+    """A 403 by its headers (common.forbidden): a rate limit is a note (the grant is unknown, the evidence
     job retries), a missing grant or another refusal stops the plan, each in its own words."""
     try:
         message = str(json.loads(error.read(2000) or b"{}").get("message", ""))

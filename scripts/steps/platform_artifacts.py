@@ -13,7 +13,7 @@ artifact, from the job outputs each platform job exports. Job outputs persist wh
 are re-run, so after "Re-run failed jobs" a platform that passed in attempt 1 still names its
 attempt-1 artifact by id; `build_evidence_index.py build --platform-artifacts` downloads each zip by
 that id and compares the zip's SHA-256 with `artifact_digest`. A platform whose job uploaded nothing
-is left out: the builder's `--platforms` fails it as missing. A fleet of named boxes (core.fleet) is
+is left out: the builder's `--platforms` fails it as missing. A fleet of named boxes (common.fleet) is
 recorded box by box as `cuda (<box>)` with its artifact's name and no id: a matrix job exports the
 outputs of one of its jobs only, so they cannot name every box's artifact; the builder finds each box's
 artifact by that name (in the run's artifact list on GitHub, downloaded by `fleet-pattern` under act).
@@ -40,7 +40,7 @@ from pathlib import Path
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
 
 from action_io import fail, set_outputs  # noqa: E402
-from core.contract import ARTIFACT_PREFIX, artifact_of_job, job_label, result_artifact_name  # noqa: E402
+from common.workflow import ARTIFACT_PREFIX, artifact_of_job, job_label, result_artifact_name  # noqa: E402
 from result_dir import ArtifactNameError, artifact_name  # noqa: E402
 
 

@@ -9,7 +9,7 @@ forward slashes so Git Bash on Windows, Python and upload-artifact all read it t
 A fresh folder per run means a result never overwrites an earlier one.
 
 The step output `artifact-name` is the ONE place an artifact name is made (every YAML expression reads
-it): the caller's `--artifact-name` as given, else core.contract's rule
+it): the caller's `--artifact-name` as given, else common.workflow's rule
 `<prefix>-<part>...[-<job index>]-attempt-<n>`, where
 in a matrix the job index (env JOB_INDEX / JOB_TOTAL, from strategy.*) is added, or where the runner
 leaves those empty (act) a digest of toJSON(matrix) (env MATRIX), so two matrix jobs of the same job
@@ -33,7 +33,7 @@ from pathlib import Path
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
 
 from action_io import fail, set_outputs  # noqa: E402
-from core import contract  # noqa: E402
+from common import workflow  # noqa: E402
 
 _SPEC = re.compile(r"^([a-z][a-z0-9-]*)=([A-Za-z0-9._-]+)$")
 # upload-artifact refuses " : < > | * ? \r \n \ /; we also keep names to one readable token.
@@ -68,7 +68,7 @@ def artifact_name(explicit: str, prefix: str, parts: list[str], environ: Mapping
         attempt = environ.get("GITHUB_RUN_ATTEMPT") or "1"
         if not prefix or not all(words):
             raise ArtifactNameError(f"an empty part in the artifact name: {[prefix, *words]}")
-        name = contract.artifact_name(words, attempt, prefix)
+        name = workflow.artifact_name(words, attempt, prefix)
     if not _NAME.match(name):
         raise ArtifactNameError(f"artifact name {name!r}: use letters, digits, '.', '_' and '-' only")
     return name
@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("specs", nargs="*")
     parser.add_argument("--artifact-name", default="")
-    parser.add_argument("--artifact-prefix", default=contract.ARTIFACT_PREFIX)
+    parser.add_argument("--artifact-prefix", default=workflow.ARTIFACT_PREFIX)
     parser.add_argument("--artifact-part", action="append", default=[])
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     if not args.specs or not all(_SPEC.match(spec) for spec in args.specs):

@@ -1,6 +1,6 @@
 """Judge one JSON result file and tell GitHub about it: outputs, a summary table, annotations.
 
-A result passes only when the file parses, core.contract's judge passes it (the one rule the
+A result passes only when the file parses, the registry's judge (rules.registry) passes it (the one rule the
 evidence index applies too: a known result kind, every check present and ok) AND the process that
 wrote it exited 0. Anything else -- no file, bad JSON, an unknown document, a pass with a non-zero
 exit, a failure with exit 0 -- is a failure with its own annotation. The summary shows both why the
@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from action_io import annotate, append_summary, set_outputs
-from core.contract import judge_bytes, kind_of
-from core.files import sha256_bytes
-from core.markdown import markdown_cell
+from common.files import sha256_bytes
+from common.markdown import markdown_cell
+from evidence_index.documents import judge_bytes
+from rules.kinds import kind_of
 
 
 @dataclass
@@ -43,7 +44,7 @@ def judge(path: Path, title: str, exit_code: int | None) -> Verdict:
         verdict.problems.append(f"the result is not readable: {error.strerror or type(error).__name__}")
         return verdict
     verdict.sha256 = sha256_bytes(raw)
-    judgement = judge_bytes(raw)  # core.contract's one rule for a result file: parse, schema, judge
+    judgement = judge_bytes(raw)  # the one rule for a result file: parse, schema, judge
     if judgement.error is not None:
         verdict.problems.append(f"the result is not readable JSON: {judgement.error}")
         return verdict

@@ -29,8 +29,8 @@ from pathlib import Path
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
 
 from action_io import annotate, append_summary  # noqa: E402
-from core.contract import ARTIFACT_PREFIX  # noqa: E402
-from core.files import atomic_write_bytes, encode_json  # noqa: E402
+from common.files import atomic_write_bytes, encode_json  # noqa: E402
+from common.workflow import ARTIFACT_PREFIX  # noqa: E402
 from evidence_index.baseline import BaselineError, fetch_baseline, workflow_path  # noqa: E402
 from evidence_index.common import InputError, redact_secrets  # noqa: E402
 from evidence_index.diff import Tolerance  # noqa: E402

@@ -4,7 +4,7 @@
     python scripts/steps/run_step.py --title TEXT --result FILE [--lock FILE] [--output-prefix P] -- CMD...
 
 CMD runs from the repository root with this Python for a leading `python`. The step passes when
-CMD exits 0 and core.contract's judge passes FILE (a result kind the project knows, by its own rules:
+CMD exits 0 and the registry's judge (rules.registry) passes FILE (a result kind the project knows, by its own rules:
 a bare `{"ok": true}` never passes); result_report.py writes the summary (the judge's reasons and the
 result's own failure texts) and the annotations. Outputs `<P>ok`, `<P>result-path`, `<P>result-sha256`.
 Exit 1 when not ok, 2 on bad arguments.

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from core.contract import DIAGNOSTIC_SCHEMA_ID
+from rules.kinds import DIAGNOSTIC_SCHEMA_ID
 
 from tests.diagnostic.fakes.harness import ROOT, SCRIPT, VALIDATOR, validate
 

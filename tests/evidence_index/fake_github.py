@@ -573,7 +573,7 @@ def plan_log(lines: tuple[str, ...]) -> bytes:
 
 
 FS_METHODS = {"Windows": "win32-GetVolumeInformationW", "Darwin": "darwin-statfs"}
-# What platform.release() says on each runner, and the lock the gate takes there (core.platforms reads both).
+# What platform.release() says on each runner, and the lock the gate takes there (rules.platforms reads both).
 RELEASES = {"Linux": "6.11.0-1018-azure", "Windows": "2025Server", "Darwin": "24.6.0"}
 LOCK_METHODS = {"Windows": "msvcrt-locking-lockfile"}
 NFS_OPTIONS = ["rw", "relatime", "vers=4.2", "hard", "proto=tcp", "sec=sys", "local_lock=none"]
@@ -679,7 +679,7 @@ def gate_result(platform: str, *, ok: bool = True, sources: dict[str, str] | Non
         "workspace_cleanup": {"status": "cleaned", "workspace": "platform-runtime-0123456789ab", "deadline_s": 30},
         # A runner's gate names the commit it ran at, which this checkout's history does not hold (the fake's
         # head_sha is invented): the fake states none, as a gate run outside a git checkout records it
-        # (core.provenance.git_state), and its source hashes are its provenance (core.git_provenance).
+        # (common.provenance.git_state), and its source hashes are its provenance (rules.git_provenance).
         "source": {"files": dict(sources or {}), "git": {"head": None, "dirty": None, "diff_sha256": None,
                                                          "error": "not a git checkout (the source hashes identify "
                                                                   "the bytes)"}},
@@ -690,7 +690,7 @@ def gate_result(platform: str, *, ok: bool = True, sources: dict[str, str] | Non
                    "job": platform, "runner_os": runner["runner_os"], "runner_arch": runner["arch"]}
         if in_actions else None,
     }
-    from core.requirements import held_reason  # the gate's own words for a requirement that held
+    from rules.requirements import held_reason  # the gate's own words for a requirement that held
 
     for requirement in result["requirements"]:
         if requirement["ok"]:
@@ -718,10 +718,10 @@ def source_hashes(root: Path, paths: list[str]) -> dict[str, str]:
 
 
 # The fake gate results are version-1 shaped (none of the fields a schema_version 2 gate always writes): they
-# name exactly the version-1 gate's sources (core.result_format), and are compared with a checkout whose gate
+# name exactly the version-1 gate's sources (rules.result_format), and are compared with a checkout whose gate
 # lists exactly those (fake_source_root), as the committed evidence/cuda results are with 7f0a071's.
 def _v1_sources() -> list[str]:
-    from core.result_format import V1_SOURCES  # scripts/ is on sys.path under pytest and in main()
+    from rules.result_format import V1_SOURCES  # scripts/ is on sys.path under pytest and in main()
 
     return sorted(V1_SOURCES)
 
@@ -742,12 +742,18 @@ def fake_source_root() -> Path:
         return _FAKE_ROOT[0]
     repo = Path(__file__).resolve().parents[2]
     root = Path(tempfile.mkdtemp(prefix="fake-source-root-"))
+    gate = next((repo / "evidence" / "local" / "run-local").glob("platform-runtime-*.json"), None)
+    head = (json.loads(gate.read_text()).get("source", {}).get("git", {}).get("head") if gate else None) or "none"
     for relative in FAKE_SOURCES + [str(p.relative_to(repo)) for p in (repo / "scripts" / "reprise").iterdir()
                                     if p.is_file()]:
         (root / relative).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(repo / relative, root / relative)
-    gate = next((repo / "evidence" / "local" / "run-local").glob("platform-runtime-*.json"), None)
-    head = (json.loads(gate.read_text()).get("source", {}).get("git", {}).get("head") if gate else None) or "none"
+        if (repo / relative).is_file():
+            shutil.copyfile(repo / relative, root / relative)
+            continue
+        # A version-1 source that has since moved (scripts/core/): its bytes at that commit, or, in a clone that
+        # lacks it, a stand-in (the fake results hash this root's bytes, whatever they are).
+        shown = subprocess.run(["git", "-C", str(repo), "show", f"{head}:{relative}"], capture_output=True)
+        (root / relative).write_bytes(shown.stdout if shown.returncode == 0 else f"# {relative}\n".encode())
     listed = subprocess.run(["git", "-C", str(repo), "ls-tree", "--name-only", head, "scripts/reprise/"],
                             capture_output=True, text=True)
     for relative in listed.stdout.split() if listed.returncode == 0 else []:
@@ -767,7 +773,7 @@ def standard_run(fake: FakeGitHub, platforms: tuple[str, ...], sources: dict[str
                  caller: str | None = "platform-runtime", first_job_id: int = 99239323400,
                  first_artifact_id: int = 3901000100) -> dict[str, tuple[FakeJob, FakeArtifact]]:
     """A passing run: jobs plan / <platforms> / evidence, one log and one artifact per platform."""
-    from core.contract import plan_log_line  # scripts/ is on sys.path under pytest and in main()
+    from common.workflow import plan_log_line  # scripts/ is on sys.path under pytest and in main()
 
     prefix = f"{caller} / " if caller else ""
     made: dict[str, tuple[FakeJob, FakeArtifact]] = {}

@@ -1,7 +1,7 @@
 """Reviewer r6: the committed NFS folders' action-steps.json, forged one fact at a time, re-indexed and verified.
 Its clock readings (the warm-up's end, the gate step, the uptime read after it, the phase's whole time), the gate
 step's limit, the warm-up's record and, under busybox, the null unit states are bound to each other, to the gate
-result and to the VM's init (core.vm_run_judge.step_clock_problems, action_steps_problems); before, each of these
+result and to the VM's init (rules.nfs_vm_run.step_clock_problems, action_steps_problems); before, each of these
 edits verified PASS. Every figure is read from the committed bytes."""
 
 from __future__ import annotations
@@ -48,14 +48,14 @@ def test_the_untouched_folder_still_verifies(tmp_path, folder):
 def test_the_margin_and_warm_up_are_the_guests():
     import sys
 
-    from core import vm_run_judge
+    from rules import nfs_vm_run
 
     sys.path.insert(0, str(EVIDENCE.parent / "tools"))
     from nfsvm import phases
 
-    assert phases.GATE_STEP_MARGIN_S == vm_run_judge.GATE_STEP_MARGIN_S
-    assert phases.WarmUp.wait.__defaults__ == (vm_run_judge.WARM_UP_LIMIT_S,)
-    assert all(steps_of(f)["warm_up"]["what"] == vm_run_judge.WARM_UP_WHAT for f in ("nfs", "nfs-systemd"))
+    assert phases.GATE_STEP_MARGIN_S == nfs_vm_run.GATE_STEP_MARGIN_S
+    assert phases.WarmUp.wait.__defaults__ == (nfs_vm_run.WARM_UP_LIMIT_S,)
+    assert all(steps_of(f)["warm_up"]["what"] == nfs_vm_run.WARM_UP_WHAT for f in ("nfs", "nfs-systemd"))
 
 
 def _gate_past_verdict(d: dict) -> None:

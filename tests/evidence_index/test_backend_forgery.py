@@ -10,8 +10,8 @@ from __future__ import annotations
 import copy
 
 import pytest
-from core.requirements import problems_of
-from core.torch_build_rules import recorded_cross_check
+from rules.build_cross_check import recorded_cross_check
+from rules.requirements import problems_of
 
 from tests.evidence_index.test_verdicts_forgery import index_and_verify, real  # noqa: F401 - the fixture
 from tests.gate.test_claims import H200_PROBE, MI300_PROBE

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import subprocess
 
-from core.files import sha256_file
+from common.files import sha256_file
 from evidence_index.checkout_hashes import hash_sources
 
 
@@ -27,14 +27,14 @@ def test_a_tail_naming_one_tracked_file_is_hashed_from_it(tmp_path):
 
 
 def test_a_tail_naming_identical_copies_is_hashed_and_both_are_named(tmp_path):
-    root = checkout(tmp_path, {"scripts/core/strict_json.py": "a = 1\n", "scripts/reprise/strict_json.py": "a = 1\n"})
+    root = checkout(tmp_path, {"scripts/common/strict_json.py": "a = 1\n", "scripts/reprise/strict_json.py": "a = 1\n"})
     resolved: dict[str, str] = {}
     assert hash_sources(root, ["strict_json.py"], resolved)["strict_json.py"] == sha256_file(
-        root / "scripts/core/strict_json.py")
-    assert resolved == {"strict_json.py": "scripts/core/strict_json.py, scripts/reprise/strict_json.py"}
+        root / "scripts/common/strict_json.py")
+    assert resolved == {"strict_json.py": "scripts/common/strict_json.py, scripts/reprise/strict_json.py"}
 
 
 def test_a_tail_naming_files_that_differ_is_not_compared(tmp_path):
-    root = checkout(tmp_path, {"scripts/core/strict_json.py": "a = 1\n", "scripts/reprise/strict_json.py": "a = 2\n"})
+    root = checkout(tmp_path, {"scripts/common/strict_json.py": "a = 1\n", "scripts/reprise/strict_json.py": "a = 2\n"})
     assert hash_sources(root, ["strict_json.py"]) == {"strict_json.py": None}
     assert hash_sources(root, ["absent.py"]) == {"absent.py": None}

@@ -8,7 +8,7 @@ import copy
 import json
 
 import pytest
-from core.contract import judge
+from rules.registry import judge
 
 from tests.conftest import ROOT
 

@@ -1,4 +1,4 @@
-"""A diagnostic's GPU pass rests on its own torch facts (core.diagnostic_judge.gpu_build_problems): the committed
+"""A diagnostic's GPU pass rests on its own torch facts (rules.diagnostic.gpu_build_problems): the committed
 GPU report (evidence/cuda/run) edited one `pytorch.*` or `execution.*` fact at a time, its `status`, `code` and
 `exit_code` left passing, then indexed alone (`build_evidence_index.py local`) and verified. Each is refused as
 not authentic (exit 3) naming the field (the outside review's F2); the untouched report passes (exit 0)."""
@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from core.contract import judge
+from rules.registry import judge
 
 from tests.evidence_index.test_crossfile_forgery import EVIDENCE, assert_refused, edit_json, rebuild_and_verify
 

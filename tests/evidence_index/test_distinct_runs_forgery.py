@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 import shutil
 
-from core.distinct_runs import copy_problems, name_problem
 from evidence_index.local import build_local_index
+from rules.distinct_runs import copy_problems, name_problem
 
 from tests.conftest import ROOT
 

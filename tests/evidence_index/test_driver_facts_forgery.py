@@ -1,4 +1,4 @@
-"""The driver-file facts (core.driver_facts, r5 F6/F7) are re-judged by the evidence index: a real CPU gate result
+"""The driver-file facts (rules.gpu_driver_files, r5 F6/F7) are re-judged by the evidence index: a real CPU gate result
 edited into a CUDA one whose every other view is a real CUDA box's (tests/evidence_index/test_backend_forgery.py's
 edit, completed), with ONE driver fact telling what a namespace forgery shows, `ok`, the requirement and
 `build_cross_check` left as a pass, is refused as not authentic (exit 3), naming the fact."""

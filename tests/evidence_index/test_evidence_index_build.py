@@ -337,7 +337,7 @@ def test_source_hashes_must_agree_across_platforms_and_with_the_head_commit(fake
 def test_a_platform_s_gate_result_naming_another_list_than_the_head_commit_s_gate_is_not_authentic(fake, sources,
                                                                                                     tmp_path):
     """The run index judges each platform's gate result against the head commit's GATE_SOURCES too
-    (core.source_sets): at a head whose gate hashes one module more, results naming the list they name are
+    (rules.source_sets): at a head whose gate hashes one module more, results naming the list they name are
     refused naming it, by the build and by verify (from the lists the index recorded)."""
     import shutil
 
@@ -345,14 +345,14 @@ def test_a_platform_s_gate_result_naming_another_list_than_the_head_commit_s_gat
     head = tmp_path / "head"
     shutil.copytree(fake_source_root(), head)
     listed = head / "scripts" / "platform_runtime" / "sources.py"
-    listed.write_text(listed.read_text().replace("(\n", "(\n    'scripts/core/facts.py',\n", 1))
+    listed.write_text(listed.read_text().replace("(\n", "(\n    'scripts/common/values.py',\n", 1))
     built = build(fake, tmp_path, source_root=head)
     assert built.code == 1
-    assert any("the gate at the source root hashes (GATE_SOURCES) 20: missing 1: scripts/core/facts.py" in r
+    assert any("the gate at the source root hashes (GATE_SOURCES) 20: missing 1: scripts/common/values.py" in r
                for r in built.verdict["reasons"]), built.verdict["reasons"]
     refused = index_cli("verify", str(tmp_path / "index.json"), "--artifacts", str(tmp_path / "artifacts"), "--logs",
                         str(tmp_path / "logs"))
-    assert refused.returncode == 3 and "missing 1: scripts/core/facts.py" in refused.stdout, refused.stdout
+    assert refused.returncode == 3 and "missing 1: scripts/common/values.py" in refused.stdout, refused.stdout
 
 
 def test_sources_not_compared_with_a_checkout_are_not_a_pass(fake, sources, tmp_path):

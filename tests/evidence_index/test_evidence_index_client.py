@@ -200,7 +200,7 @@ def test_a_job_log_still_missing_after_the_patience_is_missing(fake, tmp_path):
     assert caught.value.status == 404 and sum(slept) == 2.5 and fake.count("api", r"/jobs/501/logs$") == 4
 
 
-# --- a 403 is read by its headers (core.forbidden, issue 21.4) ---------------------------------
+# --- a 403 is read by its headers (common.forbidden, issue 21.4) ---------------------------------
 
 GRANT = {"x-accepted-github-permissions": "actions=read"}
 NOT_ACCESSIBLE = b'{"message": "Resource not accessible by integration", "status": "403"}'
@@ -219,7 +219,7 @@ NOT_ACCESSIBLE = b'{"message": "Resource not accessible by integration", "status
     ({}, "", "other", None),
 ])
 def test_a_403_is_classified_by_its_headers(headers, message, kind, wait):
-    from core.forbidden import classify
+    from common.forbidden import classify
 
     refusal = classify(headers, message, now=1000.0)
     assert (refusal.kind, refusal.wait_s) == (kind, wait)

@@ -1,4 +1,4 @@
-"""core.contract: the one rule for "did this document pass" and what proves each platform. Each rule is
+"""rules.registry: the one rule for "did this document pass" and what proves each platform. Each rule is
 shown failing on a document that breaks it; real results from evidence/local/ pass."""
 
 from __future__ import annotations
@@ -7,7 +7,9 @@ import copy
 import json
 
 import pytest
-from core.contract import PLATFORMS, artifact_name, judge, kind_of, prove_platform
+from common.workflow import PLATFORMS, artifact_name
+from rules.kinds import kind_of
+from rules.registry import judge, prove_platform
 
 from tests.conftest import ROOT
 from tests.evidence_index.fake_github import gate_result
@@ -41,7 +43,7 @@ def _real(kind):
 @pytest.mark.parametrize("kind, change, reason", [
     ("gate", lambda d: d["checks"].pop("jsonl_append"), "checks.jsonl_append is missing"),
     ("gate", lambda d: d.update(checks={}), "checks.device_compute is missing"),
-    # A flag its measurements contradict, either way, is not authentic (core.gate_judge).
+    # A flag its measurements contradict, either way, is not authentic (rules.gate_result).
     ("gate", lambda d: d["checks"]["failing_writer"].update(ok=False),
      "not authentic: checks.failing_writer.ok is recorded False, its measurements say True"),
     ("gate", lambda d: d["requirements"][0].update(ok=False),

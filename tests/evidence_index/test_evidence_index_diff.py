@@ -97,7 +97,7 @@ def test_the_summary_line_reads_the_likely_cause_first(tmp_path):
 
 def test_noise_is_not_a_difference(tmp_path):
     def edit(document: dict) -> None:
-        # Another run's clock: started and finished a day earlier, together (core.time_views holds them to its
+        # Another run's clock: started and finished a day earlier, together (rules.times holds them to its
         # duration, and the index's build time bounds both).
         document["started_at"] = "2026-11-30T10:00:00+00:00"
         if "finished_at" in document:  # as far after the start as the run lasted (its recorded duration)
@@ -135,14 +135,14 @@ def test_a_number_written_as_600_or_600_0_is_the_same_number(tmp_path):
     def boolean(document: dict) -> None:  # true is not 1
         document["checks"]["jsonl_append"]["unterminated_tail"] = 0
 
-    # ...and the judge (core.verdicts) reads the measurement itself: 0 where the rule needs false refutes the
+    # ...and the judge (rules.gate_result) reads the measurement itself: 0 where the rule needs false refutes the
     # result's ok, so the diff refuses it as not authentic rather than listing a change
     done = cli("diff", FILESYSTEMS / TMPFS, seeded_tmpfs(boolean, tmp_path), "--json", tmp_path / "b.json")
     assert done.returncode == 3 and "checks.jsonl_append.unterminated_tail is 0" in done.stderr, done.stderr
 
 
 def test_a_duration_no_rule_declares_noise_is_a_check_difference_beyond_the_stated_tolerance(tmp_path):
-    # A reprise verification's durations are declared by no rule module (core.noise): compared, within the
+    # A reprise verification's durations are declared by no rule module (rules.noise): compared, within the
     # tolerance only.
     verification = next((ROOT / "evidence" / "local" / "run-local").glob("reprise-*/verification.json"))
     recorded = json.loads(verification.read_text())
@@ -159,8 +159,8 @@ def test_a_duration_no_rule_declares_noise_is_a_check_difference_beyond_the_stat
 
 
 def test_a_gate_check_twice_as_slow_is_timing_noise_counted_and_listed_not_a_difference(tmp_path):
-    # core.record_rules declares a file-system check's duration_s timing noise: a loaded machine doubles it.
-    def edit(document: dict) -> None:  # as long as the whole run (a check never outlasts it: core.record_rules)
+    # rules.beside_checks declares a file-system check's duration_s timing noise: a loaded machine doubles it.
+    def edit(document: dict) -> None:  # as long as the whole run (a check never outlasts it: rules.beside_checks)
         document["checks"]["concurrent_replace"]["duration_s"] = document["duration_s"]
 
     new = seeded_tmpfs(edit, tmp_path)
@@ -179,7 +179,7 @@ def test_a_gate_check_twice_as_slow_is_timing_noise_counted_and_listed_not_a_dif
 
 
 def test_the_runner_image_is_recorded_in_results_and_named_by_diff(tmp_path):
-    from core.provenance import github_facts
+    from common.provenance import github_facts
 
     facts = github_facts({"GITHUB_ACTIONS": "true", "ImageOS": "ubuntu24", "ImageVersion": "20261117.1"})
     assert facts["image_os"] == "ubuntu24" and facts["image_version"] == "20261117.1"
@@ -200,7 +200,7 @@ def test_the_runner_image_is_recorded_in_results_and_named_by_diff(tmp_path):
 def test_the_python_build_is_recorded_in_results_and_named_by_diff(tmp_path):
     import platform
 
-    from core.provenance import platform_facts
+    from common.provenance import platform_facts
 
     from tests.conftest import validate
 
@@ -320,7 +320,7 @@ def test_two_run_indexes_are_diffed_platform_by_platform_without_run_ids(tmp_pat
     measured = measured_checks("cuda", True)["jsonl_append"]["duration_s"]  # the fake's real measurements
     assert records(tmp_path / "d.json") == {
         ("cuda", "environment", "device.torch.version", '"2.11.0+cu130"', '"2.14.0+cu130"')}
-    # a check's duration is timing noise (core.record_rules declares it): counted apart, never a difference
+    # a check's duration is timing noise (rules.beside_checks declares it): counted apart, never a difference
     noise = json.loads((tmp_path / "d.json").read_text())["noise"]
     assert [(n["platform"], n["path"], n["old"], n["new"], n["noise"]) for n in noise] == [
         ("cuda", "checks.jsonl_append.duration_s", measured, gate_result("cuda")["duration_s"], "timing")]

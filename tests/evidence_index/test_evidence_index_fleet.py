@@ -31,7 +31,7 @@ def fake():
 
 
 def fleet_run(fake: FakeGitHub, failing: str | None = None) -> dict[str, FakeArtifact]:
-    from core.contract import plan_log_line
+    from common.workflow import plan_log_line
 
     sources = source_hashes(fake_source_root(), SOURCES)
     prefix = "platform-runtime / "

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from core.contract import plan_log_line
+from common.workflow import plan_log_line
 
 from tests.conftest import ROOT, SCRIPTS
 from tests.evidence_index.fake_github import (

@@ -34,7 +34,7 @@ def cli(*args: str) -> subprocess.CompletedProcess:
 def local_gate(sources: dict) -> dict:
     """A gate result beside the real diagnostic: it records the interpreter the diagnostic ran, and the
     code-running .pth the diagnostic saw in that interpreter's site-packages (setuptools' own, which a version-1
-    gate listed as executing): the results of one folder are one machine's run (core.one_run)."""
+    gate listed as executing): the results of one folder are one machine's run (rules.one_run)."""
     gate = gate_result("linux", sources=sources, in_actions=False)
     runtime = json.loads(DIAGNOSTIC.read_text())["runtime"]
     gate["platform"]["python"] = runtime["python"]
@@ -105,7 +105,7 @@ def test_no_temp_paths_or_host_names_are_recorded(results, tmp_path):
             yield value
 
     # No recorded value is the host's name; a short name ("vm") is also a word of our own file names
-    # (scripts/core/vm_run_judge.py), so only a name long enough to mean a host is looked for inside values.
+    # (scripts/rules/nfs_vm_run.py), so only a name long enough to mean a host is looked for inside values.
     assert host not in set(strings(index))
     assert len(host) < 6 or host not in text
 

@@ -2,8 +2,8 @@
 gate results (evidence/local/run-local, made with the views; evidence/cuda/run, made by 7f0a071 before them)
 copied, the claim edited together with the deletion of the view that would refute it, re-indexed and verified
 against the checkout that made each. Each is refused as not authentic (exit 3) naming the field; the untouched
-copies stay authentic. The rules: core.fs_magic.extents_problems (ext2/ext3 carry their inode flags) and
-core.record_rules.filesystem_probe (the type was named by the probe of platform.system, which every other OS
+copies stay authentic. The rules: rules.fs_magic.extents_problems (ext2/ext3 carry their inode flags) and
+rules.beside_checks.filesystem_probe (the type was named by the probe of platform.system, which every other OS
 fact agrees with: without it an edited method skips every Linux view of the type)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from core import fs_magic, record_rules
+from rules import beside_checks, fs_magic
 
 from tests.evidence_index.checkouts import CUDA_COMMIT, checkout_of
 from tests.evidence_index.test_crossfile_forgery import EVIDENCE, assert_refused, edit_json
@@ -122,4 +122,4 @@ def test_an_ext3_claim_is_judged_by_the_flags_where_the_gate_asks_for_them(machi
 ])
 def test_each_probe_the_gate_runs_names_the_type_on_its_own_system(system, method, fs_type):
     result = {"platform": {"system": system}, "filesystem": {"method": method, "type": fs_type}}
-    assert record_rules.filesystem_probe(result) == []
+    assert beside_checks.filesystem_probe(result) == []

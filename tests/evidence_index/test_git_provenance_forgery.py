@@ -1,5 +1,5 @@
 """The result's Git provenance is a fact of the source root's history, not free text (adversarial review r1,
-finding F5; core.git_provenance, evidence_index.root_commits). The committed ext4 gate result ran on a clean
+finding F5; rules.git_provenance, evidence_index.root_commits). The committed ext4 gate result ran on a clean
 tree at a commit of this repository: relabelled to a commit made after the run, to one whose sources are other
 bytes, to no commit at all, or with its tree state contradicting itself, it is refused naming source.git; the
 untouched result is confirmed by the history of this checkout."""
@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from core import git_provenance
-from core.contract import judge
 from evidence_index.local import build_local_index
 from evidence_index.verify import verify
+from rules import git_provenance
+from rules.registry import judge
 
 from tests.conftest import ROOT
 
@@ -127,12 +127,12 @@ def test_a_commit_made_after_the_run_is_refused(tmp_path, committed):
 
 def test_a_commit_whose_sources_are_other_bytes_is_refused(tmp_path, committed):
     root = tmp_path / "checkout"
-    head = replica(root, committed, BEFORE_THE_RUN, change="scripts/core/outcomes.py")
-    recorded = f"{committed['source']['git']['head']}:scripts/core/outcomes.py"
-    (root / "scripts/core/outcomes.py").write_bytes(  # the checkout's bytes agree: only the commit's differ
+    head = replica(root, committed, BEFORE_THE_RUN, change="scripts/rules/role_outcomes.py")
+    recorded = f"{committed['source']['git']['head']}:scripts/rules/role_outcomes.py"
+    (root / "scripts/rules/role_outcomes.py").write_bytes(  # the checkout's bytes agree: only the commit's differ
         subprocess.run(["git", "-C", str(ROOT), "show", recorded], capture_output=True, check=True).stdout)
     outcome, said = judged(tmp_path, relabelled(committed, head), root)
-    assert outcome == "fail" and any("1 of source.files differ from that commit's bytes: scripts/core/outcomes.py"
+    assert outcome == "fail" and any("1 of source.files differ from that commit's bytes: scripts/rules/role_outcomes.py"
                                      in line for line in said), said
 
 

@@ -1,4 +1,4 @@
-"""A CUDA claim is backed by the device worker's own probe of the GPU (`device.cuda`, core.gpu_view): the
+"""A CUDA claim is backed by the device worker's own probe of the GPU (`device.cuda`, rules.gpu_probe): the
 committed H200 result (evidence/cuda/run) with one fact of that probe edited, `ok` and the requirement left
 true, is refused as not authentic (exit 3) naming the field; untouched it still holds cuda, and the committed
 no-visible-gpu result still fails it."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from core.requirements import problems_of
+from rules.requirements import problems_of
 
 from tests.conftest import ROOT
 from tests.evidence_index.test_verdicts_forgery import index_and_verify
@@ -73,7 +73,7 @@ def test_the_untouched_controls():
 
 
 def test_a_ptx_of_the_same_major_covers_a_newer_minor():
-    from core.gpu_view import cuda_arch_in_build
+    from rules.gpu_probe import cuda_arch_in_build
 
     assert cuda_arch_in_build("sm_90", ["sm_80", "compute_90"]) and cuda_arch_in_build("sm_86", ["compute_80"])
     assert not cuda_arch_in_build("sm_90", ["sm_80", "compute_80"]) and not cuda_arch_in_build("sm_80", ["compute_86"])

@@ -1,4 +1,4 @@
-"""The NFS harness record and its gate result describe one mount (core.harness_judge.mount_problems): the
+"""The NFS harness record and its gate result describe one mount (rules.nfs_harness.mount_problems): the
 committed evidence/nfs gate result edited into an NFSv3 one (type nfs, nfs_version 3, vers=3: consistent on its
 own, so only its harness record can contradict it), `ok` and `nfs` left true, is refused as not authentic
 (exit 3) naming the harness's field and the gate's; the untouched pair stays authentic (review finding 15)."""
@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from core.harness_judge import harness_gate_problems
-from core.platforms import nfs_problems
+from rules.nfs_harness import harness_gate_problems
+from rules.platforms import nfs_problems
 
 from tests.evidence_index.test_crossfile_forgery import (
     EVIDENCE,

@@ -10,7 +10,7 @@ import copy
 import json
 
 import pytest
-from core import isolation_judge
+from rules import isolation_record
 
 from tests.evidence_index.fake_github import runner_log
 from tests.evidence_index.test_evidence_index_forgery import build_run
@@ -99,7 +99,7 @@ FORGERIES = {
 def test_a_real_result_with_its_isolation_or_views_forged_is_not_authentic(tmp_path, real, name):  # noqa: F811
     edit, words = FORGERIES[name]
     document = copy.deepcopy(real)
-    assert isolation_judge.isolation_forgeries(document) == []
+    assert isolation_record.isolation_forgeries(document) == []
     edit(document)
     verified, report = index_and_verify(tmp_path, document)
     assert verified.returncode == 3, verified.stdout
@@ -112,7 +112,7 @@ def test_a_run_allowed_with_a_vector_holds_its_filesystem_requirement_unproven(t
     document = copy.deepcopy(real)
     _require_ext4(document)
     _with_vector(document, allowed=True)
-    assert isolation_judge.isolation_forgeries(document) == []
+    assert isolation_record.isolation_forgeries(document) == []
     verified, report = index_and_verify(tmp_path, document)
     assert verified.returncode != 0 and report["outcome"] != "not-authentic", verified.stdout
     assert any("requirement 'filesystem=ext4' is UNPROVEN: injection vector(s) PYTHONPATH" in reason

@@ -8,7 +8,8 @@ import copy
 import json
 
 import pytest
-from core import contract, verdicts
+from evidence_index import documents
+from rules import gate_result
 
 from tests.conftest import ROOT
 
@@ -47,9 +48,9 @@ def test_every_field_of_another_type_is_judged_not_crashed_on(name):
             edited = replaced(document, path, value)
             tried += 1
             try:
-                contract.judge_bytes(json.dumps(edited).encode())
+                documents.judge_bytes(json.dumps(edited).encode())
                 if gate:
-                    verdicts.result_problems(edited)
+                    gate_result.result_problems(edited)
             except Exception as error:  # noqa: BLE001 - any exception is the defect this test looks for
                 crashed += 1
                 failures.append(f"{'.'.join(map(str, path))} = {value!r}: {type(error).__name__}: {error}")
@@ -60,7 +61,7 @@ def test_the_judge_side_rules_take_any_shape_without_a_crash():
     """Reviewer r6's rules (written_fields, diagnostic_words, the action steps' clocks) on committed records with a
     list, a text or a number where an object or a text belongs: the schema refuses those; the rule must not crash
     (a crash there made `local` exit 2 on a failing result of the wrong shape)."""
-    from core import diagnostic_words, vm_run_judge, written_fields
+    from rules import diagnostic_message, nfs_vm_run, written_together
 
     gate = json.loads((ROOT / "evidence" / "nfs" / "platform-runtime-nfs.json").read_text())
     steps = json.loads((ROOT / "evidence" / "nfs" / "action-steps.json").read_text())
@@ -73,7 +74,7 @@ def test_the_judge_side_rules_take_any_shape_without_a_crash():
                 for key in path[:-1]:
                     holder = holder[key]
                 holder[path[-1]] = value
-                assert isinstance(written_fields.record_problems(forged), list)
-                assert isinstance(diagnostic_words.message_problems({"code": value, "message": "m"}), list)
-                assert isinstance(vm_run_judge.action_steps_problems("busybox", forged, {**gate, "arguments": value}),
+                assert isinstance(written_together.record_problems(forged), list)
+                assert isinstance(diagnostic_message.message_problems({"code": value, "message": "m"}), list)
+                assert isinstance(nfs_vm_run.action_steps_problems("busybox", forged, {**gate, "arguments": value}),
                                   list)

@@ -1,10 +1,10 @@
 """Measurements no rule re-derived, forged one at a time (adversarial review r4, findings 3-5): the committed ext4
 gate result (evidence/local/filesystems) copied, one measured fact edited, every `ok` left true, indexed and
 verified from the bytes. Each is refused as not authentic (exit 3), naming the field. The figures each forgery
-starts from are read from the committed bytes, never written here. The rules: core.device_verdicts._training
-(a mean squared error is never negative, and is a float32), core.outcomes.attempt_problem (a lock attempt tries
-at least once, once while held, and only as often as its pauses fit in its window), core.outcomes.timing_problems
-and core.record_rules.fs_deadlines (a process's deadline is what its check had left, and nothing a check recorded
+starts from are read from the committed bytes, never written here. The rules: rules.device_compute._training
+(a mean squared error is never negative, and is a float32), rules.role_outcomes.attempt_problem (a lock attempt tries
+at least once, once while held, and only as often as its pauses fit in its window), rules.role_outcomes.timing_problems
+and rules.beside_checks.fs_deadlines (a process's deadline is what its check had left, and nothing a check recorded
 ran past the check's own deadline, where the gate kills it)."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from core.contract import judge_bytes
-from core.outcomes import ROLE_RESERVE_S, lock_pauses
+from evidence_index.documents import judge_bytes
+from rules.role_outcomes import ROLE_RESERVE_S, lock_pauses
 
 from tests.conftest import ROOT, SCRIPTS
 from tests.evidence_index.committed_forgery import indexed  # index one result, verify it

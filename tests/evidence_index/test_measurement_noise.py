@@ -1,4 +1,4 @@
-"""Measurement noise (scripts/core/noise.py): which fields of a gate result vary between two honest runs, decided
+"""Measurement noise (scripts/rules/noise.py): which fields of a gate result vary between two honest runs, decided
 once per field beside the rule that reads it; `diff` counts a change of one apart, and compares every other field.
 Pure functions, in-process, over a real recorded gate result (evidence/local/run-local): one table row per field
 class, and one per kind of real change that must still be a difference."""
@@ -11,9 +11,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from core import noise
-from core.noise import BY_KIND, SCHEDULE, SEED, TIMING, Noise, declaration_problems, matches, noise_of
 from evidence_index.diff import Tolerance, diff_documents
+from rules import noise
+from rules.noise import BY_KIND, SCHEDULE, SEED, TIMING, Noise, declaration_problems, matches, noise_of
 
 from tests.conftest import ROOT
 
@@ -169,7 +169,7 @@ def test_each_field_is_declared_once_with_a_known_class_and_a_reason():
 def test_each_declaration_is_made_beside_a_rule_and_names_a_field_a_real_gate_result_records():
     paths = leaf_paths(recorded())
     for declared in BY_KIND["gate"]:
-        assert declared.owner.startswith("core.") and declared.owner != "core.noise", declared
+        assert declared.owner.startswith("core.") and declared.owner != "rules.noise", declared
         assert any(matches(declared.path, path) for path in paths), f"{declared.path} ({declared.owner}) names no field"
     assert {module.__name__ for module in noise.GATE_MODULES} == {d.owner for d in BY_KIND["gate"]}
 

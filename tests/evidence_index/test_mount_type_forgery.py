@@ -1,4 +1,4 @@
-"""A result's file-system type agrees with the options its own mount showed (core/mount_options.py): the
+"""A result's file-system type agrees with the options its own mount showed (rules/mount_options.py): the
 committed gate results on xfs, btrfs, tmpfs and NFS edited to another type, their options left, are not
 authentic; the untouched ones are. A mount showing only options every driver shows (the bare `rw,relatime`
 ext4 loop mount) cannot be told apart by this rule, and the test says so."""
@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from core import mount_options
+from rules import mount_options
 
 from tests.conftest import ROOT
 

@@ -1,6 +1,6 @@
 """The committed evidence/nfs and evidence/nfs-systemd records with a phase's facts forged (outside reviewer r4,
 #10, #12, #18, #19, #21): the forger also makes nfs-vm-run.json's checks again with the project's own
-core.vm_run_judge.run_checks (r4's repro/nfs_vm_run_rederive.py), so a check's detail text is no defence; what
+rules.nfs_vm_run.run_checks (r4's repro/nfs_vm_run_rederive.py), so a check's detail text is no defence; what
 refuses the edit is the record's rule. Each forgery reads its figures from the committed bytes; re-indexed and
 verified, the copy is refused (exit 3) or fails (exit 1) naming the field, and the untouched copy passes."""
 
@@ -17,9 +17,9 @@ from tests.conftest import ROOT, SCRIPTS
 from tests.evidence_index.test_crossfile_forgery import EVIDENCE, edit_json, rebuild_and_verify
 
 sys.path.insert(0, str(SCRIPTS))
-import core.vm_run_judge as vm_run_judge  # noqa: E402
-from core import vm_judge  # noqa: E402
-from core.contract import RULES  # noqa: E402
+import rules.nfs_vm_run as vm_run_judge  # noqa: E402
+from rules import nfs_vm_faults  # noqa: E402
+from rules.registry import judge  # noqa: E402
 
 
 def _loader(folder: Path):
@@ -58,12 +58,11 @@ def judged(copy: Path) -> list[str]:
     reasons, forged = vm_run_judge.judge_vm_run(run, _loader(copy))
     for path in sorted(copy.glob("*.json")):
         document = json.loads(path.read_text())
-        if path.name != "nfs-vm-run.json" and str(document.get("schema", "")).startswith("kernodeck.nfsvm"):
-            more = RULES["nfsvm-record"](document)
-            reasons, forged = reasons + more[0], forged + more[1]
-        if path.name.endswith("nfs-harness.json"):
-            more = RULES["nfs-harness"](document)
-            reasons, forged = reasons + more[0], forged + more[1]
+        if (path.name != "nfs-vm-run.json" and str(document.get("schema", "")).startswith("kernodeck.nfsvm")) or \
+                path.name.endswith("nfs-harness.json"):
+            alone = judge(document)
+            reasons = reasons + [r for r in alone.reasons if not r.startswith("not authentic: ")]
+            forged = forged + alone.forged
     return reasons + forged
 
 
@@ -193,8 +192,8 @@ def test_the_install_record_with_boolean_codes_is_refused(tmp_path):
 
 
 def test_is_int_takes_no_boolean():
-    assert vm_judge.is_int(0, 0) and vm_judge.is_int(3, 1, 3) and vm_judge.is_int(-9)
-    assert not vm_judge.is_int(False, 0) and not vm_judge.is_int(True, 1) and not vm_judge.is_int(0.0, 0)
+    assert nfs_vm_faults.is_int(0, 0) and nfs_vm_faults.is_int(3, 1, 3) and nfs_vm_faults.is_int(-9)
+    assert not nfs_vm_faults.is_int(False, 0) and not nfs_vm_faults.is_int(True, 1) and not nfs_vm_faults.is_int(0.0, 0)
 
 
 # --- #21: two-clients' counts are the phase's; a verdict's flags are required -------------------------------
@@ -261,8 +260,8 @@ def test_the_phase_runs_the_variants_the_judge_holds_it_to():
     sys.path.insert(0, str(ROOT / "tools"))
     from nfsvm import two_clients_phase
 
-    assert two_clients_phase.variants_table() is vm_judge.TWO_CLIENTS_VARIANTS
-    assert vm_judge.VARIANTS == tuple(kind for *_, kind in vm_judge.TWO_CLIENTS_VARIANTS)
+    assert two_clients_phase.variants_table() is nfs_vm_faults.TWO_CLIENTS_VARIANTS
+    assert nfs_vm_faults.VARIANTS == tuple(kind for *_, kind in nfs_vm_faults.TWO_CLIENTS_VARIANTS)
 
 
 # --- #10: the restart's gate timeout and its instant ---------------------------------------------------------
@@ -327,6 +326,6 @@ def test_a_replace_reader_that_saw_the_initial_document_is_a_real_run():
     reader["result"]["versions"].insert(0, [-1, 0])
     run["verdict"].update(distinct_versions_seen=run["verdict"]["distinct_versions_seen"] + 1,
                           writers_seen=[-1, *run["verdict"]["writers_seen"]])
-    assert vm_judge.judge_two_clients(document) == ([], [])
+    assert nfs_vm_faults.judge_two_clients(document) == ([], [])
     run["verdict"]["writers_seen"] = [-2, 0, 1]
-    assert any("writers_seen is [-2, 0, 1]" in why for why in vm_judge.judge_two_clients(document)[0])
+    assert any("writers_seen is [-2, 0, 1]" in why for why in nfs_vm_faults.judge_two_clients(document)[0])

@@ -117,7 +117,7 @@ def test_the_servers_one_sample_of_its_clients_is_not_held_to_both_hosts():
     from tests.conftest import SCRIPTS
 
     sys.path.insert(0, str(SCRIPTS))
-    from core.vm_judge import judge_two_clients
+    from rules.nfs_vm_faults import judge_two_clients
 
     document = json.loads((EVIDENCE / "nfs" / "two-clients.json").read_text())
     document["variants"]["locked"]["nfsd_clients_during_run"] = document["variants"]["locked"][

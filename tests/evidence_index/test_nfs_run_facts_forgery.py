@@ -13,19 +13,19 @@ from tests.conftest import ROOT
 from tests.evidence_index.test_nfs_phase_records_forgery import committed, forged_copy, judged, verified
 
 sys.path.insert(0, str(ROOT / "tools"))
-from core import vm_image_judge  # noqa: E402
 from nfsvm import initramfs, recipe  # noqa: E402
+from rules import nfs_vm_image  # noqa: E402
 
 
 def test_the_judges_image_facts_are_the_recipes():
     for init in recipe.INITS:
-        assert vm_image_judge.IMAGE_PACKAGES[init] == recipe.packages(init)
-    assert vm_image_judge.OFFLINE_PACKAGE == recipe.OFFLINE_PACKAGE
-    assert vm_image_judge.INITRAMFS_TARGETS == initramfs.TARGETS
+        assert nfs_vm_image.IMAGE_PACKAGES[init] == recipe.packages(init)
+    assert nfs_vm_image.OFFLINE_PACKAGE == recipe.OFFLINE_PACKAGE
+    assert nfs_vm_image.INITRAMFS_TARGETS == initramfs.TARGETS
     for folder in ("nfs", "nfs-systemd"):
         manifest = committed(folder, "nfsvm-image.json")
-        assert vm_image_judge.packages_digest(manifest["packages"]) == manifest["packages_sha256"]
-        assert sorted(committed(folder, "nfs-vm-run.json")["image"]) == sorted(vm_image_judge.IMAGE_BLOCK)
+        assert nfs_vm_image.packages_digest(manifest["packages"]) == manifest["packages_sha256"]
+        assert sorted(committed(folder, "nfs-vm-run.json")["image"]) == sorted(nfs_vm_image.IMAGE_BLOCK)
 
 
 def _evil_versions(d: dict) -> None:
@@ -36,7 +36,7 @@ def _evil_versions(d: dict) -> None:
 
 def _evil_versions_rehashed(d: dict) -> None:
     _evil_versions(d)
-    d["packages_sha256"] = vm_image_judge.packages_digest(d["packages"])
+    d["packages_sha256"] = nfs_vm_image.packages_digest(d["packages"])
 
 
 IMAGE_FORGERIES = [

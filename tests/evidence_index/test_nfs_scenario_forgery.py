@@ -1,7 +1,7 @@
 """The NFS VM's server-restart scenario cannot stand as the nfs action's run (the outside review's F3): its gate
 result and harness record are a consistent pair of the same VM, so only the scenario the teardown records
 (`scenario`, from --scenario) tells them apart, and the index holds it to the record's file name
-(core.harness_judge.scenario_problems). The committed records name theirs (evidence/nfs was recorded with the field,
+(rules.nfs_harness.scenario_problems). The committed records name theirs (evidence/nfs was recorded with the field,
 the action's `action`, the VM's `server-restart`); a record without one is refused. Each test indexes the nfs
 folder the way evidence/README.md does and verifies it against the checkout that ran the VM."""
 
@@ -11,7 +11,7 @@ import json
 import shutil
 from pathlib import Path
 
-from core.harness_judge import scenario_of_name, scenario_problems
+from rules.nfs_harness import scenario_of_name, scenario_problems
 
 from tests.evidence_index.checkouts import checkout_of
 from tests.evidence_index.index_cli import index_cli

@@ -1,4 +1,4 @@
-"""One GPU, one set of facts (core.gpu_agreement; the outside review r3, findings 6-8): the committed CUDA run's
+"""One GPU, one set of facts (rules.one_gpu; the outside review r3, findings 6-8): the committed CUDA run's
 gate result and GPU diagnostic (evidence/cuda/run, made by 7f0a071's sources) copied, one fact of one of them
 edited, re-indexed and verified against that checkout. Each is refused as not authentic (exit 3) naming the
 field; the untouched pair stays authentic."""
@@ -74,7 +74,7 @@ def test_a_contradicted_gpu_fact_is_not_authentic(tmp_path, name):
 def test_torch_counting_more_gpus_than_nvidia_smi_lists_is_refused():
     import json
 
-    from core.gpu_agreement import diagnostic_problems
+    from rules.one_gpu import diagnostic_problems
 
     from tests.evidence_index.test_crossfile_forgery import EVIDENCE
 

@@ -1,4 +1,4 @@
-"""One folder, one machine, one run (core.one_run): real committed results copied to another folder of real
+"""One folder, one machine, one run (rules.one_run): real committed results copied to another folder of real
 results, as the outside review did (F1, F3), then re-indexed (`build_evidence_index.py local`) and verified.
 Each is refused as not authentic (exit 3) naming the field and the result it disagrees with; the untouched
 copies stay authentic. Each folder is compared with the checkout that made it (the commit its gate result
@@ -10,7 +10,7 @@ import json
 import shutil
 from pathlib import Path
 
-from core.one_run import run_problems
+from rules.one_run import run_problems
 
 from tests.evidence_index.checkouts import CUDA_COMMIT, checkout_of
 from tests.evidence_index.fake_github import runner_log

@@ -10,8 +10,8 @@ from __future__ import annotations
 import copy
 
 import pytest
-from core.platforms import _allowed
-from core.requirements import problems_of
+from rules.platforms import _allowed
+from rules.requirements import problems_of
 
 from tests.evidence_index.test_verdicts_forgery import index_and_verify, real  # noqa: F401 - the fixture
 
@@ -103,6 +103,6 @@ def test_the_compiler_names_the_systems_cpython_writes_it_on(compiler, systems):
 
 
 def test_the_untouched_linux_result_still_holds_its_own_system(real):  # noqa: F811
-    from core.platforms import os_facts, os_problems
+    from rules.platforms import os_facts, os_problems
 
     assert os_problems(os_facts(real), "Linux") == []

@@ -2,9 +2,9 @@
 gate result (evidence/local/filesystems) copied, ONE fact edited, every `ok` left true, indexed and verified from
 the bytes. Each is refused as not authentic (exit 3 through the CLI), naming the field; the untouched committed
 results still pass (tests/evidence_index/test_recorded_facts_forgery.py::test_each_committed_gate_result_is_judged
-_as_it_ran). The rules: core.record_rules (timeout_held, cleanup_deadline), core.time_views,
-core.machine_views.binary_problems, core.result_format.missing_views, core.requirements.held_reason,
-core.fs_magic.extents_problems."""
+_as_it_ran). The rules: rules.beside_checks (timeout_held, cleanup_deadline), rules.times,
+rules.machine_arch.binary_problems, rules.result_format.missing_views, rules.requirements.held_reason,
+rules.fs_magic.extents_problems."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import json
 from typing import Any
 
 import pytest
-from core import machine_views, record_rules, result_format, time_views, verdicts
-from core.requirements import held_reason
+from rules import beside_checks, gate_result, machine_arch, registry, result_format, times
+from rules.requirements import held_reason
 
 from tests.evidence_index.committed_forgery import EXT4, Edit, committed, refused, setter  # noqa: F401 - fixtures
 from tests.evidence_index.test_verdicts_forgery import index_and_verify, real  # noqa: F401 - the fixture
@@ -98,8 +98,8 @@ def test_each_forged_fact_is_not_authentic_naming_it(refused, name):  # noqa: F8
 
 def test_the_committed_result_is_within_its_own_clocks_and_timeouts(committed):  # noqa: F811
     """The control for each rule above: the untouched bytes satisfy every one."""
-    for rule in (record_rules.timeout_held, record_rules.cleanup_deadline, time_views.problems,
-                 machine_views.binary_problems, result_format.missing_views):
+    for rule in (beside_checks.timeout_held, beside_checks.cleanup_deadline, times.problems,
+                 machine_arch.binary_problems, result_format.missing_views):
         assert rule(committed) == [], rule.__name__
 
 
@@ -109,9 +109,9 @@ def test_whole_second_stamps_a_second_apart_from_the_monotonic_duration_pass():
     result = {"started_at": "2026-12-01T10:00:00+00:00", "finished_at": "2026-12-01T10:00:03+00:00",
               "duration_s": 2.002}
     for duration in (2.002, 3.999, 1.5, 4.9):
-        assert time_views.problems({**result, "duration_s": duration}) == [], duration
+        assert times.problems({**result, "duration_s": duration}) == [], duration
     for duration in (0.9, 5.1, 33.0):
-        assert time_views.problems({**result, "duration_s": duration}), duration
+        assert times.problems({**result, "duration_s": duration}), duration
 
 
 @pytest.mark.parametrize("cleanup, asked, problem", [
@@ -127,21 +127,21 @@ def test_whole_second_stamps_a_second_apart_from_the_monotonic_duration_pass():
     ({"deadline_s": 30.0, "file_system_hung": True}, 30.0, "at most 5.0"),
 ])
 def test_the_cleanup_deadline_is_the_one_its_argument_and_the_budget_set(cleanup, asked, problem):
-    found = record_rules.cleanup_deadline({"arguments": {"cleanup_timeout_s": asked}, "workspace_cleanup": cleanup})
+    found = beside_checks.cleanup_deadline({"arguments": {"cleanup_timeout_s": asked}, "workspace_cleanup": cleanup})
     assert (found == []) if problem is None else (problem in found[0]), found
 
 
 def test_a_run_cut_by_its_timeout_is_refused_by_that_rule_not_this_one():
     result = {"duration_s": 9.0, "arguments": {"timeout_s": 5.0}, "workspace_cleanup": {"after_global_timeout": True}}
-    assert record_rules.timeout_held(result) == []
-    assert verdicts.GATE_RESULT_RULES["global_timeout"](result)
+    assert beside_checks.timeout_held(result) == []
+    assert registry.rule("gate", "global_timeout")(result)
 
 
 def test_the_gate_judges_its_final_times_by_the_same_rules():
     """scripts/platform_runtime/gate.py applies verdicts.final_time_problems to the times it writes last."""
     late = {"started_at": "2026-12-01T10:00:00+00:00", "finished_at": "2026-12-01T10:00:09+00:00",
             "duration_s": 9.0, "arguments": {"timeout_s": 5.0}, "workspace_cleanup": {"after_global_timeout": False}}
-    assert verdicts.final_time_problems(late) == record_rules.timeout_held(late) != []
+    assert gate_result.final_time_problems(late) == beside_checks.timeout_held(late) != []
 
 
 @pytest.mark.parametrize("binaries, problem", [
@@ -167,20 +167,20 @@ def test_the_gate_judges_its_final_times_by_the_same_rules():
 ])
 def test_the_binaries_records_are_what_the_header_parser_writes(binaries, problem):
     result = {"platform": {"python": "3.11.7", "python_implementation": "CPython", "binaries": binaries}}
-    found = machine_views.binary_problems(result)
+    found = machine_arch.binary_problems(result)
     assert (found == []) if problem is None else any(problem in line for line in found), found
 
 
 def test_a_free_threaded_extension_names_its_python():
     result = {"platform": {"python": "3.13.1", "python_implementation": "CPython", "binaries": {"torch_c": {
         "format": "elf", "header": 62, "bits": 64, "error": None, "name": "_C.cpython-313t-x86_64-linux-gnu.so"}}}}
-    assert machine_views.binary_problems(result) == []
+    assert machine_arch.binary_problems(result) == []
     result["platform"]["python"] = "3.12.8"
-    assert "an extension for Python 3.13" in machine_views.binary_problems(result)[0]
+    assert "an extension for Python 3.13" in machine_arch.binary_problems(result)[0]
 
 
 def test_the_gate_words_a_held_requirement_with_the_judges_function():
-    """platform_runtime.claims.evaluate (the gate) and core.requirements.held_reason (the judge) say the same."""
+    """platform_runtime.claims.evaluate (the gate) and rules.requirements.held_reason (the judge) say the same."""
     from platform_runtime.claims import Requirements, evaluate
 
     device = {"resolved": "cpu", "type": "cpu", "ran_on": ["cpu"]}

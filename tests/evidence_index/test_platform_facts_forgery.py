@@ -1,4 +1,4 @@
-"""A platform is re-derived from every recorded fact that speaks to the OS (core.platforms), not from the four
+"""A platform is re-derived from every recorded fact that speaks to the OS (rules.platforms), not from the four
 a forger edits: a real Linux gate result edited to claim windows (or mps), with `platform.system`, the
 Windows version and the volume facts rewritten and one Linux fact left as the gate recorded it, is refused as
 not authentic naming that fact. NFS's version is derived from the mount options, a CUDA claim refused on a
@@ -10,8 +10,8 @@ import copy
 import json
 
 import pytest
-from core import platforms, requirements
-from core.contract import judge, prove_platform
+from rules import platforms, requirements
+from rules.registry import judge, prove_platform
 
 from tests.conftest import ROOT
 from tests.evidence_index.test_requirement_forgery import _cuda

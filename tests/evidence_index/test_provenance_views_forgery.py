@@ -8,8 +8,8 @@ import json
 import subprocess
 from pathlib import Path
 
-from core import git_provenance
-from core.one_run import run_problems
+from rules import git_provenance
+from rules.one_run import run_problems
 
 from tests.evidence_index.checkouts import checkout_of
 from tests.evidence_index.index_cli import index_cli
@@ -38,7 +38,7 @@ def said(report: dict) -> list[str]:
     return report["problems"] + list((report["verdict"] or {}).get("reasons") or [])
 
 
-# --- one folder, one checkout (core.one_run) ---------------------------------------------------------------
+# --- one folder, one checkout (rules.one_run) ---------------------------------------------------------------
 
 def test_the_untouched_filesystems_folder_is_one_checkout(tmp_path):
     folder = copy(tmp_path, "local/filesystems")
@@ -64,7 +64,7 @@ def test_two_gates_of_one_folder_naming_two_commits_disagree():
     assert found[:2] == [[], []] and "r2.json: source.git.head is 'bbbb" in found[2][0], found
 
 
-# --- the tree state against itself (core.git_provenance) ----------------------------------------------------
+# --- the tree state against itself (rules.git_provenance) ----------------------------------------------------
 
 def test_dirty_beside_the_sha256_of_an_empty_diff_is_refused(tmp_path):
     folder = copy(tmp_path, "local/filesystems")
@@ -78,7 +78,7 @@ def test_dirty_beside_the_sha256_of_an_empty_diff_is_refused(tmp_path):
 
 def test_the_gate_calls_a_tree_dirty_exactly_when_its_diff_holds_bytes(tmp_path):
     """An untracked file is no source: the tree stays clean, its diff empty (so dirty and the diff never disagree)."""
-    from core.provenance import git_state
+    from common.provenance import git_state
 
     root = tmp_path / "tree"
     root.mkdir()
@@ -94,7 +94,7 @@ def test_the_gate_calls_a_tree_dirty_exactly_when_its_diff_holds_bytes(tmp_path)
 # --- a result naming no commit: its bytes existed when it started (evidence_index.root_history) -----------------
 
 COMMITTED = EVIDENCE / "local" / "filesystems" / EXT4
-LATER = "scripts/core/fs_magic.py"  # one gate source, changed after the run ("today's later sources")
+LATER = "scripts/rules/fs_magic.py"  # one gate source, changed after the run ("today's later sources")
 
 
 def committed_head() -> str:

@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 import pytest
-from core import gate_parameters
+from rules import gate_parameters
 
 from tests.conftest import ROOT
 from tests.evidence_index.checkouts import CUDA_COMMIT, checkout_of

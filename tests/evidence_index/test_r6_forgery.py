@@ -5,7 +5,7 @@ the untouched copies still pass. Every figure is read from the committed bytes."
 from __future__ import annotations
 
 import pytest
-from core.one_run import _key
+from rules.one_run import _key
 
 from tests.evidence_index.checkouts import CUDA_COMMIT, checkout_of
 from tests.evidence_index.test_crossfile_forgery import assert_refused, copy, edit_json
@@ -145,7 +145,7 @@ def test_the_gpu_diagnostics_message_edited_alone_is_not_authentic(tmp_path):
 def test_every_committed_diagnostic_says_the_sentence_of_its_code():
     import json
 
-    from core.diagnostic_words import message_problems
+    from rules.diagnostic_message import message_problems
 
     from tests.evidence_index.test_crossfile_forgery import EVIDENCE
 
@@ -159,14 +159,14 @@ def test_every_committed_diagnostic_says_the_sentence_of_its_code():
 def test_the_judges_suite_and_version_packages_are_the_guests():
     import sys
 
-    from core import vm_image_judge
+    from rules import nfs_vm_image
 
     from tests.conftest import ROOT
 
     sys.path.insert(0, str(ROOT / "tools"))
     from nfsvm import recipe
 
-    assert vm_image_judge.SUITE == recipe.SUITE
+    assert nfs_vm_image.SUITE == recipe.SUITE
     source = (ROOT / "tools" / "nfsvm" / "phases.py").read_text()
     assert '"nfs-kernel-server", "nfs-common",\n                            "python3"]' in source
 

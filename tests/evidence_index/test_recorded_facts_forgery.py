@@ -1,9 +1,9 @@
 """Facts beside the checks, forged one at a time (adversarial review r1, findings F4, F6, F7, F8): the committed
 ext4 gate result (evidence/local/filesystems) copied, one fact edited, every `ok` left true, indexed and
 verified from the bytes. Each is refused as not authentic (exit 3), naming the field; the untouched committed
-results are judged exactly as before. The rules: core.outcomes.answer_problem (F4, F8 roles),
-core.record_rules (F6, F7, F8), core.writer_verdicts.stage_sizes, core.device_verdicts._checkpoint,
-core.torch_build_rules.cross_check."""
+results are judged exactly as before. The rules: rules.role_outcomes.answer_problem (F4, F8 roles),
+rules.beside_checks (F6, F7, F8), rules.failing_writer.stage_sizes, rules.device_compute._checkpoint,
+rules.build_cross_check.cross_check."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 import pytest
-from core.contract import judge_bytes
+from evidence_index.documents import judge_bytes
 
 from tests.conftest import ROOT, SCRIPTS
 from tests.evidence_index.committed_forgery import NAME, Edit, committed, refused, setter  # noqa: F401 - fixtures

@@ -10,8 +10,9 @@ import subprocess
 import sys
 
 import pytest
-from core.contract import judge, plan_log_line
-from core.vm_judge import judge_two_clients
+from common.workflow import plan_log_line
+from rules.nfs_vm_faults import judge_two_clients
+from rules.registry import judge
 
 from tests.conftest import ROOT
 from tests.evidence_index.fake_github import plan_log, runner_log
@@ -189,7 +190,7 @@ FAULT_FORGERIES = {
 
 @pytest.mark.parametrize("name", sorted(FAULT_FORGERIES))
 def test_a_fault_phase_whose_ok_outlives_its_facts_is_refused(tmp_path, name):
-    from core.vm_judge import judge_busy_unmount, judge_server_restart
+    from rules.nfs_vm_faults import judge_busy_unmount, judge_server_restart
 
     edit, phase, words = FAULT_FORGERIES[name]
     folder = _vm_out(tmp_path, edit)
@@ -221,7 +222,7 @@ def _busy_rename_ok(document: dict) -> tuple[bool, str]:
 
 
 def test_the_recorded_busy_rename_rounds_pass_by_the_gate_s_rule():
-    from core.vm_judge import judge_busy_rename
+    from rules.nfs_vm_faults import judge_busy_rename
 
     document = json.loads(BUSY_RENAME.read_text())
     assert judge_busy_rename(document) == ([], [])
@@ -242,7 +243,7 @@ def _round(index: int, **facts):
     (lambda d: d.update(rounds=[]), "rounds is []: no round ran"),
 ])
 def test_a_busy_rename_record_whose_ok_outlives_its_rounds_is_refused(change, words):
-    from core.vm_judge import judge_busy_rename
+    from rules.nfs_vm_faults import judge_busy_rename
 
     document = json.loads(BUSY_RENAME.read_text())
     change(document)
@@ -310,7 +311,7 @@ GONE_FORGERIES = {
 
 @pytest.mark.parametrize("name", sorted(GONE_FORGERIES))
 def test_a_server_gone_record_whose_ok_outlives_its_files_is_refused(tmp_path, name):
-    from core.vm_judge import judge_server_gone
+    from rules.nfs_vm_faults import judge_server_gone
 
     edit, words = GONE_FORGERIES[name]
     folder = _gone_out(tmp_path, edit)

@@ -22,7 +22,7 @@ from tests.evidence_index.checkouts import checkout_of
 sys.path.insert(0, str(SCRIPTS / "reprise"))
 import reprise_compare  # noqa: E402
 import verify_resume  # noqa: E402
-from core.files import encode_json  # noqa: E402
+from common.files import encode_json  # noqa: E402
 from evidence_index import crossfile  # noqa: E402
 from evidence_index.local import build_local_index  # noqa: E402
 from evidence_index.verify import WITHOUT_TORCH, Report, verify  # noqa: E402

@@ -1,4 +1,4 @@
-"""Requirements re-derived from the result's own facts (core.requirements), in local and online indexes
+"""Requirements re-derived from the result's own facts (rules.requirements), in local and online indexes
 alike: a CPU ext4 result claiming nfs or windows, the committed CUDA result turned into a CPU one with `cuda`
 still held, a failing requirement dropped. Each is refused as not authentic (exit 3) naming the requirement;
 the untouched controls stay authentic."""
@@ -9,7 +9,7 @@ import copy
 import json
 
 import pytest
-from core.contract import judge
+from rules.registry import judge
 
 from tests.conftest import ROOT
 from tests.evidence_index.checkouts import CUDA_COMMIT, checkout_of
@@ -94,7 +94,7 @@ def test_the_committed_cuda_result_made_a_cpu_one_is_not_authentic(tmp_path, edi
 
 def test_the_committed_cuda_result_untouched_stays_authentic(tmp_path):
     """Against the sources that ran it (7f0a071) it passes; against this checkout, whose gate hashes another
-    list and writes another version, it is refused for that and only that (core.source_sets)."""
+    list and writes another version, it is refused for that and only that (rules.source_sets)."""
     verified, report = index_and_verify(tmp_path / "own", CUDA_RESULT.read_bytes(), checkout_of(CUDA_COMMIT))
     assert verified.returncode == 0 and report["outcome"] == "pass", report["problems"]
     verified, report = index_and_verify(tmp_path / "here", CUDA_RESULT.read_bytes())

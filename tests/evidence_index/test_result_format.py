@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 import json
 
-from core import result_format
+from rules import result_format
 
 from tests.conftest import ROOT
 

@@ -18,7 +18,7 @@ sys.path.insert(0, str(SCRIPTS / "reprise"))
 import reprise_compare  # noqa: E402
 import training_run_records  # noqa: E402
 import verify_resume  # noqa: E402
-from core import gpu_view, one_run, result_format  # noqa: E402
+from rules import gpu_probe, one_run, result_format  # noqa: E402
 
 from tests.evidence_index.index_cli import index_cli
 
@@ -208,13 +208,13 @@ def test_a_v1_result_without_its_isolation_record_is_refused():
 
 def test_a_probe_that_warned_does_not_back_a_cuda_claim():
     device = load(CUDA_GATE)["device"]
-    assert gpu_view.gpu_view_problems(device, "cuda") == []
+    assert gpu_probe.gpu_view_problems(device, "cuda") == []
     warned = copy.deepcopy(device)
     warned["cuda"]["driver_too_old_warning"] = True
-    assert gpu_view.gpu_view_problems(warned, "cuda")[0].startswith("device.cuda.driver_too_old_warning is True")
+    assert gpu_probe.gpu_view_problems(warned, "cuda")[0].startswith("device.cuda.driver_too_old_warning is True")
     warned = copy.deepcopy(device)
     warned["cuda"]["availability_warnings"] = 1
-    assert gpu_view.gpu_view_problems(warned, "cuda")[0].startswith("device.cuda.availability_warnings is 1")
+    assert gpu_probe.gpu_view_problems(warned, "cuda")[0].startswith("device.cuda.availability_warnings is 1")
 
 
 def test_the_gate_device_count_is_the_diagnostic_gpu_count_of_its_folder():

@@ -1,5 +1,5 @@
 """Online indexes: a result is judged against what GitHub and the runner say of the job that uploaded it
-(core.runner_views). Each forgery changes ONE fact of a passing fake run (fake_github.standard_run), is built
+(rules.runner). Each forgery changes ONE fact of a passing fake run (fake_github.standard_run), is built
 (`build --repository --run-id` against the fake GitHub) and verified; none passes, each refusal names the
 field, and the untouched runs of every platform -- a self-hosted CUDA box among them -- still pass."""
 

@@ -1,4 +1,4 @@
-"""Facts one file of a folder states and another file of the same folder refutes (core.one_run), forged one at a
+"""Facts one file of a folder states and another file of the same folder refutes (rules.one_run), forged one at a
 time in a copy of the real committed folder, re-indexed (`build_evidence_index.py local`) and verified: each is
 refused as not authentic (exit 3) naming both fields; the untouched copies stay authentic.
 
@@ -15,7 +15,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from core.one_run import run_problems
+from rules.one_run import run_problems
 
 from tests.evidence_index.test_crossfile_forgery import EVIDENCE, assert_refused, copy, edit_json, rebuild_and_verify
 from tests.evidence_index.test_one_run_forgery import RUN_LOCAL, assert_authentic, run_local_pair

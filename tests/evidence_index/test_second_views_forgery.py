@@ -1,6 +1,6 @@
 """Every fact a verdict depends on has a second view: committed evidence and a real gate result made now, edited
 ONE fact at a time, indexed (`build_evidence_index.py local`, or `build` against the fake GitHub) and verified.
-None passes; the untouched controls do. The rules are core.machine_views, core.fs_magic and core.time_views."""
+None passes; the untouched controls do. The rules are rules.machine_arch, rules.fs_magic and rules.times."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from core.contract import judge
+from rules.registry import judge
 
 from tests.conftest import ROOT
 from tests.evidence_index.checkouts import checkout_of

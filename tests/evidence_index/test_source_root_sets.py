@@ -1,5 +1,5 @@
 """A result cannot pick its own format version or its own source list (issue 18): both are facts of the checkout
-the index compares with (core.source_sets reads its GATE_SOURCES, result format version and reprise lists as
+the index compares with (rules.source_sets reads its GATE_SOURCES, result format version and reprise lists as
 literals), so a result naming another list, or declaring another version, than that checkout's is not authentic
 (exit 3), the field and both values named. Real results only: a gate run made now on this CPU (the `real`
 fixture) against this checkout, and the committed CUDA run against the checkout of the commit that ran it."""
@@ -13,11 +13,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from core import source_sets
-from core.contract import judge
-from core.result_format import V1_SOURCES
 from evidence_index.index_verdict import decide_local
 from platform_runtime.sources import GATE_SOURCES
+from rules import source_sets
+from rules.registry import judge
+from rules.result_format import V1_SOURCES
 
 from tests.conftest import ROOT, SCRIPTS
 from tests.evidence_index.checkouts import CUDA_COMMIT, checkout_of
@@ -82,6 +82,10 @@ def downgraded(document: dict) -> dict:
 
     forged = copy.deepcopy(document)
     strip(forged, old)
+    # A gate source that moved since version 1 (scripts/core/ became scripts/common/ and scripts/rules/) is named
+    # as the version-1 gate named it, with the version-1 result's own hash.
+    kept = forged["source"]["files"]
+    forged["source"]["files"] = {path: kept.get(path, digest) for path, digest in old["source"]["files"].items()}
     return forged
 
 
@@ -123,7 +127,7 @@ def test_a_version_1_claim_must_name_exactly_the_version_1_list_even_without_a_c
 def test_a_later_version_names_the_file_its_version_is_written_in_even_without_a_checkout():
     current = json.loads((ROOT / "evidence" / "local" / "run-local" / "platform-runtime-cpu.json").read_text())
     assert current["schema_version"] == 2 and judge(current).ok is True
-    del current["source"]["files"]["scripts/core/result_format.py"]
+    del current["source"]["files"]["scripts/core/result_format.py"]  # recorded before the rules moved
     assert any("schema_version is 2, but source.files does not name scripts/core/result_format.py" in why
                for why in judge(current).forged)
 

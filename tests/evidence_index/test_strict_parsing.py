@@ -1,4 +1,4 @@
-"""Strict parsing, one reader (core.strict_json) for every result, index and worker payload: duplicate keys,
+"""Strict parsing, one reader (common.strict_json) for every result, index and worker payload: duplicate keys,
 NaN, Infinity, numbers out of range and a byte-order mark are refused with the position named; a result
 holding them is not authentic (verify exit 3), an index holding them is unreadable (exit 2)."""
 
@@ -9,9 +9,9 @@ import json
 import math
 
 import pytest
-from core.contract import judge_bytes, parse_strict
-from core.files import encode_json
-from core.strict_json import NotStrict
+from common.files import encode_json
+from common.strict_json import NotStrict, parse_strict
+from evidence_index.documents import judge_bytes
 from platform_runtime.children import parse_last_json
 
 from tests.conftest import ROOT, SCRIPTS

@@ -1,5 +1,5 @@
 """Reviewer r6: the committed evidence/nfs two-clients.json with one fact of one client's report forged, re-indexed
-and verified: each verified PASS before core.two_clients_judge.task_record_problems and the peers_done rule; each
+and verified: each verified PASS before rules.nfs_two_clients.task_record_problems and the peers_done rule; each
 is now not authentic, naming the field. The untouched folder still passes (test_nfs_folder_forgery)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from core import two_clients_judge
+from rules import nfs_two_clients
 
 from tests.conftest import ROOT
 from tests.evidence_index.test_crossfile_forgery import assert_refused, edit_json
@@ -51,7 +51,7 @@ def _replace_verdict_with(**counts: int) -> list[str]:
     """variant_problems of the committed replace variant with its verdict's counts changed."""
     run = json.loads((ROOT / "evidence" / "nfs" / "two-clients.json").read_text())["variants"]["replace"]
     run["verdict"].update(counts)
-    return two_clients_judge.variant_problems("replace", run)
+    return nfs_two_clients.variant_problems("replace", run)
 
 
 def test_missing_reads_beyond_the_reads_are_what_a_live_run_counts_not_a_forgery():

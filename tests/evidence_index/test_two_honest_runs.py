@@ -1,6 +1,6 @@
 """Two honest runs compare equal: two REAL gate runs back to back on this machine (one commit, this venv, one
 work dir), each indexed with `build_evidence_index.py local`, then `diff`. What varied between them (seeds,
-timings, what the scheduler decided: declared by the rules that read those fields, scripts/core/noise.py) is
+timings, what the scheduler decided: declared by the rules that read those fields, scripts/rules/noise.py) is
 counted and listed, never a difference; a real change beside it still is."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from core.noise import CLASSES
+from rules.noise import CLASSES
 
 from tests.conftest import ROOT, SCRIPTS
 

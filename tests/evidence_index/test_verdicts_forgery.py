@@ -1,6 +1,6 @@
 """Verdicts from facts: a real gate result edited one measurement at a time, its `ok` flags left true, then
 indexed (`build_evidence_index.py local`) and verified. Each forgery is refused as not authentic (exit 3),
-naming the field; the untouched control passes (exit 0). The rules are core.verdicts'."""
+naming the field; the untouched control passes (exit 0). The rules are the registry's (rules.registry)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from core import verdicts
-from core.contract import judge
+from rules import device_compute, gate_result
+from rules.registry import judge
 
 from tests.conftest import ROOT, SCRIPTS, run_gate
 from tests.evidence_index.index_cli import index_cli
@@ -175,9 +175,9 @@ def test_each_rule_fails_its_edit_in_the_judge_too(real, name):
 
 def test_a_real_result_s_flags_equal_the_rules(real):
     for name, check in real["checks"].items():
-        assert verdicts.check_problems(name, check) == [], name
+        assert gate_result.check_problems(name, check) == [], name
         assert check["ok"] is True
-    assert verdicts.result_problems(real) == []
+    assert gate_result.result_problems(real) == []
 
 
 def test_a_failing_check_recorded_as_failing_is_authentic(tmp_path, real):
@@ -191,12 +191,12 @@ def test_a_failing_check_recorded_as_failing_is_authentic(tmp_path, real):
 
 
 def test_the_tolerances_are_the_device_worker_s():
-    """One place for each tolerance: the device worker decides with core.verdicts' own constants."""
+    """One place for each tolerance: the device worker decides with rules.device_compute's own constants."""
     from platform_runtime import device_checkpoint, device_training
 
-    assert device_training.STEPS is verdicts.STEPS == 12
-    assert device_training.UPDATE_RULE_TOLERANCE is verdicts.UPDATE_RULE_TOLERANCE == 1e-5
+    assert device_training.STEPS is device_compute.STEPS == 12
+    assert device_training.UPDATE_RULE_TOLERANCE is device_compute.UPDATE_RULE_TOLERANCE == 1e-5
     training_source = (SCRIPTS / "platform_runtime" / "device_training.py").read_text()
     assert "max_rule_error <= UPDATE_RULE_TOLERANCE" in training_source
-    assert device_checkpoint.FORWARD_TOLERANCE is verdicts.FORWARD_TOLERANCE
-    assert verdicts.FORWARD_TOLERANCE_DEVICE == 1e-5 and verdicts.FORWARD_TOLERANCE["cpu"] == 0.0
+    assert device_checkpoint.FORWARD_TOLERANCE is device_compute.FORWARD_TOLERANCE
+    assert device_compute.FORWARD_TOLERANCE_DEVICE == 1e-5 and device_compute.FORWARD_TOLERANCE["cpu"] == 0.0

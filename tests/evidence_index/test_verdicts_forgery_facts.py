@@ -5,7 +5,7 @@ edited one measurement at a time, every `ok` left true, indexed and verified. Ea
 from __future__ import annotations
 
 import pytest
-from core.contract import judge
+from rules.registry import judge
 
 from tests.evidence_index.test_verdicts_forgery import (  # noqa: F401 - real: the fixture
     expect_judge_refuses,

@@ -9,9 +9,9 @@ from __future__ import annotations
 import copy
 
 import pytest
-from core import gate_parameters, verdicts
-from core.contract import judge
-from core.requirements import held_reason
+from rules import gate_parameters, gate_result
+from rules.registry import judge
+from rules.requirements import held_reason
 
 from tests.evidence_index.test_verdicts_forgery import (  # noqa: F401 - real: the fixture
     expect_judge_refuses,
@@ -89,7 +89,7 @@ def test_each_forged_parameter_fails_in_the_judge_too(real, name):  # noqa: F811
 
 def test_the_untouched_result_records_the_pinned_parameters(tmp_path, real):  # noqa: F811
     """The control: the gate ran with exactly the pinned values, and its result verifies."""
-    assert gate_parameters.gate_parameters(real) == [] and verdicts.result_problems(real) == []
+    assert gate_parameters.gate_parameters(real) == [] and gate_result.result_problems(real) == []
     assert real["checks"]["concurrent_replace"]["min_distinct_versions"] == gate_parameters.MIN_DISTINCT_VERSIONS
     assert real["checks"]["failing_writer"]["killed_writer"]["kills_requested"] == gate_parameters.KILLS
     verified, report = index_and_verify(tmp_path, copy.deepcopy(real))
@@ -170,7 +170,7 @@ def _require_filesystem(document: dict, wanted: str, **fs) -> dict:
     ("ntfs", {"type": "ntfs"}, "filesystem.type 'ntfs' was named by 'linux-mountinfo-mnt-id'"),
 ])
 def test_a_local_result_relabelled_is_refused_by_the_filesystem_requirement(tmp_path, real, wanted, fs, words):  # noqa: F811
-    from core import requirements
+    from rules import requirements
 
     document = _require_filesystem(copy.deepcopy(real), wanted, **fs)
     assert any(words in p for p in requirements.problems_of(document, f"filesystem={wanted}"))
@@ -184,7 +184,7 @@ def test_the_committed_nfs_result_holds_filesystem_nfs_and_the_real_one_its_own_
     """The controls: a real NFS mount holds filesystem=nfs (and nfs4) by the nfs rule, a real ext4 run its type."""
     import json
 
-    from core import requirements
+    from rules import requirements
 
     from tests.conftest import ROOT
 
@@ -208,7 +208,7 @@ def _with_collectives(document: dict, world: int, device_type: str, **facts) -> 
         startup["collectives"] = dict(startup["device_compute"])
     document["arguments"].update(collectives=str(world), collectives_timeout_s=60.0)
     document["arguments"]["require"].append("collectives")
-    # Worded as the gate words a held requirement (core.requirements.held_reason: the judge compares the words).
+    # Worded as the gate words a held requirement (rules.requirements.held_reason: the judge compares the words).
     document["requirements"].append({"name": "collectives", "ok": True,
                                      "reason": held_reason("collectives", {}, {}, check)})
     return document
@@ -235,10 +235,10 @@ def test_a_collective_world_the_device_facts_refute_is_not_authentic(tmp_path, r
 
 def test_a_gloo_world_on_the_cpu_result_agrees_with_its_device_facts(real):  # noqa: F811
     """The control: the same block as gloo ranks on the CPU this result ran on is judged by its own rule only."""
-    from core import requirements
+    from rules import requirements
 
     document = _with_collectives(copy.deepcopy(real), 2, "cpu")
-    assert verdicts.result_problems(document) == []
+    assert gate_result.result_problems(document) == []
     assert requirements.problems_of(document, "collectives") == []
     assert judge(document).ok is True
 
@@ -247,16 +247,16 @@ def test_an_nccl_rank_on_the_committed_h200_result_agrees_with_its_device_facts(
     """The control on a real CUDA result: one NCCL rank on the one GPU its device worker counted."""
     import json
 
-    from core import result_verdicts
+    from rules import whole_result
 
     from tests.conftest import ROOT
 
     cuda = json.loads((ROOT / "evidence" / "cuda" / "run" / "platform-runtime-cuda.json").read_text())
     document = _with_collectives(cuda, 1, "cuda")
-    assert result_verdicts.collectives_device(document) == []
+    assert whole_result.collectives_device(document) == []
     document["checks"]["collectives"]["visible_gpus"] = 2  # ... and two GPUs it never counted are refused
     assert any("visible_gpus is 2, the device worker counted 1" in p
-               for p in result_verdicts.collectives_device(document))
+               for p in whole_result.collectives_device(document))
 
 
 # --- 18. the NFS harness's unmount: its last umount exited 0 --------------------------------------------------
@@ -276,7 +276,7 @@ def test_a_busy_umount_retried_until_it_unmounted_is_an_unmount():
     """The control: the committed record ([0]) and a retried one ([32, 0], as nfs_teardown.unmount retries)."""
     import json
 
-    from core.harness_judge import derived_flags
+    from rules.nfs_harness import derived_flags
 
     from tests.conftest import ROOT
 

@@ -90,7 +90,7 @@ def test_a_vm_record_bound_without_its_run_fails(tmp_path):
 
 def test_a_run_without_the_action_phase_is_judged_with_its_index_check():
     """cli.judge_run appends the evidence_index check to every run; without the action it fails, named."""
-    from core.vm_run_judge import judge_vm_run
+    from rules.nfs_vm_run import judge_vm_run
 
     run = {"phases": ["busy_rename"], "ok": False, "vm": {"qemu_exit_code": 0, "timed_out": False,
                                                           "guest_powered_off": True, "host_signal": None},

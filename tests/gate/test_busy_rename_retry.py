@@ -13,8 +13,8 @@ import threading
 import time
 
 import pytest
-from core import files
-from core.files import RetryCounter, atomic_write_bytes, temporaries_of
+from common import files
+from common.files import RetryCounter, atomic_write_bytes, temporaries_of
 
 from tests.conftest import SCRIPTS
 

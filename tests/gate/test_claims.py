@@ -140,16 +140,16 @@ def test_windows_needs_the_platform_and_the_volume_api():
     (NTFS, "", "windows_version is not recorded"),
 ])
 def test_windows_holds_only_when_every_windows_fact_agrees(filesystem, windows_version, words):
-    # The same rule the evidence index proves a windows platform with (core.contract.windows_problems).
+    # The same rule the evidence index proves a windows platform with (rules.platforms.windows_problems).
     refused = verdict(["windows"], system="Windows", filesystem=filesystem, windows_version=windows_version)[0]
     assert refused["ok"] is False and words in refused["reason"]
 
 
 def test_the_gate_and_the_index_use_one_rule_per_file_system_platform():
-    from core import contract
     from platform_runtime import claims
+    from rules import platforms
 
-    assert claims.windows_problems is contract.windows_problems and claims.nfs_problems is contract.nfs_problems
+    assert claims.windows_problems is platforms.windows_problems and claims.nfs_problems is platforms.nfs_problems
 
 
 def test_fine_grained_filesystem_requirement():
@@ -159,7 +159,7 @@ def test_fine_grained_filesystem_requirement():
 
 
 def test_github_run_is_recorded_field_by_field_and_only_inside_actions():
-    from core.provenance import github_facts
+    from common.provenance import github_facts
 
     assert github_facts({"GITHUB_SHA": "a" * 40}) is None
     env = {"GITHUB_ACTIONS": "true", "GITHUB_SHA": "a" * 40, "GITHUB_RUN_ID": "33304800747",

@@ -1,4 +1,4 @@
-"""The collective check's pure parts (scripts/core/collectives.py, the launcher's resolve): the exact answers, the
+"""The collective check's pure parts (scripts/rules/collectives.py, the launcher's resolve): the exact answers, the
 device each rank must be on, NCCL's version as torch and NCCL document it, and the verdict on a record. The NCCL
 and ROCm paths are reached here only through these functions: no GPU ran them in this project's tests."""
 
@@ -8,8 +8,8 @@ import copy
 import types
 
 import pytest
-from core import collectives
 from platform_runtime import collective_worker
+from rules import collectives
 
 
 def passing_record(world: int = 2, device_type: str = "cpu") -> dict:

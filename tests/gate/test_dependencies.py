@@ -1,7 +1,7 @@
 """The RECORD check of any distribution (platform_runtime.dist_record), the closure of what torch requires
 (platform_runtime.dependencies), the files a gate process loaded matched to their distributions
 (platform_runtime.loaded_files), and the judge's rule for what the gate recorded of them
-(core.trust.distribution_problems): each on small installed trees, and each able to fail."""
+(rules.trust.distribution_problems): each on small installed trees, and each able to fail."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import hashlib
 import sys
 from pathlib import Path
 
-from core import result_verdicts, trust
 from platform_runtime import dependencies, dist_record, loaded_files
+from rules import trust, whole_result
 
 from tests.gate import injection_kit as kit
 
@@ -182,9 +182,9 @@ def test_a_recorded_ok_that_its_measurements_contradict_is_refused_naming_both_v
 
 def test_a_current_gates_result_with_the_view_removed_is_refused():
     result = {"device": {"type": "cpu", "views": {"record": {}, "distributions": GOOD}},
-              "source": {"files": {result_verdicts.DISTRIBUTIONS_SOURCE: "0" * 64}}}
-    assert not any("distributions" in p for p in result_verdicts.device_views(result))
+              "source": {"files": {whole_result.DISTRIBUTIONS_SOURCE: "0" * 64}}}
+    assert not any("distributions" in p for p in whole_result.device_views(result))
     del result["device"]["views"]["distributions"]
-    assert any("device.views.distributions is missing" in p for p in result_verdicts.device_views(result))
+    assert any("device.views.distributions is missing" in p for p in whole_result.device_views(result))
     result["source"]["files"] = {}  # an older gate's result: judged by its other fields
-    assert not any("distributions" in p for p in result_verdicts.device_views(result))
+    assert not any("distributions" in p for p in whole_result.device_views(result))

@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from core import trust
 from platform_runtime import nvidia_driver, procmaps, torch_record
+from rules import trust
 
 from tests.conftest import ROOT, SCRIPTS
 from tests.gate.test_gate_isolation import FORGED_CUDA_REPORT, bare_venv, fake_torch, run_gate_with
@@ -163,7 +163,7 @@ def test_a_torch_without_a_record_or_with_one_that_lists_no_torch_file_does_not_
     assert "lists no file of the torch package" in torch_record.verify(tmp_path, dist)["problems"][0]
 
 
-# --- the judgement (core.trust), from recorded views ----------------------------------------------------------
+# --- the judgement (rules.trust), from recorded views ----------------------------------------------------------
 
 GOOD_VIEWS = {"record": {"verified": True, "files": 3, "bytes": 10, "duration_s": 0.1, "problems": []},
               "mapped": {"observed": "linux-proc-maps",

@@ -1,5 +1,5 @@
 """A GPU claim needs the device worker's own access to the kernel driver, seen by the parent from outside
-(platform_runtime/driver_access.py, judged by core/driver_views.py): the driver's device held open, on CUDA the
+(platform_runtime/driver_access.py, judged by rules/gpu_driver_access.py): the driver's device held open, on CUDA the
 NVIDIA driver's libcuda.so from the system's folders, on ROCm a GPU node in the kernel's KFD topology; and the
 driver's list of GPUs comes from the driver's own nvidia-smi, never one found on the caller's PATH.
 
@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from core import driver_views, trust
 from platform_runtime import driver_access, nvidia_driver, procmaps
+from rules import gpu_driver_access, trust
 
 from tests.conftest import ROOT
 from tests.gate.test_device_views import FILES, GOOD_VIEWS, PROBE, installed_torch
@@ -78,9 +78,9 @@ def views(access: dict | None, kind_views: dict = GOOD_VIEWS) -> dict:
 
 
 def test_what_a_real_cuda_box_shows_backs_the_claim():
-    assert driver_views.driver_access_problems("cuda", views(REAL_CUDA_ACCESS)) == []
+    assert gpu_driver_access.driver_access_problems("cuda", views(REAL_CUDA_ACCESS)) == []
     wsl = {"devices_open": ["dxg"], "cuda_library": {"name": "libcuda.so.1", "from": "system", "deleted": False}}
-    assert driver_views.driver_access_problems("cuda", views(wsl)) == []
+    assert gpu_driver_access.driver_access_problems("cuda", views(wsl)) == []
     assert trust.device_view_problems({"type": "cuda", "cuda": PROBE, "views": views(REAL_CUDA_ACCESS)}) == []
 
 
@@ -104,17 +104,17 @@ def test_a_rocm_claim_needs_dev_kfd_open_and_a_gpu_in_the_kfd_topology():
     rocm = {**GOOD_VIEWS,
             "mapped": {"observed": "linux-proc-maps", "torch_lib": ["libtorch_cpu.so", "libtorch_hip.so"]}}
     good = {"devices_open": ["dri/renderD128", "kfd"], "kfd_gpu_nodes": 1}
-    assert driver_views.driver_access_problems("rocm", views(good, rocm)) == []
-    assert any("/dev/kfd" in p for p in driver_views.driver_access_problems("rocm", views({**good, "devices_open": []},
-                                                                                        rocm)))
-    assert any("lists no GPU" in p for p in driver_views.driver_access_problems(
+    assert gpu_driver_access.driver_access_problems("rocm", views(good, rocm)) == []
+    assert any("/dev/kfd" in p for p in gpu_driver_access.driver_access_problems(
+        "rocm", views({**good, "devices_open": []}, rocm)))
+    assert any("lists no GPU" in p for p in gpu_driver_access.driver_access_problems(
         "rocm", views({**good, "kfd_gpu_nodes": 0}, rocm)))
 
 
 def test_cpu_and_unobserved_claims_are_not_judged_by_driver_access():
-    assert driver_views.driver_access_problems("cpu", views(None)) == []
+    assert gpu_driver_access.driver_access_problems("cpu", views(None)) == []
     not_linux = {**GOOD_VIEWS, "mapped": {"observed": "not-linux", "torch_lib": []}}
-    assert driver_views.driver_access_problems("cuda", views(None, not_linux)) == []
+    assert gpu_driver_access.driver_access_problems("cuda", views(None, not_linux)) == []
 
 
 def test_an_nvidia_smi_on_the_callers_path_is_not_the_drivers(tmp_path, monkeypatch):

@@ -1,5 +1,5 @@
 """GPUs inside containers: what the NVIDIA container toolkit, WSL2 and ROCm's `docker --device` lay out passes the
-driver-view rules (core.driver_facts, core.driver_views), and layouts that differ from theirs fail.
+driver-view rules (rules.gpu_driver_files, rules.gpu_driver_access), and layouts that differ from theirs fail.
 
 Each layout is made here for real, in a private mount namespace (`unshare -m`, root), step by step as its maker's
 source makes it, and a process inside it holds the devices and maps the libraries a CUDA or ROCm worker does; the
@@ -45,8 +45,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from core import driver_facts, driver_views, trust
 from platform_runtime import driver_files
+from rules import gpu_driver_access, gpu_driver_files, trust
 
 from tests.conftest import ROOT
 from tests.gate.test_device_views import GOOD_VIEWS, PROBE
@@ -269,7 +269,7 @@ def test_the_container_toolkits_legacy_layout_passes_the_driver_rules(tmp_path):
     assert driver["proc_files"] == [{"f_type": TMPFS_MAGIC, "fstype": "tmpfs", "mount_point": "/proc" + gpu_folder,
                                      "mount_root": gpu_folder}]
     assert "ModifyDeviceFiles: 0" in seen["params"]
-    # the worker's kernel_driver (core.gpu_agreement requires it of a Linux CUDA result) from the toolkit's copy
+    # the worker's kernel_driver (rules.one_gpu requires it of a Linux CUDA result) from the toolkit's copy
     assert seen["kernel_driver"] == DRIVER
     # as made here, only the stand-ins are refused: the nodes' numbers and the stand-in procfs folder's tmpfs
     refused_for_stand_ins_only(cuda_problems(access, driver), f"a 'tmpfs' mount at '/proc{gpu_folder}'")
@@ -316,14 +316,14 @@ def test_wsl2s_driver_store_and_dxg_pass_the_driver_rules(tmp_path):
     assert (access["libraries"]["libcuda"]["mount"], access["libraries"]["libcuda"]["same_file"]) == ("wsl", True)
     assert driver["smi_file"] == {"found": True, "elf": True, "mount": "wsl"}  # /usr/lib/wsl/lib/nvidia-smi
     assert driver["proc_files"] == [] and driver["listed"] is False  # no /proc/driver/nvidia under WSL
-    problems = driver_views.driver_access_problems("cuda", {**GOOD_VIEWS, "driver_access": access})
+    problems = gpu_driver_access.driver_access_problems("cuda", {**GOOD_VIEWS, "driver_access": access})
     assert problems == ["/dev/dxg the device worker held is char 10:229, not the driver's 10:*",  # none registered
                         "device.views.driver_access.device_nodes names no genuine cuda driver device the worker held "
                         "(dxg)"], problems
     real = with_driver(access, {"dxg": (10, 63)}, {"dxg_misc_minor": 63})
-    assert driver_views.driver_access_problems("cuda", {**GOOD_VIEWS, "driver_access": real}) == []
+    assert gpu_driver_access.driver_access_problems("cuda", {**GOOD_VIEWS, "driver_access": real}) == []
     listed = {**driver, "listed": True, "source": "nvidia-smi-L", "driver_gpus": 1, "problem": None}
-    assert driver_facts.proc_file_problems(listed) == []  # the list from WSL's own nvidia-smi
+    assert gpu_driver_files.proc_file_problems(listed) == []  # the list from WSL's own nvidia-smi
 
 
 @needs_namespace
@@ -337,7 +337,7 @@ def test_the_toolkits_layout_on_wsl2_passes_the_driver_rules(tmp_path):
     assert access["libraries"]["libcuda"]["mount"] == "file" and access["cuda_library"]["from"] == "system"
     assert driver["smi_file"] == {"found": True, "elf": True, "mount": "file"} and driver["proc_files"] == []
     real = with_driver(access, {"dxg": (10, 63)}, {"dxg_misc_minor": 63})
-    assert driver_views.driver_access_problems("cuda", {**GOOD_VIEWS, "driver_access": real}) == []
+    assert gpu_driver_access.driver_access_problems("cuda", {**GOOD_VIEWS, "driver_access": real}) == []
 
 
 @needs_namespace
@@ -351,12 +351,12 @@ def test_rocms_docker_devices_pass_the_driver_rules(tmp_path, made_by):
     assert_image_libraries(access, "rocm")
     views = {**GOOD_VIEWS, "mapped": {"observed": "linux-proc-maps",
                                       "torch_lib": ["libtorch_cpu.so", "libtorch_hip.so"]}}
-    problems = driver_views.driver_access_problems("rocm", {**views, "driver_access": access})
+    problems = gpu_driver_access.driver_access_problems("rocm", {**views, "driver_access": access})
     assert any("kernel registers no kfd driver" in p for p in problems), problems
     assert any("kfd_gpu_nodes is 0" in p for p in problems), problems  # no amdgpu topology in this sysfs
     # with the kfd major /proc/devices registers on a ROCm host and a GPU node in its KFD topology
     real = {**with_driver(access, {"kfd": (511, 0)}, {"kfd": 511}), "kfd_gpu_nodes": 1}
-    assert driver_views.driver_access_problems("rocm", {**views, "driver_access": real}) == []
+    assert gpu_driver_access.driver_access_problems("rocm", {**views, "driver_access": real}) == []
 
 
 # ---- layouts that differ from what the toolkit makes ----------------------------------------------------------
@@ -391,7 +391,7 @@ def test_a_gpu_folder_written_into_the_tmpfs_over_the_drivers_folder_is_refused(
     (own,) = [f for f in differing["driver"]["proc_files"] if f["mount_point"] == "/proc/driver/nvidia"]
     assert own == {"f_type": TMPFS_MAGIC, "fstype": "tmpfs", "mount_point": "/proc/driver/nvidia", "mount_root": "/"}
     for facts in (own, _procfs(own)):  # refused by where it lies, whatever its file system
-        problems = driver_facts.proc_file_problems({"source": "proc-driver-nvidia", "proc_files": [facts]})
+        problems = gpu_driver_files.proc_file_problems({"source": "proc-driver-nvidia", "proc_files": [facts]})
         assert any("not the kernel's procfs at /proc" in p for p in problems), problems
 
 
@@ -399,7 +399,7 @@ def test_a_gpu_folder_written_into_the_tmpfs_over_the_drivers_folder_is_refused(
 def test_one_gpus_procfs_folder_bound_at_another_gpus_place_is_refused(differing):
     (moved,) = [f for f in differing["driver"]["proc_files"] if f["mount_point"].endswith("0000:3b:00.0")]
     assert moved["mount_root"] == f"/driver/nvidia/gpus/{BUS}"
-    problems = driver_facts.proc_file_problems({"source": "proc-driver-nvidia", "proc_files": [_procfs(moved)]})
+    problems = gpu_driver_files.proc_file_problems({"source": "proc-driver-nvidia", "proc_files": [_procfs(moved)]})
     assert any("not the kernel's procfs at /proc" in p for p in problems), problems
 
 
@@ -409,7 +409,7 @@ def test_a_driver_library_volume_over_a_folder_is_refused(differing):
     libcuda = access["libraries"]["libcuda"]
     assert (libcuda["mount"], libcuda["mount_fstype"], libcuda["same_file"]) == ("folder", "tmpfs", True)
     real = with_driver(access, NVIDIA_NUMBERS, {"nvidia-uvm": 234})
-    problems = driver_facts.library_problems("cuda", real)
+    problems = gpu_driver_files.library_problems("cuda", real)
     assert problems == ["device.views.driver_access.libraries['libcuda']: mapped from a 'tmpfs' mount over a folder "
                         "of the system (mount 'folder'; the driver's comes from the root file system, a bind of the "
                         "file itself or WSL's driver store): a mount namespace laid it there"], problems

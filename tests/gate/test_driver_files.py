@@ -1,5 +1,5 @@
 """A GPU claim rests on what the driver's files ARE, not what they are named (r5 findings F6, F7;
-platform_runtime/driver_files.py records, core/driver_facts.py judges): each driver device the worker held is a
+platform_runtime/driver_files.py records, rules/gpu_driver_files.py judges): each driver device the worker held is a
 character device with the driver's major (195 for /dev/nvidiactl and /dev/nvidia<N>, /proc/devices' for
 nvidia-uvm and kfd, misc 10 and /proc/misc's minor for WSL's dxg); each backend library it mapped is an ELF
 shared object of its interpreter's machine, mapped executable, of a real library's size, and the driver's
@@ -24,8 +24,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from core import driver_facts, driver_views, result_format, trust
 from platform_runtime import driver_files
+from rules import gpu_driver_access, gpu_driver_files, result_format, trust
 
 from tests.conftest import ROOT, validate
 from tests.gate.test_device_views import FILES, GOOD_VIEWS, PROBE, installed_torch
@@ -67,16 +67,16 @@ def test_the_kernels_driver_numbers_are_read_from_proc_devices_and_proc_misc():
 
 
 def test_what_a_real_cuda_box_records_backs_the_claim():
-    assert driver_views.driver_access_problems("cuda", cuda_views()) == []
+    assert gpu_driver_access.driver_access_problems("cuda", cuda_views()) == []
     assert trust.device_view_problems({"type": "cuda", "cuda": PROBE, "views": cuda_views()}) == []
     wsl = {**REAL_ACCESS, "devices_open": ["dxg"], "device_nodes": [{"name": "dxg", "char": True, "major": 10,
                                                                       "minor": 63}],
            "registered": {"nvidia-uvm": None, "kfd": None, "dxg_misc_minor": 63}}
     wsl["libraries"] = {**REAL_ACCESS["libraries"], "libcuda": {**REAL_LIBRARY, "size": 160_000, "mount": "wsl"}}
-    assert driver_views.driver_access_problems("cuda", cuda_views(wsl)) == []
+    assert gpu_driver_access.driver_access_problems("cuda", cuda_views(wsl)) == []
     toolkit = copy.deepcopy(REAL_ACCESS)  # the NVIDIA container toolkit bind-mounts the host's libcuda file
     toolkit["libraries"]["libcuda"]["mount"] = "file"
-    assert driver_views.driver_access_problems("cuda", cuda_views(toolkit)) == []
+    assert gpu_driver_access.driver_access_problems("cuda", cuda_views(toolkit)) == []
 
 
 def _edit(path: tuple, value) -> dict:
@@ -117,7 +117,7 @@ def test_a_dxg_node_must_be_wsls_misc_minor_not_another_misc_device():
     fuse = {**REAL_ACCESS, "devices_open": ["dxg"], "device_nodes": [{"name": "dxg", "char": True, "major": 10,
                                                                        "minor": 229}],
             "registered": {"nvidia-uvm": None, "kfd": None, "dxg_misc_minor": 63}}
-    problems = driver_views.driver_access_problems("cuda", cuda_views(fuse))
+    problems = gpu_driver_access.driver_access_problems("cuda", cuda_views(fuse))
     assert any("/dev/dxg the device worker held is char 10:229, not the driver's 10:63" in p for p in problems)
 
 
@@ -127,9 +127,9 @@ def test_a_rocm_claim_needs_kfd_with_the_registered_major_and_a_real_libtorch_hi
     access = {"devices_open": ["kfd"], "kfd_gpu_nodes": 1, "registered": {"nvidia-uvm": None, "kfd": 238},
               "device_nodes": [{"name": "kfd", "char": True, "major": 238, "minor": 0}],
               "libraries": {"libtorch_hip.so": {**REAL_LIBRARY, "size": 900_000_000}}}
-    assert driver_views.driver_access_problems("rocm", {**rocm_views, "driver_access": access}) == []
+    assert gpu_driver_access.driver_access_problems("rocm", {**rocm_views, "driver_access": access}) == []
     fake = {**access, "registered": {"kfd": None}, "libraries": {"libtorch_hip.so": {**REAL_LIBRARY, "size": 0}}}
-    problems = driver_views.driver_access_problems("rocm", {**rocm_views, "driver_access": fake})
+    problems = gpu_driver_access.driver_access_problems("rocm", {**rocm_views, "driver_access": fake})
     assert any("the kernel registers no kfd driver" in p for p in problems)
     assert any("0 bytes, below the" in p for p in problems)
 
@@ -157,9 +157,9 @@ def test_the_container_toolkits_bind_of_the_drivers_own_procfs_folder_is_the_ker
     # procfs back at its own place: procfs, its root that very folder
     toolkit = {"f_type": 0x9FA0, "fstype": "proc", "mount_point": "/proc/driver/nvidia/gpus/0000:18:00.0",
                "mount_root": "/driver/nvidia/gpus/0000:18:00.0"}
-    assert driver_facts.proc_file_problems({**REAL_DRIVER, "proc_files": [toolkit]}) == []
+    assert gpu_driver_files.proc_file_problems({**REAL_DRIVER, "proc_files": [toolkit]}) == []
     elsewhere = {**toolkit, "mount_point": "/proc/driver/nvidia/gpus/0000:01:00.0"}  # another GPU's, moved
-    assert driver_facts.proc_file_problems({**REAL_DRIVER, "proc_files": [elsewhere]})
+    assert gpu_driver_files.proc_file_problems({**REAL_DRIVER, "proc_files": [elsewhere]})
 
 
 @pytest.mark.parametrize("smi, held", [
@@ -169,9 +169,9 @@ def test_the_container_toolkits_bind_of_the_drivers_own_procfs_folder_is_the_ker
     ({"found": False, "elf": None, "mount": None}, False), (None, False)])
 def test_a_list_from_nvidia_smi_needs_the_drivers_own_program(smi, held):
     driver = {**REAL_DRIVER, "source": "nvidia-smi-L", "proc_files": [], "smi_file": smi}
-    assert (driver_facts.proc_file_problems(driver) == []) is held
+    assert (gpu_driver_files.proc_file_problems(driver) == []) is held
     # a list from /proc alone does not depend on nvidia-smi
-    assert driver_facts.proc_file_problems({**REAL_DRIVER, "smi_file": smi}) == []
+    assert gpu_driver_files.proc_file_problems({**REAL_DRIVER, "smi_file": smi}) == []
 
 
 def test_results_whose_gate_writes_the_driver_facts_must_hold_them_and_older_ones_need_not():
@@ -191,7 +191,7 @@ def test_results_whose_gate_writes_the_driver_facts_must_hold_them_and_older_one
     assert result_format.missing_views(result(cpu, new)) == []  # a CPU claim records neither object
     # and the judge, given a legacy record without them, judges it by its other views
     legacy = {k: v for k, v in REAL_ACCESS.items() if k not in ("device_nodes", "registered", "libraries")}
-    assert driver_views.driver_access_problems("cuda", cuda_views(legacy, GOOD_VIEWS["driver"])) == []
+    assert gpu_driver_access.driver_access_problems("cuda", cuda_views(legacy, GOOD_VIEWS["driver"])) == []
 
 
 # ---- real forgeries, in a private mount namespace -------------------------------------------------------------
@@ -325,7 +325,7 @@ def test_the_gate_in_a_namespace_with_a_fake_cuda_torch_refuses_require_cuda(tmp
     assert result["ok"] is False and result["exit_code"] == 1
     assert next(r for r in result["requirements"] if r["name"] == "cuda")["ok"] is False
     assert result_format.missing_views(result) == []
-    assert driver_facts.library_problems("cuda", seen["driver_access"])
+    assert gpu_driver_files.library_problems("cuda", seen["driver_access"])
 
 
 PATH_HOLDER = """import errno, json, os, sys
@@ -364,7 +364,7 @@ exec "$0" -I "$1" "$2"
     assert seen["devices_open"] == ["nvidia1"]
     assert seen["device_nodes"] == [{"name": "nvidia1", "char": True, "major": 1, "minor": 5}]
     access = {**REAL_ACCESS, "devices_open": seen["devices_open"], "device_nodes": seen["device_nodes"]}
-    problems = driver_views.driver_access_problems("cuda", cuda_views(access))
+    problems = gpu_driver_access.driver_access_problems("cuda", cuda_views(access))
     assert any("names no genuine cuda driver device the worker held (nvidia1)" in p for p in problems), problems
 
 
@@ -385,7 +385,7 @@ print(json.dumps(nvidia_driver.proc_files()))' "$1"
     files = json.loads(done.stdout)
     assert files == [{"f_type": 0x9FA0, "fstype": "proc", "mount_root": "/version",
                       "mount_point": "/proc/driver/nvidia/gpus/0000:01:00.0/information"}]
-    problems = driver_facts.proc_file_problems({**REAL_DRIVER, "proc_files": files})
+    problems = gpu_driver_files.proc_file_problems({**REAL_DRIVER, "proc_files": files})
     assert any("not the kernel's procfs at /proc" in p for p in problems), problems
 
 
@@ -406,13 +406,13 @@ print(json.dumps(nvidia_driver.uuid_check("GPU-" + sys.argv[2], nvidia_driver.PR
     driver = json.loads(done.stdout)
     assert driver["listed"] is True and driver["source"] == "nvidia-smi-L"  # by its word, it listed the UUID
     assert driver["smi_file"] == {"found": True, "elf": False, "mount": "folder"}
-    problems = driver_facts.proc_file_problems(driver)
+    problems = gpu_driver_files.proc_file_problems(driver)
     assert any("not an ELF program on the root file system" in p for p in problems), problems
 
 
 def test_a_torch_whose_record_lists_an_empty_or_tiny_libtorch_cuda_cannot_claim_cuda(tmp_path):
-    from core.torch_build_rules import build_supports
     from platform_runtime import torch_build, torch_record
+    from rules.build_cross_check import build_supports
     for content, words in ((b"", "is 0 bytes of format None"), (dummy_library(tmp_path / "tiny.so").read_bytes(),
                                                                  "of format 'elf': not a real libtorch_cuda.so")):
         site = tmp_path / f"site{len(content)}"
@@ -430,7 +430,7 @@ def test_a_torch_whose_record_lists_an_empty_or_tiny_libtorch_cuda_cannot_claim_
 
 
 def test_the_committed_h200_result_keeps_its_verdicts_under_these_rules():
-    from core.torch_build_rules import recorded_cross_check
+    from rules.build_cross_check import recorded_cross_check
     result = json.loads((ROOT / "evidence" / "cuda" / "run" / "platform-runtime-cuda.json").read_text())
     assert result["ok"] is True and "backend_files" not in result["device"]["torch_build"]
     assert recorded_cross_check(result["device"], "Linux") == []

@@ -15,7 +15,7 @@ import pytest
 from tests.conftest import SCRIPTS
 
 # The gate's heavy modules: none may be imported before the device worker is started.
-HEAVY = ("platform_runtime.gate", "core.contract", "core.verdicts", "platform_runtime.claims")
+HEAVY = ("platform_runtime.gate", "rules.registry", "rules.gate_result", "platform_runtime.claims")
 
 
 def test_the_entry_script_starts_the_device_worker_before_it_imports_the_gates_modules(tmp_path):
@@ -79,12 +79,12 @@ def test_the_device_checks_duration_counts_from_the_early_start_and_fits_in_the_
 def test_started_at_is_read_with_the_early_start_so_slow_imports_after_it_do_not_split_the_results_clocks(tmp_path):
     # In the NFS VM under load the gate's imports, between the early worker's start (where duration_s counts
     # from) and the result's skeleton, took over 2 s: started_at read there made the result's own clocks
-    # disagree (core.time_views) and failed a sound run. 3 s of sleep stands for those imports here.
+    # disagree (rules.times) and failed a sound run. 3 s of sleep stands for those imports here.
     done, result = gate_with_early_start(tmp_path, "time.sleep(3)")
-    from core import time_views
+    from rules import times
 
     assert result["duration_s"] >= 3
-    assert time_views.problems(result) == [], result["failures"]
+    assert times.problems(result) == [], result["failures"]
     assert done.returncode == 0 and result["ok"] is True, result["failures"]
 
 

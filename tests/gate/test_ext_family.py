@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from core import fs_magic
 from platform_runtime import filesystem
+from rules import fs_magic
 
 pytestmark = [pytest.mark.root, pytest.mark.skipif(sys.platform != "linux" or os.geteuid() != 0,
                                                    reason="loop-mounts ext images (Linux, root)")]

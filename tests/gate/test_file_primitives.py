@@ -9,14 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from core.files import (
-    CHUNK,
-    atomic_write_bytes,
-    atomic_write_json,
-    encode_json,
-    sha256_bytes,
-    sha256_file,
-)
+from common.files import CHUNK, atomic_write_bytes, atomic_write_json, encode_json, sha256_bytes, sha256_file
 from platform_runtime.fs_worker import FAILURE_STAGES, failing_stage
 from platform_runtime.jsonl import record_line, verify_records
 from platform_runtime.sources import GATE_SOURCES, REPO_ROOT

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from core.files import sha256_file
+from common.files import sha256_file
 from platform_runtime.sources import GATE_SOURCES
 
 from tests.conftest import ROOT, SCRIPTS, fault_python, run_gate

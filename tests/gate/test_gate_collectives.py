@@ -13,7 +13,7 @@ import sys
 import time
 
 import pytest
-from core import collectives
+from rules import collectives
 
 from tests.conftest import run_gate
 
@@ -78,7 +78,7 @@ def test_the_ranks_answers_are_rejudged_from_the_record(passing):
 
 
 def test_the_judge_recomputes_the_check_and_refuses_an_edited_answer_left_ok(passing):
-    from core.contract import judge_bytes
+    from evidence_index.documents import judge_bytes
 
     assert judge_bytes(passing.output.read_bytes()).ok is True
     edited = json.loads(passing.output.read_text(encoding="utf-8"))

@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 import pytest
-from core import record_rules
 from platform_runtime import budget, stuck
+from rules import beside_checks
 
 from tests.conftest import SCRIPTS, run_gate, validate
 
@@ -72,9 +72,9 @@ def test_a_child_that_never_finishes_and_cannot_be_reaped_ends_the_gate_within_i
     # The workspace was still removed, in the slot kept for it after the checks' deadline.
     assert run.result["workspace_cleanup"]["status"] == "cleaned"
     assert run.result["workspace_cleanup"]["after_global_timeout"] is True
-    # ... and its deadline is the one its argument and the budget set, by the judge's rule (core.record_rules).
+    # ... and its deadline is the one its argument and the budget set, by the judge's rule (rules.beside_checks).
     assert "deadline_cut_by_budget" in run.result["workspace_cleanup"]
-    assert record_rules.cleanup_deadline(run.result) == [] and record_rules.timeout_held(run.result) == []
+    assert beside_checks.cleanup_deadline(run.result) == [] and beside_checks.timeout_held(run.result) == []
 
 
 def _sh(*command: str, timeout: float = 60) -> subprocess.CompletedProcess:
@@ -149,7 +149,7 @@ def test_a_file_system_that_stops_answering_ends_the_gate_within_its_timeout_nam
     assert named, "no check named a process left in uninterruptible sleep"
     cleanup = result["workspace_cleanup"]
     assert cleanup["file_system_hung"] is True and cleanup["status"] in ("timeout", "failed")
-    assert cleanup["deadline_s"] <= 5.0 and record_rules.cleanup_deadline(result) == [], cleanup
+    assert cleanup["deadline_s"] <= 5.0 and beside_checks.cleanup_deadline(result) == [], cleanup
     assert result["checks"]["workspace_cleanup"]["ok"] is False
     # Still there after the gate's exit, still blocked (until the fixture thaws the file system).
     assert any(_state(pid) == "D" for pid in named), "no process named as abandoned is left in D after the exit"

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from core.contract import prove_platform
+from rules.registry import prove_platform
 
 from tests.conftest import ROOT, run_gate
 from tests.gate import injection_kit as kit
@@ -254,7 +254,7 @@ def test_a_cpu_only_run_is_not_failed_by_a_vector_which_is_still_named(tmp_path)
 
 
 def test_a_shim_that_rewrites_the_mount_table_is_refuted_by_the_kernels_statfs(tmp_path):
-    """The same shim made to show NFS in mountinfo: the kernel's statfs f_type of the same handle (core.fs_magic)
+    """The same shim made to show NFS in mountinfo: the kernel's statfs f_type of the same handle (rules.fs_magic)
     says ext4, so even a CPU-only run fails, naming both views."""
     env = {"LD_PRELOAD": str(kit.preload_shim(tmp_path / "shim")), "FAKE_MOUNTINFO": str(kit.nfs_mountinfo(tmp_path))}
     run = run_gate(tmp_path, "--device", "cpu", "--require-device", "cpu", env=env)

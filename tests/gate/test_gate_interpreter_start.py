@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from core import isolation_judge
+from rules import isolation_record
 
 from tests.conftest import ROOT, GateRun, run_gate, validate
 from tests.gate.test_gate_injection import FORGED, assert_refused_naming, fstype, nfs_verdict
@@ -73,9 +73,9 @@ def test_forged_stdlib_bytecode_under_pythonpycacheprefix_fails_require_nfs_name
     isolation = edited["isolation"]
     isolation["present"] = [v for v in isolation["present"] if v != "PYTHONPYCACHEPREFIX"]
     isolation["findings"] = [f for f in isolation["findings"] if not f.startswith("PYTHONPYCACHEPREFIX")]
-    assert any("PYTHONPYCACHEPREFIX" in p for p in isolation_judge.isolation_forgeries(edited))
+    assert any("PYTHONPYCACHEPREFIX" in p for p in isolation_record.isolation_forgeries(edited))
     del isolation["interpreter"]  # and the fact deleted too: a gate hashing interpreter_state.py records it
-    assert any("isolation.interpreter is None" in p for p in isolation_judge.isolation_forgeries(edited))
+    assert any("isolation.interpreter is None" in p for p in isolation_record.isolation_forgeries(edited))
 
 
 def test_x_pycache_prefix_is_a_vector_even_under_minus_i(tmp_path):
@@ -92,7 +92,7 @@ def test_an_untouched_run_records_a_clean_interpreter_and_passes(tmp_path):
     run = run_gate(tmp_path, "--device", "cpu")
     assert run.returncode == 0, run.stderr
     assert run.result["isolation"]["interpreter"] == {"pycache_prefix": False, "executable_is_image": True}
-    assert isolation_judge.isolation_forgeries(run.result) == []
+    assert isolation_record.isolation_forgeries(run.result) == []
     startups = run.result["isolation"]["worker_startup"]
     assert {"file-system probe", "device_compute", "failing_writer", "concurrent_replace", "jsonl_append",
             "workspace_cleanup", "torch RECORD check"} <= set(startups)
@@ -100,19 +100,19 @@ def test_an_untouched_run_records_a_clean_interpreter_and_passes(tmp_path):
     # A worker's entry deleted (with the finding it would have given) is not authentic.
     edited = copy.deepcopy(run.result)
     del edited["isolation"]["worker_startup"]["jsonl_append"]
-    assert isolation_judge.isolation_forgeries(edited) == [
+    assert isolation_record.isolation_forgeries(edited) == [
         "isolation.worker_startup has no entry for jsonl_append, which ran: the gate records each worker's own "
         "start-up"]
 
 
 def test_every_sentence_of_the_interpreter_rules_names_its_vector_for_the_judge():
-    from core import interpreter_rules as rules
+    from rules import interpreter_start as rules
 
     sentences = rules.interpreter_vectors({"pycache_prefix": True, "executable_is_image": False})
     sentences += rules.worker_vectors({"file-system probe": {**rules.WORKER_EXPECTED, "isolated": False}})
     assert [vector for vector, _ in sentences] == ["PYTHONPYCACHEPREFIX", "sys.executable", "worker start-up"]
     for vector, finding in sentences:
-        assert isolation_judge.vector_of(finding) == vector, finding
+        assert isolation_record.vector_of(finding) == vector, finding
     assert rules.worker_vectors({"cleanup": dict(rules.WORKER_EXPECTED)}) == []
     assert rules.worker_vectors({"cleanup": {**rules.WORKER_EXPECTED, "executable_is_image": None}}) == []  # no /proc
 
@@ -162,7 +162,7 @@ def test_a_wrapper_script_named_as_sys_executable_is_refused_and_never_starts_a_
     edited = copy.deepcopy(run.result)
     isolation = edited["isolation"]
     isolation["present"], isolation["findings"] = [], []
-    problems = isolation_judge.isolation_forgeries(edited)
+    problems = isolation_record.isolation_forgeries(edited)
     assert any("sys.executable" in p and "worker start-up" in p for p in problems), problems
 
 

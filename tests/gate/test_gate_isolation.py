@@ -136,7 +136,7 @@ def test_a_torch_without_a_cuda_build_cannot_claim_cuda_whatever_the_worker_says
     run = run_gate_with(tmp_path, python, ROOT / "scripts" / "platform_runtime_check.py", "--require", "cuda",
                         env={})
     assert run.returncode == 1 and run.result["ok"] is False
-    assert run.result["checks"]["device_compute"]["ok"] is False  # by its measurements (core.verdicts)
+    assert run.result["checks"]["device_compute"]["ok"] is False  # by its measurements (rules.gate_result)
     # The build's word against the worker's is a fact of the result (device.build_cross_check), which fails it.
     assert any(words in problem for problem in run.result["device"]["build_cross_check"])
     assert any(words in failure for failure in run.result["failures"])
@@ -220,7 +220,7 @@ def test_the_result_binds_the_exact_torch_build(gate):
     import torch
 
     record = Path(torch.__file__).resolve().parent.parent / build["dist_info"] / "RECORD"
-    from core.files import sha256_file
+    from common.files import sha256_file
 
     assert build["version"] == torch.__version__ == run.result["device"]["torch"]["version"]
     assert build["cuda"] == torch.version.cuda and build["record_sha256"] == sha256_file(record)

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from core.names import WORKSPACE_PREFIX
+from common.names import WORKSPACE_PREFIX
 
 from tests.conftest import SCRIPTS
 

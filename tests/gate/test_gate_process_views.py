@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 import pytest
-from core import isolation_judge, process_views
 from platform_runtime import worker_watch
+from rules import isolation_record, process_status
 
 from tests.conftest import run_gate
 from tests.gate import view_kit
@@ -48,7 +48,7 @@ def test_a_ptrace_seccomp_supervisor_rewriting_the_mount_view_fails_require_nfs_
            "kernel gives it" in run.result["isolation"]["findings"]
     # The supervisor's own seccomp filter (RET_TRACE) was installed for the gate: its parent has none.
     assert "seccomp filter" in run.result["isolation"]["present"]
-    assert isolation_judge.isolation_forgeries(run.result) == []
+    assert isolation_record.isolation_forgeries(run.result) == []
 
 
 def test_the_judge_refuses_a_tracer_deleted_from_present_and_findings_while_the_status_says_traced(tmp_path):
@@ -59,16 +59,16 @@ def test_the_judge_refuses_a_tracer_deleted_from_present_and_findings_while_the_
                             "processes": {"gate": {"traced": True, "seccomp": 0, "seccomp_filters": 0},
                                           "gate_parent": {"traced": False, "seccomp": 0, "seccomp_filters": 0},
                                           "workers": {}}}}
-    assert isolation_judge.isolation_forgeries(result) == []
+    assert isolation_record.isolation_forgeries(result) == []
     edited = copy.deepcopy(result)
     edited["isolation"].update(present=[], findings=[])
     assert any("isolation.present is recorded []" in p and "'tracer'" in p
-               for p in isolation_judge.isolation_forgeries(edited))
+               for p in isolation_record.isolation_forgeries(edited))
     worker = copy.deepcopy(edited)
     worker["isolation"]["processes"]["gate"]["traced"] = False
     worker["isolation"]["processes"]["workers"]["file-system probe"] = {"traced": False, "seccomp": 2,
                                                                         "seccomp_filters": 1}
-    assert any("'seccomp filter'" in p for p in isolation_judge.isolation_forgeries(worker))
+    assert any("'seccomp filter'" in p for p in isolation_record.isolation_forgeries(worker))
 
 
 @pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
@@ -126,9 +126,9 @@ def test_a_worker_with_a_filter_the_gate_lacks_is_a_vector(tmp_path):
 def test_the_status_parser_reads_this_kernels_fields():
     status = worker_watch.read_status("self")
     assert status is not None and status["traced"] is False and isinstance(status["seccomp"], int)
-    assert process_views.parse_status("Name:\tx\nTracerPid:\t4242\nSeccomp:\t2\nSeccomp_filters:\t3\n") == {
+    assert process_status.parse_status("Name:\tx\nTracerPid:\t4242\nSeccomp:\t2\nSeccomp_filters:\t3\n") == {
         "traced": True, "seccomp": 2, "seccomp_filters": 3}
-    assert process_views.parse_status("TracerPid:\t0\nSeccomp:\t2\n") == {"traced": False, "seccomp": 2,
+    assert process_status.parse_status("TracerPid:\t0\nSeccomp:\t2\n") == {"traced": False, "seccomp": 2,
                                                                           "seccomp_filters": None}
 
 
@@ -142,7 +142,7 @@ def test_a_libffi_shim_only_the_workers_load_fails_require_nfs_named_in_each_wor
     assert "libffi.so.8 is mapped into the file-system probe worker from an LD_LIBRARY_PATH directory" in findings
     assert "libffi.so.8 is mapped into the device worker from an LD_LIBRARY_PATH directory" in findings
     assert not any("gate's own process" in f for f in findings), findings
-    assert isolation_judge.isolation_forgeries(run.result) == []
+    assert isolation_record.isolation_forgeries(run.result) == []
 
 
 def test_any_library_a_worker_maps_from_an_ld_library_path_folder_is_named_but_a_gpu_runtime_in_the_device_worker(
@@ -178,7 +178,7 @@ def test_any_library_a_worker_maps_from_an_ld_library_path_folder_is_named_but_a
     isolation = {"present": [], "findings": []}
     watch.record(isolation)
     for finding in isolation["findings"]:
-        assert isolation_judge.vector_of(finding) in isolation["present"], finding
+        assert isolation_record.vector_of(finding) in isolation["present"], finding
     assert "libuuid.so.1 is mapped into the device worker from an LD_LIBRARY_PATH directory" in isolation["findings"]
 
 
@@ -186,20 +186,20 @@ def test_every_finding_about_processes_names_its_vector_for_the_judge():
     processes = {"gate": {"traced": True, "seccomp": 2, "seccomp_filters": 1}, "gate_parent": None,
                  "workers": {"file-system probe": {"traced": True, "seccomp": 2, "seccomp_filters": 2},
                              "concurrent_replace roles": {"traced": False, "seccomp": 2, "seccomp_filters": 3}}}
-    found = process_views.vectors(processes)
+    found = process_status.vectors(processes)
     assert len(found) == 5
     parent_differs = dict(processes, gate_parent={"traced": False, "seccomp": 0, "seccomp_filters": 0})
-    found += process_views.vectors(parent_differs)
+    found += process_status.vectors(parent_differs)
     for vector, finding in found:
-        assert isolation_judge.vector_of(finding) == vector, finding
-    assert isolation_judge.vector_of(worker_watch.worker_finding("libffi.so.8", "file-system probe")) == \
+        assert isolation_record.vector_of(finding) == vector, finding
+    assert isolation_record.vector_of(worker_watch.worker_finding("libffi.so.8", "file-system probe")) == \
         "LD_LIBRARY_PATH"
 
 
 def test_the_gates_git_takes_no_library_from_ld_library_path(tmp_path, monkeypatch):
     """A libz.so.1 on LD_LIBRARY_PATH (here one with no symbols: git could not start with it) is never loaded by
     the git that answers source.git (it loaded libz from the caller's folder before: the r5 review, F3)."""
-    from core.provenance import git_state
+    from common.provenance import git_state
 
     from tests.conftest import ROOT
 

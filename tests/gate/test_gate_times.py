@@ -1,12 +1,12 @@
 """The gate's own times (started_at, finished_at, duration_s) are judged once, by the rules the judge applies to
-the recorded result (core.verdicts.FINAL_TIME_RULES), on the times the result records: a time problem fails
+the recorded result (rules.gate_result.FINAL_TIME_RULES), on the times the result records: a time problem fails
 the run and is listed once in its failures."""
 
 from __future__ import annotations
 
 import datetime as dt
 
-from core import verdicts
+from rules import gate_result
 
 from tests.gate.test_early_start import gate_with_early_start
 
@@ -21,7 +21,7 @@ def test_a_time_problem_fails_the_run_and_is_listed_once(tmp_path):
     assert all(check["ok"] for check in result["checks"].values()), result["failures"]
     timed = [failure for failure in result["failures"] if failure.startswith("started_at is ")]
     assert len(timed) == 1 and "but duration_s is" in timed[0], result["failures"]
-    assert result["failures"] == verdicts.final_time_problems(result)  # the judge's words for the recorded times
+    assert result["failures"] == gate_result.final_time_problems(result)  # the judge's words for the recorded times
     assert dt.datetime.fromisoformat(result["finished_at"]) > dt.datetime.fromisoformat(result["started_at"])
 
 
@@ -30,7 +30,8 @@ def test_the_gates_two_judgements_apply_each_of_the_judges_result_rules_once():
     # together exactly the judge's rules, none twice, so the gate fails what the judge refuses, once.
     late = {"started_at": "2026-12-01T10:00:00+00:00", "finished_at": "2026-12-01T10:00:39+00:00",
             "duration_s": 9.0, "arguments": {"timeout_s": 5.0}, "workspace_cleanup": {"after_global_timeout": False}}
-    before, final = verdicts.result_problems(late, skip=verdicts.FINAL_TIME_RULES), verdicts.final_time_problems(late)
-    assert sorted(before + final) == sorted(verdicts.result_problems(late))
+    before = gate_result.result_problems(late, skip=gate_result.FINAL_TIME_RULES)
+    final = gate_result.final_time_problems(late)
+    assert sorted(before + final) == sorted(gate_result.result_problems(late))
     assert len(final) == 2 and not set(final) & set(before)  # 39 s against 9.0, and 9.0 over the 5.0 timeout
-    assert set(verdicts.FINAL_TIME_RULES) <= set(verdicts.GATE_RESULT_RULES)
+    assert set(gate_result.FINAL_TIME_RULES) <= set(gate_result.result_rule_names())

@@ -9,8 +9,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from core import isolation_judge
 from platform_runtime import import_folders
+from rules import isolation_record
 
 from tests.conftest import ROOT, run_gate
 from tests.gate import view_kit
@@ -54,4 +54,4 @@ def test_a_json_module_dropped_into_the_gates_scripts_folder_fails_require_nfs_n
     assert FORGED in nfs_verdict(run)["reason"]  # it did rewrite what the gate read
     assert "json.py is an importable entry in the gate's own folder (scripts/) that is not one of its sources: it " \
            "runs in the gate and in every worker that imports its name" in run.result["isolation"]["findings"]
-    assert isolation_judge.isolation_forgeries(run.result) == []
+    assert isolation_record.isolation_forgeries(run.result) == []

@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-from core.files import atomic_write_bytes, sweep_temporaries, temporaries_of
+from common.files import atomic_write_bytes, sweep_temporaries, temporaries_of
 from platform_runtime import killed_writer
 
 from tests.conftest import SCRIPTS, fault_python
@@ -153,8 +153,8 @@ def test_each_kill_is_recorded_and_the_totals_are_made_again_from_those_records(
 
 
 def test_a_result_of_a_gate_hashing_the_per_kill_rule_never_lacks_the_record():
-    from core import result_format
+    from rules import result_format
 
-    result = {"source": {"files": {"scripts/core/kill_record.py": "0" * 64}},
+    result = {"source": {"files": {"scripts/rules/kill_record.py": "0" * 64}},
               "checks": {"failing_writer": {"killed_writer": {}}}}
     assert any("per_kill is missing" in p for p in result_format.missing_views(result))

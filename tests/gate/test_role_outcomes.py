@@ -11,9 +11,9 @@ import sys
 import time
 
 import pytest
-from core.files import read_bytes_retrying
-from core.outcomes import append_problems, lock_probe_problems, replace_problems, role_problems
+from common.files import read_bytes_retrying
 from platform_runtime.roles import describe_error, error_text
+from rules.role_outcomes import append_problems, lock_probe_problems, replace_problems, role_problems
 
 from tests.conftest import SCRIPTS, fault_python
 

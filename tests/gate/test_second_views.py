@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from core import fs_magic, machine_views
 from platform_runtime import binary_arch, filesystem
 from platform_runtime.isolation import locate_torch
+from rules import fs_magic, machine_arch
 
 from tests.gate.test_gate_on_mounts import mounted  # noqa: F401 - the fixture
 
@@ -34,12 +34,12 @@ def test_the_interpreter_and_torch_c_headers_show_this_machine():
         assert recorded["torch_c"]["format"] in FORMATS[sys.platform], recorded
     assert recorded["torch_c"]["name"].startswith("_C.") and "/" not in recorded["torch_c"]["name"]
     result = {"platform": {"system": platform.system(), "machine": platform.machine(), "binaries": recorded}}
-    shown = machine_views.views(result)
+    shown = machine_arch.views(result)
     assert {"platform.binaries.interpreter", "platform.binaries.torch_c"} <= set(shown), shown
-    assert machine_views.problems(result) == []
-    other = "aarch64" if machine_views.canonical(platform.machine()) == "x86_64" else "x86_64"
+    assert machine_arch.problems(result) == []
+    other = "aarch64" if machine_arch.canonical(platform.machine()) == "x86_64" else "x86_64"
     result["platform"]["machine"] = other
-    assert len(machine_views.problems(result)) == len(shown)  # each view names the machine and what it shows
+    assert len(machine_arch.problems(result)) == len(shown)  # each view names the machine and what it shows
 
 
 @pytest.mark.parametrize("name, machine", [("cli-64.exe", 0x8664), ("cli-arm64.exe", 0xAA64), ("cli-32.exe", 0x14C)])
@@ -76,7 +76,7 @@ def test_headers_built_from_the_published_layouts_are_parsed(head, expected):
 def test_not_an_executable_header_shows_nothing():
     parsed = binary_arch.parse(b"#!/bin/sh\n")
     assert parsed["format"] is None and parsed["error"]
-    assert machine_views.header_arches(parsed) == set()
+    assert machine_arch.header_arches(parsed) == set()
 
 
 @pytest.mark.parametrize("system, machine, view, ok", [
@@ -94,7 +94,7 @@ def test_not_an_executable_header_shows_nothing():
 ])
 def test_the_machine_must_run_what_its_binaries_are(system, machine, view, ok):
     result = {"platform": {"system": system, "machine": machine, "binaries": {"interpreter": view}}}
-    problems = machine_views.problems(result)
+    problems = machine_arch.problems(result)
     assert (problems == []) is ok, problems
     if not ok:
         assert f"platform.machine is {machine!r}" in problems[0] and "platform.binaries.interpreter" in problems[0]
@@ -108,7 +108,7 @@ def test_the_machine_must_run_what_its_binaries_are(system, machine, view, ok):
     (["py3-none-any"], set()),
 ])
 def test_wheel_tags_name_their_architecture(tags, arches):
-    assert machine_views.tag_arches(tags) == arches
+    assert machine_arch.tag_arches(tags) == arches
 
 
 @linux

@@ -1,5 +1,5 @@
 """What ran, or could run, before the gate (platform_runtime.startup) and the one rule over what it found
-(core.trust), unit by unit; tests/gate/test_gate_injection.py runs each injection for real."""
+(rules.trust), unit by unit; tests/gate/test_gate_injection.py runs each injection for real."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from core import isolation_judge, trust
-from core.contract import prove_platform
 from platform_runtime import startup
+from rules import isolation_record, trust
+from rules.registry import prove_platform
 
 from tests.conftest import ROOT
 
@@ -194,7 +194,7 @@ def test_the_system_library_folder_on_ld_library_path_is_not_a_vector(tmp_path):
     assert found.present == []
 
 
-# --- core.trust: one rule for the gate and the index -----------------------------------------------------------
+# --- rules.trust: one rule for the gate and the index -----------------------------------------------------------
 
 def gate_result(present: list[str], allowed: bool) -> dict:
     return {"platform": {"system": "Linux"}, "device": {"type": "cpu"},
@@ -345,7 +345,7 @@ def test_a_variable_naming_modules_a_library_of_the_interpreter_loads_is_a_vecto
 
 
 def test_every_finding_the_gate_writes_names_its_vector_for_the_judge(tmp_path):
-    """core.isolation_judge re-derives `present` from the findings: each sentence the gate writes maps back."""
+    """rules.isolation_record re-derives `present` from the findings: each sentence the gate writes maps back."""
     found = startup.Findings()
     startup.judge_environment([{"LD_PRELOAD": "x", "LD_AUDIT": "y", "PYTHONPATH": "z", "PYTHONSTARTUP": "s",
                                 "PYTHONWARNINGS": "ignore::evil.W", "OPENSSL_CONF": "c", "GCONV_PATH": "g"}], found)
@@ -367,9 +367,9 @@ def test_every_finding_the_gate_writes_names_its_vector_for_the_judge(tmp_path):
                                "gate's own process")  # scan()'s
     assert len(found.findings) >= 15 and {"OPENSSL_CONF", "GCONV_PATH"} <= set(found.present)
     for finding in found.findings:
-        assert isolation_judge.vector_of(finding) in found.present, finding
-    assert isolation_judge.derived_vectors({"findings": found.findings, "executing_pth_files":
+        assert isolation_record.vector_of(finding) in found.present, finding
+    assert isolation_record.derived_vectors({"findings": found.findings, "executing_pth_files":
                                             found.executing_pth_files})[0] == found.present
-    # Every sentence the gate can write is among those above: a new one needs its pattern in core.isolation_judge.
+    # Every sentence the gate can write is among those above: a new one needs its pattern in rules.isolation_record.
     source = (ROOT / "scripts" / "platform_runtime" / "startup.py").read_text(encoding="utf-8")
-    assert source.count("out.add(") == 16  # the 14th writes core.interpreter_rules' sentences (tested there)
+    assert source.count("out.add(") == 16  # the 14th writes rules.interpreter_start' sentences (tested there)

@@ -141,7 +141,7 @@ def test_a_scenario_that_is_not_a_plain_name_is_a_usage_error(tmp_path):
 
 
 def test_a_teardown_without_a_scenario_is_a_usage_error(tmp_path):
-    """Every record names its run, so the index can hold it to its file name (core.harness_judge)."""
+    """Every record names its run, so the index can hold it to its file name (rules.nfs_harness)."""
     done = subprocess.run([sys.executable, "-B", str(HARNESS), "teardown", "--export", str(tmp_path), "--mount",
                            str(tmp_path / "m"), "--gate-result", str(tmp_path / "g.json"), "--record",
                            str(tmp_path / "r.json")], capture_output=True, text=True)

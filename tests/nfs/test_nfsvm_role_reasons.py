@@ -53,6 +53,6 @@ def test_the_replace_variants_verdict_and_the_phase_detail_name_the_failed_role(
 
 def test_a_client_without_a_report_is_named_with_its_reason():
     run = {"clients": [{"exit_code": None, "reason": "killed: still running 384 s"}]}
-    from core import vm_judge
+    from rules import nfs_vm_faults
 
-    assert vm_judge.failed_tasks(run) == ["c1: killed: still running 384 s"]
+    assert nfs_vm_faults.failed_tasks(run) == ["c1: killed: still running 384 s"]

@@ -13,8 +13,8 @@ import pytest
 from tests.conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "tools"))
-from core.vm_judge import judge_install  # noqa: E402
 from nfsvm import evidence, job, postinst, recipe, run_checks, systemd_image, vm  # noqa: E402
+from rules.nfs_vm_faults import judge_install  # noqa: E402
 
 # The facts the committed systemd run's install phase recorded: every unit active, rpc.mountd running, the .debs.
 GOOD_INSTALL = {key: value for key, value in json.loads((ROOT / "evidence" / "nfs-systemd" / "install.json")

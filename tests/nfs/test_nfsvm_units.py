@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from core.contract import GATE_CHECKS
+from rules.gate_result import REQUIRED_GATE_CHECKS as GATE_CHECKS
 
 from tests.conftest import ROOT
 
@@ -154,7 +154,7 @@ REAL_CHECKS = REAL_GATE["checks"]
     {"arguments": {**REAL_GATE["arguments"], "require": []}, "requirements": []},
 ])
 def test_the_gate_verdict_fails_on_any_missing_or_failed_proof(change):
-    """Judged by the one judge (core.contract): flags re-derived from the facts, never taken as recorded."""
+    """Judged by the one judge (rules.registry): flags re-derived from the facts, never taken as recorded."""
     assert run_checks.gate_check(REAL_GATE)[0] is True
     assert run_checks.gate_check({**REAL_GATE, **change})[0] is False
 

@@ -12,7 +12,7 @@ import sys
 import time
 
 import pytest
-from core.rename_race import condition_summary, judge_rename_race, rename_race_verdict
+from rules.nfs_rename_race import condition_summary, judge_rename_race, rename_race_verdict
 
 from tests.conftest import ROOT
 

@@ -1,5 +1,5 @@
 """The reprise folder keeps its own small copies of the project's file primitives on purpose (it runs copied
-alone, without scripts/core); these tests hold each copy to the behaviour of scripts/core/files.py, so the
+alone, without scripts/core); these tests hold each copy to the behaviour of scripts/common/files.py, so the
 copies cannot drift: the same SHA-256 for the same bytes, and an atomic writer that leaves the old file
 whole and no temporary sibling when fsync or the replace fails. The failures are injected from outside
 (os.fsync / os.replace patched), not through any switch of the writers.
@@ -18,7 +18,7 @@ import pytest
 
 from tests.reprise.reprise_support import ROOT, _load
 
-files = pytest.importorskip("core.files", reason="scripts/core/files.py (the shared core) is not on this branch yet")
+files = pytest.importorskip("common.files", reason="scripts/common/files.py is not on this branch yet")
 common = _load("reprise_common")
 _spec = importlib.util.spec_from_file_location("kernodeck_diagnostic", ROOT / "scripts" / "kernodeck_diagnostic.py")
 diagnostic = importlib.util.module_from_spec(_spec)

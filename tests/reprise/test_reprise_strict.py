@@ -18,7 +18,7 @@ RUN = next((ROOT / "evidence" / "local" / "run-local").glob("reprise-*")) / "con
 
 
 def test_the_folder_s_strict_reader_is_core_s_byte_for_byte():
-    assert (REPRISE / "strict_json.py").read_bytes() == (ROOT / "scripts" / "core" / "strict_json.py").read_bytes()
+    assert (REPRISE / "strict_json.py").read_bytes() == (ROOT / "scripts" / "common" / "strict_json.py").read_bytes()
 
 
 def test_a_real_summary_loads(tmp_path):

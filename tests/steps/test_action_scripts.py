@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from core.files import sha256_file
+from common.files import sha256_file
 
 from tests.steps.github_output import parse_outputs
 
@@ -48,7 +48,7 @@ def write(path: Path, data) -> Path:
     return path
 
 
-# Real result documents committed under evidence/: the one judge (core.contract) passes only documents of a
+# Real result documents committed under evidence/: the one judge (rules.registry) passes only documents of a
 # kind it knows, so a bare {"ok": true} proves nothing here. Failing cases are copies with one property broken.
 EVIDENCE = ROOT / "evidence"
 REAL_GATE = EVIDENCE / "local" / "run-local" / "platform-runtime-cpu.json"

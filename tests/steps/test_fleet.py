@@ -1,4 +1,4 @@
-"""A fleet of CUDA boxes: the cuda-runners input read into named boxes (core.fleet), the plan's matrix and
+"""A fleet of CUDA boxes: the cuda-runners input read into named boxes (common.fleet), the plan's matrix and
 max-parallel, the single cuda-runner kept as it was, and the evidence job's record leaving a fleet's cuda out
 (a matrix job's outputs name one box only)."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from core import fleet
+from common import fleet
 
 from tests.steps.github_output import parse_outputs
 from tests.steps.test_workflows_scripts import platform_artifacts, run_script

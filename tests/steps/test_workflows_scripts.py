@@ -16,8 +16,8 @@ import threading
 from pathlib import Path
 
 import pytest
-from core.contract import ARTIFACT_PREFIX, PLATFORMS
-from core.contract import artifact_name as contract_artifact_name
+from common.workflow import ARTIFACT_PREFIX, PLATFORMS
+from common.workflow import artifact_name as contract_artifact_name
 
 from tests.steps.github_output import parse_outputs
 
@@ -97,7 +97,7 @@ def test_the_artifact_name_is_prefix_parts_and_attempt():
 
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_the_step_names_a_platform_job_artifact_as_the_index_expects(platform):
-    # One rule (core.contract.artifact_name): what a platform job uploads is what the evidence index looks for.
+    # One rule (common.workflow.artifact_name): what a platform job uploads is what the evidence index looks for.
     env = {"GITHUB_RUN_ATTEMPT": "3"}
     assert result_dir.artifact_name("", ARTIFACT_PREFIX, [platform], env) == contract_artifact_name(platform, 3)
 
@@ -196,7 +196,7 @@ def test_a_caller_without_actions_read_gets_one_error_line_in_the_plan_job(tmp_p
 @pytest.mark.parametrize("headers", [{"x-ratelimit-remaining": "0", "x-ratelimit-reset": "1999999999"},
                                      {"retry-after": "60"}])
 def test_a_rate_limited_403_is_a_warning_not_a_missing_grant(tmp_path, api, headers):
-    # core.forbidden: rate limits name themselves by x-ratelimit-remaining: 0 or retry-after.
+    # common.forbidden: rate limits name themselves by x-ratelimit-remaining: 0 or retry-after.
     _Api.status, _Api.headers_out, _Api.message = 403, headers, "API rate limit exceeded for installation."
     proc = _plan(tmp_path, api[1])
     assert proc.returncode == 0, proc.stdout + proc.stderr

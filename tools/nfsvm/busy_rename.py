@@ -15,7 +15,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from nfsvm import phases
+from nfsvm import in_guest
 
 RESULT_FILE = "busy_rename/busy-rename.json"
 ROUNDS = 10
@@ -25,20 +25,20 @@ STRESS_LIMIT_S = 400.0
 
 
 def judge(rounds: list[dict]) -> dict:
-    """core.vm_judge.busy_rename_verdict: every round passes the gate's own concurrent_replace rule by its
+    """rules.nfs_vm_faults.busy_rename_verdict: every round passes the gate's own concurrent_replace rule by its
     measurements; the host's judge applies the same rule again to the recorded rounds."""
-    phases.core_on_path()
-    from core.vm_judge import busy_rename_verdict
+    in_guest.core_on_path()
+    from rules import registry
 
-    return busy_rename_verdict(rounds)
+    return registry.flags("nfsvm-run", "checks.busy_rename")(rounds)
 
 
 def stress_on_nfs(job: dict, mount: Path, base: Path) -> dict:
     """benchmarks/stress_killed_writer.py on the NFS mount, as the runner user: torn, lost, leftover counts."""
     folder, report = mount / "platform-runtime-stress0000", base / "stress.json"
-    phases.as_runner(["mkdir", str(folder)])
-    done = phases.as_runner([job["python"], "-B", f"{job['repo']}/benchmarks/stress_killed_writer.py", "--kills",
-                             str(STRESS_KILLS), "--no-tmpfs", "--work-dir", str(folder), "--json", str(report)],
+    in_guest.as_runner(["mkdir", str(folder)])
+    done = in_guest.as_runner([job["python"], "-B", f"{job['repo']}/benchmarks/stress_killed_writer.py", "--kills",
+                               str(STRESS_KILLS), "--no-tmpfs", "--work-dir", str(folder), "--json", str(report)],
                             timeout=STRESS_LIMIT_S)
     try:
         places = json.loads(report.read_text())
@@ -48,17 +48,17 @@ def stress_on_nfs(job: dict, mount: Path, base: Path) -> dict:
 
 
 def busy_rename_phase(job: dict, out: Path, _boot: float) -> dict:
-    base = phases.runner_dir("/tmp/busyrename")
+    base = in_guest.runner_dir("/tmp/busyrename")
     export, mount = base / "export", base / "mount"
     report: dict = {"schema": "kernodeck.nfsvm-busy-rename/v1", "ok": False}
-    setup = phases.harness(job, "setup", "--export", str(export), "--mount", str(mount), "--grace-seconds", "10")
+    setup = in_guest.harness(job, "setup", "--export", str(export), "--mount", str(mount), "--grace-seconds", "10")
     rounds: list[dict] = []
     if setup["exit_code"] == 0:
         for index in range(ROUNDS):
             workspace = mount / f"platform-runtime-busyrename{index:04d}"
-            phases.as_runner(["mkdir", str(workspace)])
-            command = phases.gate_worker(job, "replace", str(workspace), "--tolerate-missing")
-            process = phases.spawn_runner(command)
+            in_guest.as_runner(["mkdir", str(workspace)])
+            command = in_guest.gate_worker(job, "replace", str(workspace), "--tolerate-missing")
+            process = in_guest.spawn_runner(command)
             try:
                 stdout = process.communicate(timeout=ROUND_LIMIT_S)[0]
                 code = process.returncode
@@ -71,12 +71,12 @@ def busy_rename_phase(job: dict, out: Path, _boot: float) -> dict:
             except ValueError:
                 result = None
             rounds.append({"exit_code": code, "result": result})
-            phases.log(f"busy_rename round {index}: exit {code}, busy retries "
+            in_guest.log(f"busy_rename round {index}: exit {code}, busy retries "
                        f"{(result or {}).get('writer_busy_rename_retries')}, ok {(result or {}).get('ok')}")
             shutil.rmtree(export / workspace.name, ignore_errors=True)  # server side: the next round starts clean
         report["stress_killed_writer"] = stress_on_nfs(job, mount, base)
-    gate_like = phases.fake_gate_result(base, "platform-runtime-busyrename0000")
-    report["teardown"] = phases.harness(job, "teardown", "--export", str(export), "--mount", str(mount),
+    gate_like = in_guest.fake_gate_result(base, "platform-runtime-busyrename0000")
+    report["teardown"] = in_guest.harness(job, "teardown", "--export", str(export), "--mount", str(mount),
                                         "--gate-result", str(gate_like), "--record", str(base / "nfs-harness.json"),
                                         "--scenario", "busy-rename")
     report["rounds"] = rounds

@@ -34,7 +34,7 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path[:0] = [str(Path(__file__).resolve().parent.parent), str(Path(__file__).resolve().parents[2] / "scripts")]
 
-from core.provenance import git_state  # noqa: E402
+from common.provenance import git_state  # noqa: E402
 
 from nfsvm import evidence, image, job, recipe, run_checks  # noqa: E402
 

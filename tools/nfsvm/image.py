@@ -19,7 +19,7 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path[:0] = [str(Path(__file__).resolve().parent.parent), str(Path(__file__).resolve().parents[2] / "scripts")]
 
-from core.files import sha256_file  # noqa: E402
+from common.files import sha256_file  # noqa: E402
 
 from nfsvm import initramfs, recipe, systemd_image  # noqa: E402
 

@@ -103,10 +103,11 @@ def install_phase(job: dict, out: Path, _boot: float) -> dict:
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     # Written as it runs (the job share): a postinst that hangs shows where in the host's copy.
     dpkg = watched(["dpkg", "-i", *debs], folder / "dpkg.log", env)
-    from nfsvm.phases import core_on_path
+    from nfsvm.in_guest import core_on_path
 
-    core_on_path()  # the verdict is core's rule (core.vm_judge.judge_install), which the host's judge applies again
-    from core.vm_judge import INSTALL_UNITS, judge_install
+    core_on_path()  # the verdict is the registry's rule (rules.nfs_vm_install.judge_install) the host's judge applies
+    from rules import registry
+    from rules.nfs_vm_install import INSTALL_UNITS
 
     units = {unit: subprocess.run(["systemctl", "is-active", unit], capture_output=True, text=True).stdout.strip()
              for unit in INSTALL_UNITS}
@@ -118,7 +119,7 @@ def install_phase(job: dict, out: Path, _boot: float) -> dict:
               "nfs_kernel_server": installed_version(recipe.OFFLINE_PACKAGE), "units": units,
               "nfsd_threads": read("/proc/fs/nfsd/threads"), "nfsv4gracetime": read("/proc/fs/nfsd/nfsv4gracetime"),
               "rpc_mountd_pids": len(mountd), "pid1": read("/proc/1/comm")}
-    result["problems"] = judge_install(result)
+    result["problems"] = registry.flags("nfsvm-run", "checks.install")(result)
     result["ok"] = not result["problems"]
     (folder / "install.json").write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
     print(f"guest: install -> {json.dumps(result, sort_keys=True)}", flush=True)

@@ -22,7 +22,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from nfsvm import phases
+from nfsvm import in_guest
 
 RESULT_FILE = "rename_race/rename-race.json"
 GUEST_PYTHON = "/usr/bin/python3"
@@ -88,7 +88,7 @@ def kernel_warnings(text: str) -> list[str]:
 
 def start_tracing() -> bool:
     if not (TRACING / "events").exists():
-        phases.root("mount", "-t", "tracefs", "nodev", str(TRACING), check=False)
+        in_guest.root("mount", "-t", "tracefs", "nodev", str(TRACING), check=False)
     enabled = False
     for event in EVENTS:
         switch = TRACING / "events" / event / "enable"
@@ -110,16 +110,16 @@ def read_trace(enabled: bool) -> dict | None:
 
 def second_client_network(export: Path) -> None:
     """A network namespace on a veth pair: a mount made from it is a second NFS client (own id and lease)."""
-    phases.root("modprobe", "veth")
-    phases.root("ip", "netns", "add", NETNS)
-    phases.root("ip", "link", "add", "rrv1", "type", "veth", "peer", "name", "rrv2")
-    phases.root("ip", "link", "set", "rrv2", "netns", NETNS)
-    phases.root("ip", "addr", "add", f"{SERVER_IP}/24", "dev", "rrv1")
-    phases.root("ip", "link", "set", "rrv1", "up")
-    phases.root("ip", "-n", NETNS, "addr", "add", f"{CLIENT_IP}/24", "dev", "rrv2")
-    phases.root("ip", "-n", NETNS, "link", "set", "rrv2", "up")
-    phases.root("ip", "-n", NETNS, "link", "set", "lo", "up")
-    phases.root("exportfs", "-o", "rw,sync,no_subtree_check,insecure,fsid=0", f"{CLIENT_IP}:{export}")
+    in_guest.root("modprobe", "veth")
+    in_guest.root("ip", "netns", "add", NETNS)
+    in_guest.root("ip", "link", "add", "rrv1", "type", "veth", "peer", "name", "rrv2")
+    in_guest.root("ip", "link", "set", "rrv2", "netns", NETNS)
+    in_guest.root("ip", "addr", "add", f"{SERVER_IP}/24", "dev", "rrv1")
+    in_guest.root("ip", "link", "set", "rrv1", "up")
+    in_guest.root("ip", "-n", NETNS, "addr", "add", f"{CLIENT_IP}/24", "dev", "rrv2")
+    in_guest.root("ip", "-n", NETNS, "link", "set", "rrv2", "up")
+    in_guest.root("ip", "-n", NETNS, "link", "set", "lo", "up")
+    in_guest.root("exportfs", "-o", "rw,sync,no_subtree_check,insecure,fsid=0", f"{CLIENT_IP}:{export}")
 
 
 def tasks_for(script: str, target: Path, client: int, writers: int, modes: tuple, renames: int,
@@ -153,10 +153,10 @@ def run_condition(job: dict, base: Path, export: Path, spec: tuple, tracing: boo
     script = f"{job['repo']}/tools/nfsvm/rename_race.py"
     folder_name = f"rr-{name}"
     server_side = (base / "local" if place == "local" else export) / folder_name
-    phases.runner_dir(str(server_side)).chmod(0o755)
+    in_guest.runner_dir(str(server_side)).chmod(0o755)
     (server_side / "target").write_bytes(b"initial\n")
-    shutil.chown(server_side / "target", phases.RUNNER, phases.RUNNER)
-    sync = phases.runner_dir(str(base / f"sync-{name}"))
+    shutil.chown(server_side / "target", in_guest.RUNNER, in_guest.RUNNER)
+    sync = in_guest.runner_dir(str(base / f"sync-{name}"))
     sync.chmod(0o755)
     start_at = time.time() + 8  # every client's Python (and the second one's mount) up before the first write
     processes = []
@@ -182,26 +182,26 @@ def run_condition(job: dict, base: Path, export: Path, spec: tuple, tracing: boo
                  "readers_per_client": [list(m) for m in modes[:clients]], "renames_per_writer": renames,
                  "reports": reports, "seconds": round(time.monotonic() - started, 1),
                  "trace": read_trace(tracing)}
-    from core.rename_race import condition_summary
+    from rules.nfs_rename_race import condition_summary
 
     condition["summary"] = condition_summary(condition)
-    phases.log(f"rename_race {name}: {condition['summary']}")
+    in_guest.log(f"rename_race {name}: {condition['summary']}")
     return condition
 
 
 def rename_race_phase(job: dict, out: Path, _boot: float) -> dict:
-    base = phases.runner_dir("/tmp/renamerace")
+    base = in_guest.runner_dir("/tmp/renamerace")
     export = base / "export"
-    phases.runner_dir(str(base / "mount2"))
+    in_guest.runner_dir(str(base / "mount2"))
     report: dict = {"schema": "kernodeck.nfsvm-rename-race/v1", "ok": False}
-    setup = phases.harness(job, "setup", "--export", str(export), "--mount", str(base / "mount1"),
+    setup = in_guest.harness(job, "setup", "--export", str(export), "--mount", str(base / "mount1"),
                            "--grace-seconds", "10", timeout=HARNESS_LIMIT_S)
     conditions: list[dict] = []
     if setup["exit_code"] != 0:
         report["reason"] = f"harness setup exited {setup['exit_code']}"
     else:
-        phases.core_on_path()
-        phases.runner_dir(str(export / WORKSPACE))  # what the teardown deletes and verifies, as after a gate
+        in_guest.core_on_path()
+        in_guest.runner_dir(str(export / WORKSPACE))  # what the teardown deletes and verifies, as after a gate
         try:
             second_client_network(export)
             tracing = report["tracing"] = start_tracing()
@@ -209,18 +209,18 @@ def rename_race_phase(job: dict, out: Path, _boot: float) -> dict:
                 conditions.append(run_condition(job, base, export, spec, tracing))
         except Exception as error:  # named in the record; the teardown below still runs
             report["reason"] = f"raised {type(error).__name__}: {error}"
-            phases.log(f"rename_race: {report['reason']}")
+            in_guest.log(f"rename_race: {report['reason']}")
         dmesg = subprocess.run(["dmesg"], capture_output=True, text=True).stdout
         report["kernel_warnings"] = kernel_warnings(dmesg)
-    gate_like = phases.fake_gate_result(base, WORKSPACE)
-    report["teardown"] = phases.harness(job, "teardown", "--export", str(export), "--mount", str(base / "mount1"),
+    gate_like = in_guest.fake_gate_result(base, WORKSPACE)
+    report["teardown"] = in_guest.harness(job, "teardown", "--export", str(export), "--mount", str(base / "mount1"),
                                         "--gate-result", str(gate_like), "--record", str(base / "nfs-harness.json"),
                                         "--scenario", "rename-race", timeout=HARNESS_LIMIT_S)
     report["conditions"] = conditions
-    phases.core_on_path()
-    from core.rename_race import rename_race_verdict
+    in_guest.core_on_path()
+    from rules import registry
 
-    report["verdict"] = rename_race_verdict(conditions)
+    report["verdict"] = registry.flags("nfsvm-run", "checks.rename_race")(conditions)
     report["ok"] = report["verdict"]["pass"]
     if not report["ok"]:
         report.setdefault("reason", f"experiment not valid: complete {report['verdict']['complete']}, local "

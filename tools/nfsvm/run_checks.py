@@ -1,19 +1,18 @@
 """Judge what one VM run wrote: every promise of the NFS job as a named check that can fail.
 
-The rule is core's (core.vm_run_judge), so the evidence index makes the same checks again from a recorded
-run's bytes; here it reads a live run's output folder, and adds what only that folder holds (the files the
-guest wrote when it or a phase raised)."""
+The rules are the registry's (rules.nfs_vm_run makes the run's checks with them), so the evidence index makes
+the same checks again from a recorded run's bytes; here it reads a live run's output folder, and adds what only
+that folder holds (the files the guest wrote when it or a phase raised)."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))  # the shared core, when run from tools/
-from core.contract import parse_strict  # noqa: E402
-from core.rename_race import judge_rename_race  # noqa: E402
-from core.vm_judge import judge_busy_rename  # noqa: E402
-from core.vm_run_judge import (  # noqa: E402,F401  (names tests and tools reach here)
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))  # the rules, when run from tools/
+from common.strict_json import parse_strict  # noqa: E402
+from rules import registry  # noqa: E402
+from rules.nfs_vm_run import (  # noqa: E402,F401  (names tests and tools reach here)
     describe_busy_rename,
     describe_rename_race,
     describe_two_clients,
@@ -25,7 +24,7 @@ from core.vm_run_judge import (  # noqa: E402,F401  (names tests and tools reach
     takeover_check,
     vm_problems,
 )
-from core.vm_run_judge import vm_check as vm_check_of  # noqa: E402
+from rules.nfs_vm_run import vm_check as vm_check_of  # noqa: E402
 
 
 def load(folder: Path, name: str) -> dict | None:
@@ -51,12 +50,14 @@ def vm_check(out: Path, boot: dict) -> dict:
 
 
 def busy_rename_check(report: dict | None) -> tuple[bool, str]:
-    return judged_check(report, None if report is None else judge_busy_rename(report), describe_busy_rename)
+    judge = registry.rule("nfsvm-run", "checks.busy_rename")
+    return judged_check(report, None if report is None else judge(report), describe_busy_rename)
 
 
 def rename_race_check(report: dict | None) -> tuple[bool, str]:
     """The experiment's record: its summaries and verdict made again from the clients' counts."""
-    return judged_check(report, None if report is None else judge_rename_race(report), describe_rename_race)
+    judge = registry.rule("nfsvm-run", "checks.rename_race")
+    return judged_check(report, None if report is None else judge(report), describe_rename_race)
 
 
 def judge(out: Path, boot: dict, phases: list[str]) -> list[dict]:

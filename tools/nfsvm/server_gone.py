@@ -1,5 +1,5 @@
 """VM phase server_gone: the NFS server stops for good while the gate runs on a hard mount (the scenario of
-a job that hung 35 hours with no error). Run by phases.py inside the VM, as root; the gate and the teardown
+a job that hung 35 hours with no error). Run by in_guest.py inside the VM, as root; the gate and the teardown
 run as the runner user, exactly as the nfs action runs them.
 
 What must hold: the gate ends within its --timeout (plus the kill grace), writes its result outside the
@@ -17,7 +17,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from nfsvm import phases
+from nfsvm import in_guest
 
 RESULT_FILE = "server_gone/server-gone.json"
 GATE_TIMEOUT_S = 90.0  # under TCG the whole gate takes about 50 s on a live server
@@ -28,7 +28,7 @@ TEARDOWN_LIMIT_S = 120.0
 
 def uninterruptible(uid: int, proc: Path = Path("/proc")) -> list[dict]:
     """The processes of `uid` in uninterruptible sleep now: {pid, name, state}."""
-    phases.gate_code({"repo": str(Path(__file__).resolve().parents[2])})  # puts the gate's scripts/ on sys.path
+    in_guest.gate_code({"repo": str(Path(__file__).resolve().parents[2])})  # puts the gate's scripts/ on sys.path
     from platform_runtime import stuck
 
     found = []
@@ -55,12 +55,13 @@ def named_abandoned(document: dict | None) -> set[int]:
 
 def judge(document: dict | None, exit_code: int | None, gate_seconds: float, timeout: float,
           stuck_after: list[dict], teardown: dict, record: dict | None, export_kept: bool) -> dict:
-    """core.vm_judge.server_gone_verdict: the phase's verdict from what was measured, the rule the host's judge
-    applies again to the recorded files."""
-    phases.core_on_path()
-    from core.vm_judge import server_gone_verdict
+    """The phase's verdict from what was measured, by the registry's rule (rules.nfs_vm_faults.server_gone_verdict)
+    that the host's judge applies again to the recorded files."""
+    in_guest.core_on_path()
+    from rules import registry
 
-    return server_gone_verdict(document, exit_code, gate_seconds, timeout, stuck_after, teardown, record, export_kept)
+    verdict = registry.flags("nfsvm-run", "checks.server_gone")
+    return verdict(document, exit_code, gate_seconds, timeout, stuck_after, teardown, record, export_kept)
 
 
 def wait_bounded(process: subprocess.Popen, limit_s: float) -> int | None:
@@ -80,20 +81,20 @@ def wait_bounded(process: subprocess.Popen, limit_s: float) -> int | None:
 
 
 def server_gone_phase(job: dict, out: Path, _boot: float) -> dict:
-    base = phases.runner_dir("/tmp/gone")
-    export, mount, results = base / "export", base / "mount", phases.runner_dir("/tmp/gone/results")
+    base = in_guest.runner_dir("/tmp/gone")
+    export, mount, results = base / "export", base / "mount", in_guest.runner_dir("/tmp/gone/results")
     gate_result, timeout = results / "platform-runtime-nfs.json", float(job.get("gone_gate_timeout", GATE_TIMEOUT_S))
     report: dict = {"schema": "kernodeck.nfsvm-server-gone/v1", "ok": False}
-    setup = phases.harness(job, "setup", "--export", str(export), "--mount", str(mount), "--grace-seconds", "10")
+    setup = in_guest.harness(job, "setup", "--export", str(export), "--mount", str(mount), "--grace-seconds", "10")
     if setup["exit_code"] != 0:
         report["reason"] = f"harness setup exited {setup['exit_code']}"
         return write(out, report)
     started = time.monotonic()
-    gate = phases.spawn_runner(phases.gate_command(job, mount, gate_result, timeout), output=subprocess.DEVNULL)
-    workspace = phases.wait_for_workspace(export, 120)
+    gate = in_guest.spawn_runner(in_guest.gate_command(job, mount, gate_result, timeout), output=subprocess.DEVNULL)
+    workspace = in_guest.wait_for_workspace(export, 120)
     time.sleep(STOP_DELAY_S)
     stopped = time.monotonic()
-    phases.root("rpc.nfsd", "0", check=False)  # for good: nothing starts it again in this phase
+    in_guest.root("rpc.nfsd", "0", check=False)  # for good: nothing starts it again in this phase
     report["stop"] = {"seconds_after_gate_start": round(stopped - started, 1), "workspace_seen": workspace,
                       "nfsd_threads_after": Path("/proc/fs/nfsd/threads").read_text().strip()}
     code = wait_bounded(gate, timeout + 120)
@@ -103,7 +104,7 @@ def server_gone_phase(job: dict, out: Path, _boot: float) -> dict:
     document = load(gate_result)
     record_path = results / "nfs-harness.json"
     teardown_started = time.monotonic()
-    teardown_process = phases.spawn_runner([job["python"], "-B", f"{job['repo']}/scripts/steps/nfs_harness.py",
+    teardown_process = in_guest.spawn_runner([job["python"], "-B", f"{job['repo']}/scripts/steps/nfs_harness.py",
                                             "teardown", "--export", str(export), "--mount", str(mount),
                                             "--gate-result", str(gate_result), "--record", str(record_path),
                                             "--umount-timeout", str(UMOUNT_TIMEOUT_S), "--scenario", "server-gone"],
@@ -117,14 +118,14 @@ def server_gone_phase(job: dict, out: Path, _boot: float) -> dict:
     report["ok"] = report["verdict"]["pass"]
     if not report["ok"]:
         report["reason"] = "unmet: " + ", ".join(report["verdict"]["unmet"])
-    phases.copy_out(results, out / "server_gone")
+    in_guest.copy_out(results, out / "server_gone")
     return write(out, report)
 
 
 def phases_uid() -> int:
     import pwd
 
-    return pwd.getpwnam(phases.RUNNER).pw_uid
+    return pwd.getpwnam(in_guest.RUNNER).pw_uid
 
 
 def load(path: Path) -> dict | None:
@@ -136,7 +137,7 @@ def load(path: Path) -> dict | None:
 
 
 def write(out: Path, report: dict) -> dict:
-    phases.log(f"server_gone: {json.dumps(report.get('verdict') or report.get('reason'))[:1500]}")
+    in_guest.log(f"server_gone: {json.dumps(report.get('verdict') or report.get('reason'))[:1500]}")
     (out / "server_gone").mkdir(parents=True, exist_ok=True)
     (out / RESULT_FILE).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
     return report

@@ -10,21 +10,21 @@ import time
 import traceback
 from pathlib import Path
 
-from nfsvm import phases
+from nfsvm import in_guest
 
 
 def second_client_network(export: Path) -> None:
     """A second network namespace on a veth pair: its mount is a second NFS client (own id and lease)."""
-    phases.root("modprobe", "veth")
-    phases.root("ip", "netns", "add", "c2")
-    phases.root("ip", "link", "add", "nfsv1", "type", "veth", "peer", "name", "nfsv2")
-    phases.root("ip", "link", "set", "nfsv2", "netns", "c2")
-    phases.root("ip", "addr", "add", "10.77.0.1/24", "dev", "nfsv1")
-    phases.root("ip", "link", "set", "nfsv1", "up")
-    phases.root("ip", "-n", "c2", "addr", "add", "10.77.0.2/24", "dev", "nfsv2")
-    phases.root("ip", "-n", "c2", "link", "set", "nfsv2", "up")
-    phases.root("ip", "-n", "c2", "link", "set", "lo", "up")
-    phases.root("exportfs", "-o", "rw,sync,no_subtree_check,insecure,fsid=0", f"10.77.0.2:{export}")
+    in_guest.root("modprobe", "veth")
+    in_guest.root("ip", "netns", "add", "c2")
+    in_guest.root("ip", "link", "add", "nfsv1", "type", "veth", "peer", "name", "nfsv2")
+    in_guest.root("ip", "link", "set", "nfsv2", "netns", "c2")
+    in_guest.root("ip", "addr", "add", "10.77.0.1/24", "dev", "nfsv1")
+    in_guest.root("ip", "link", "set", "nfsv1", "up")
+    in_guest.root("ip", "-n", "c2", "addr", "add", "10.77.0.2/24", "dev", "nfsv2")
+    in_guest.root("ip", "-n", "c2", "link", "set", "nfsv2", "up")
+    in_guest.root("ip", "-n", "c2", "link", "set", "lo", "up")
+    in_guest.root("exportfs", "-o", "rw,sync,no_subtree_check,insecure,fsid=0", f"10.77.0.2:{export}")
 
 
 def nfsd_clients() -> list[dict]:
@@ -45,7 +45,7 @@ def client_tasks(job: dict, variant: str, mount: Path, sync: Path, writers: rang
     target = mount / "platform-runtime-twoclients" / variant
     if variant == "locked.jsonl":
         return [{"name": f"w{w}", "role": "writer",
-                 "argv": phases.gate_worker(job, "append-writer", str(target), str(w), str(count))} for w in writers]
+                 "argv": in_guest.gate_worker(job, "append-writer", str(target), str(w), str(count))} for w in writers]
     if variant == "unlocked.jsonl":
         # No unlocked writer of either client writes before all of them have the file open (a barrier in
         # the local sync folder): the damage is then certain, not a matter of start-up jitter under load.
@@ -53,11 +53,11 @@ def client_tasks(job: dict, variant: str, mount: Path, sync: Path, writers: rang
                                                              str(w), str(count), "--ready-dir", str(sync),
                                                              "--writers", str(2 * len(writers))]}
                 for w in writers]
-    tasks = [{"name": f"w{w}", "role": "writer", "argv": phases.gate_worker(job, "replace-writer", str(target), str(w),
-                                                                     str(count))} for w in writers]
-    tasks.append({"name": "reader", "role": "reader", "argv": phases.gate_worker(job, "replace-reader", str(target),
-                                                                          str(sync / "stop"), "200",
-                                                                          "--tolerate-missing")})
+    tasks = [{"name": f"w{w}", "role": "writer",
+              "argv": in_guest.gate_worker(job, "replace-writer", str(target), str(w), str(count))} for w in writers]
+    tasks.append({"name": "reader", "role": "reader",
+                  "argv": in_guest.gate_worker(job, "replace-reader", str(target), str(sync / "stop"), "200",
+                                               "--tolerate-missing")})
     return tasks
 
 
@@ -65,7 +65,7 @@ def run_variant(job: dict, base: Path, variant: str, per_client: int, count: int
     """Both clients at once on one file; the bytes are then read on the server side (the export)."""
     sync = base / "sync"
     shutil.rmtree(sync, ignore_errors=True)
-    phases.runner_dir(str(sync)).chmod(0o777)
+    in_guest.runner_dir(str(sync)).chmod(0o777)
     two = f"{job['repo']}/tools/nfsvm/two_clients.py"
     start_at = time.time() + 4  # both clients' Python must be up before the first write
     commands = []
@@ -115,15 +115,15 @@ def client_report(process: subprocess.Popen, give_up: float) -> dict:
 
 
 def judge_appends(job: dict, run: dict, data: bytes, locked: bool) -> dict:
-    jsonl, _ = phases.gate_code(job)
-    from core import vm_judge  # on the path gate_code put there: the rule the host's judge applies
+    jsonl, _ = in_guest.gate_code(job)
+    from rules import nfs_two_clients  # on the path gate_code put there: the facts the host's judge reads too
 
     writers = 2 * run["writers_per_client"]
     verdict = jsonl.verify_records(data, writers, run["count_per_writer"])
     expected_bytes = sum(len(jsonl.record_line(w, q)) for w in range(writers) for q in range(run["count_per_writer"]))
     # An independent measure of damage, not the checker's: fewer bytes than were written means overwrites.
     verdict.update({"bytes_expected": expected_bytes, "bytes_found": len(data)})
-    verdict.update(vm_judge.tasks_facts("locked" if locked else "unlocked", run))  # the judge's own rule
+    verdict.update(nfs_two_clients.tasks_facts("locked" if locked else "unlocked", run))  # the judge's own rule
     if locked:
         verdict["pass"] = verdict["ok"] and verdict["writers_exited_0"]
     else:
@@ -134,13 +134,13 @@ def judge_appends(job: dict, run: dict, data: bytes, locked: bool) -> dict:
 
 
 def judge_replace(job: dict, run: dict, final: bytes) -> dict:
-    _, fs_worker = phases.gate_code(job)
-    from core import vm_judge  # on the path gate_code put there: the rule the host's judge applies
+    _, fs_worker = in_guest.gate_code(job)
+    from rules import nfs_two_clients  # on the path gate_code put there: the facts the host's judge reads too
 
     tasks = [t for c in run["clients"] for t in c.get("tasks", [])]
     readers = [t for t in tasks if t.get("role") == "reader"]
     version = fs_worker.parse_version(final)
-    verdict = {**vm_judge.tasks_facts("replace", run),  # the judge's own rule: sums and exits from the reports
+    verdict = {**nfs_two_clients.tasks_facts("replace", run),  # the judge's own rule: sums and exits from the reports
                "final_version": list(version) if version else None}
     verdict["pass"] = (verdict["tasks_exited_0"] and verdict["partial_reads"] == 0 and version is not None
                        and version[1] == run["count_per_writer"] - 1 and len(readers) == 2)
@@ -148,9 +148,9 @@ def judge_replace(job: dict, run: dict, final: bytes) -> dict:
 
 
 def variants_table() -> tuple:
-    """core.vm_judge.TWO_CLIENTS_VARIANTS: the counts the host's judge holds the record to."""
-    phases.core_on_path()
-    from core.vm_judge import TWO_CLIENTS_VARIANTS
+    """rules.nfs_two_clients.TWO_CLIENTS_VARIANTS: the counts the host's judge holds the record to."""
+    in_guest.core_on_path()
+    from rules.nfs_two_clients import TWO_CLIENTS_VARIANTS
 
     return TWO_CLIENTS_VARIANTS
 
@@ -158,10 +158,10 @@ def variants_table() -> tuple:
 def two_clients_variants(job: dict, base: Path, export: Path, workspace: str, result: dict) -> None:
     """The three variants in turn; each verdict lands in result as soon as it exists."""
     second_client_network(export)
-    phases.runner_dir(str(export / workspace)).chmod(0o755)
-    _, fs_worker = phases.gate_code(job)
+    in_guest.runner_dir(str(export / workspace)).chmod(0o755)
+    _, fs_worker = in_guest.gate_code(job)
     (export / workspace / "replace.json").write_bytes(fs_worker.version_document(-1, 0))
-    shutil.chown(export / workspace / "replace.json", phases.RUNNER, phases.RUNNER)
+    shutil.chown(export / workspace / "replace.json", in_guest.RUNNER, in_guest.RUNNER)
     variants = result["variants"] = {}
     for variant, per_client, count, kind in variants_table():
         run = variants[kind] = run_variant(job, base, variant, per_client, count)
@@ -172,7 +172,7 @@ def two_clients_variants(job: dict, base: Path, export: Path, workspace: str, re
         data = target.read_bytes()
         run["verdict"] = (judge_replace(job, run, data) if kind == "replace"
                           else judge_appends(job, run, data, kind == "locked"))
-        phases.log(f"two clients {kind}: {run['verdict']}")
+        in_guest.log(f"two clients {kind}: {run['verdict']}")
 
 
 def variants_reason(variants: dict) -> str | None:
@@ -186,12 +186,12 @@ def variants_reason(variants: dict) -> str | None:
 
 
 def two_clients_phase(job: dict, out: Path, _boot: float) -> dict:
-    base = phases.runner_dir("/tmp/two-clients")
+    base = in_guest.runner_dir("/tmp/two-clients")
     export, workspace = base / "export", "platform-runtime-twoclients"
     result: dict = {"schema": "kernodeck.nfsvm-two-clients/v1", "ok": False}
-    setup = phases.harness(job, "setup", "--export", str(export), "--mount", str(base / "mount1"),
+    setup = in_guest.harness(job, "setup", "--export", str(export), "--mount", str(base / "mount1"),
                            "--grace-seconds", "10")
-    phases.runner_dir(str(base / "mount2"))
+    in_guest.runner_dir(str(base / "mount2"))
     if setup["exit_code"] != 0:
         result["reason"] = f"harness setup exited {setup['exit_code']}"
     else:
@@ -200,12 +200,12 @@ def two_clients_phase(job: dict, out: Path, _boot: float) -> dict:
         except Exception as error:  # named in the result; the teardown below still runs
             result["reason"] = f"raised {type(error).__name__}: {error}"
             result["traceback"] = traceback.format_exc()[-3000:]
-            phases.log(f"two clients: {result['reason']}")
+            in_guest.log(f"two clients: {result['reason']}")
         reason = variants_reason(result.get("variants", {}))
         if reason:
             result.setdefault("reason", reason)
-    gate_like = phases.fake_gate_result(base, workspace)
-    result["teardown"] = phases.harness(job, "teardown", "--export", str(export), "--mount", str(base / "mount1"),
+    gate_like = in_guest.fake_gate_result(base, workspace)
+    result["teardown"] = in_guest.harness(job, "teardown", "--export", str(export), "--mount", str(base / "mount1"),
                                  "--gate-result", str(gate_like), "--record", str(base / "nfs-harness.json"),
                                  "--scenario", "two-clients")
     if result["teardown"]["exit_code"] != 0:

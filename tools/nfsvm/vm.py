@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))  # the shared core
-from core.vm_run_judge import POWER_DOWN, signal_name  # noqa: E402,F401  (one place: the judge reads them too)
+from rules.nfs_vm_run import POWER_DOWN, signal_name  # noqa: E402,F401  (one place: the judge reads them too)
 
 HERE = Path(__file__).resolve().parent
 # qemu catches SIGTERM, SIGINT and SIGHUP, prints this on its stderr (the console file here) and exits 0

@@ -1,1 +1,0 @@
-"""The shared core every part imports (stdlib only): files, provenance, the contract."""
