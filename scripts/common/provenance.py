@@ -34,8 +34,8 @@ def platform_facts() -> dict:
 # (a container's) still answers as it did with the global file the runner set up.
 GIT_SAFE_CONFIG = ("core.fsmonitor=false", "core.untrackedCache=false", "core.pager=cat", "diff.external=",
                    "core.hooksPath=/dev/null")
-# And no LD_LIBRARY_PATH: git from a system folder needs none, and a library it loads from one (the r5 review saw
-# git map libz from the caller's folder) would run code that could forge source.git.
+# And no LD_LIBRARY_PATH: git from a system folder needs none, and a library it loads from one (git maps libz from an
+# LD_LIBRARY_PATH folder it is given) would run code that could forge source.git.
 GIT_REMOVED = ("HOME", "XDG_CONFIG_HOME", "PAGER", "EDITOR", "VISUAL", "LD_LIBRARY_PATH")
 # Where git is looked for on POSIX, never the caller's PATH (a `git` first on it would run as the gate's child).
 TRUSTED_BIN_DIRS = ("/usr/bin", "/bin", "/usr/local/bin", "/opt/homebrew/bin")

@@ -7,10 +7,7 @@ Stdlib only."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any
-
-Rule = Callable[[dict[str, Any]], list[str]]
 
 
 def get(record: Any, path: str) -> Any:
@@ -46,6 +43,31 @@ def count(value: Any) -> bool:
 
 
 is_count = count
+
+
+def int_or_none(value: Any) -> int | None:
+    """The value when it is an integer (never a bool), else None."""
+    return value if is_int(value) else None
+
+
+def count_or_none(value: Any) -> int | None:
+    """The value when it is a count, else None."""
+    return value if count(value) else None
+
+
+def count_or_zero(value: Any) -> int:
+    """The value when it is a count, else 0 (a sum over records that may lack one)."""
+    return value if count(value) else 0
+
+
+def positive(value: Any) -> bool:
+    """An integer above 0 (a bool is not one)."""
+    return is_int(value) and value > 0
+
+
+def whole_in(value: Any, low: int, high: int | None = None) -> bool:
+    """An integer from `low` to `high` (no bound above when None)."""
+    return is_int(value) and value >= low and (high is None or value <= high)
 
 
 def need(prefix: str, check: dict[str, Any], path: str, wanted: Any) -> list[str]:

@@ -1,4 +1,5 @@
-"""A local index's own facts that its judge does not derive (adversarial review r2, F15), held to what verify can
+"""A local index's own facts that its judge does not derive (an edit of them would
+otherwise change nothing the judge reads), held to what verify can
 read again: the folder, the source root's history, and the facts beside each other in the index.
 
 - `skipped`: each file it names is in the results folder, is not a subject, and is of the kind it says (an

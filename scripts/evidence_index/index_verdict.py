@@ -225,7 +225,7 @@ def _gate_sources(entry: dict[str, Any]) -> dict[str, Any] | None:
 
 def _github_claim_reasons(result: dict[str, Any]) -> list[str]:
     """A local index reads no GitHub API: a gate result's `github` block (the run, job and commit it says made
-    it) is bound only by a run index, which asks GitHub (r1 F18). Kept here it would read as a verified Actions
+    it) is bound only by a run index, which asks GitHub. Kept here it would read as a verified Actions
     run, so a local verdict never passes it; a result made outside Actions records `github` null."""
     github = (result.get("claims") or {}).get("github") if result.get("kind") == "gate" else None
     if not isinstance(github, dict):

@@ -1,4 +1,4 @@
-"""One self-contained HTML page of a verified index, for a reviewer who would rather look than read JSON.
+"""One self-contained HTML page of a verified index, for a reader who would rather look than read JSON.
 
 The verdict first; then per platform each check with its measured numbers, the environment, the
 requirements and why each held or failed; every bound file with its SHA-256 and whether it re-verified;

@@ -1,5 +1,5 @@
 """What a reprise verification's own record says of its processes, held to what scripts/reprise/verify_resume.py
-can have produced (the outside review r3, findings 9 and 11), beyond reprise_compare.protocol_problems:
+can have produced (a record edited alone is otherwise taken as written), beyond reprise_compare.protocol_problems:
 
 - (a process log, logs/<name>.log, is held by reprise_compare.log_problems, the reprise's own rule, which
   protocol_problems applies for verify_resume.py and for the judge alike: every line train.py's, its warnings

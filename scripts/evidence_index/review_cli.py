@@ -73,7 +73,7 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
                       help="also list each measurement that varied within noise, with its class")
     add_tolerance(diff)
 
-    report = commands.add_parser("report", help="one self-contained HTML page of an index, for a reviewer")
+    report = commands.add_parser("report", help="one self-contained HTML page of an index, to look at")
     report.add_argument("index", type=Path)
     report.add_argument("--artifacts", type=Path, required=True, help="as verify --artifacts")
     report.add_argument("--logs", type=Path, help="as verify --logs")

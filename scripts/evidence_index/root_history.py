@@ -2,7 +2,7 @@
 no commit (`source.git.head` null: git missing, not a checkout, the action's tarball, the NFS VM's copy).
 
 Such a result's only provenance is its source hashes; alone they are self-declared: a result edited to say "git
-is not installed" and re-hashed from a later tree looks like a run of that tree (adversarial review r2, G1/G3).
+is not installed" and re-hashed from a later tree looks like a run of that tree.
 Its second view is time: the bytes it hashed must have existed when it started. The root's first-parent history
 of the paths the result names is walked (`git log --raw` and `git cat-file --batch`: each version's SHA-256),
 and the index records, per (sources, started_at), the earliest state of those paths equal to the result's bytes

@@ -2,7 +2,7 @@
 what `run_local.py` writes as evidence-verdict.json) restates that index; verify holds it to it.
 
 It is written after the index, so the index cannot bind it (the builder skips an earlier one as not a result):
-nothing else would (adversarial review r2, V1: the committed run-local verdict edited to `ok: false` passed).
+nothing else would (a verdict file edited to `ok: false` beside a passing index would pass).
 Every evidence-verdict document in the index's own folder that names this index (`index`, the index's file
 name) must carry the SHA-256 of the index's bytes, its subject count, and its verdict's `pass` and `reasons`
 (which verify holds to the verdict it recomputes); one naming no file of that folder restates no index there.

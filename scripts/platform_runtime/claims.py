@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from rules import collectives
 from rules.device_compute import PHASES  # noqa: F401 - re-exported
+from rules.gate_record import Device, Filesystem, Platform
 from rules.platforms import filesystem_problems, nfs_problems, windows_problems
 from rules.requirements import GPU_KINDS, MPS_FALLBACK, device_problems, held_reason  # noqa: F401 - MPS_FALLBACK
 from rules.trust import INJECTION_EXEMPT
@@ -38,21 +39,21 @@ def conflicts(req: Requirements, requested_device: str) -> list[str]:
     return found
 
 
-def _on_device(device: dict, kind: str, compute_ok: bool, environment: dict,
+def _on_device(device: Device, kind: str, compute_ok: bool, environment: dict,
                facts: dict | None = None) -> tuple[bool, str]:
     """Whether the device check really ran on `kind`: rules.requirements' rule, which the judge re-derives."""
     problems = device_problems(device, kind, compute_ok, environment, facts)
-    return not problems, "; ".join(problems[:4]) or held_reason(f"device={kind}", device, {})
+    return not problems, "; ".join(problems[:4]) or held_reason(f"device={kind}", device, Filesystem())
 
 
-def _windows(platform: dict, filesystem: dict, facts: dict | None = None) -> tuple[bool, str]:
+def _windows(platform: Platform, filesystem: Filesystem, facts: dict | None = None) -> tuple[bool, str]:
     problems = windows_problems(platform, filesystem, facts)
-    return not problems, "; ".join(problems) or held_reason("windows", {}, filesystem)
+    return not problems, "; ".join(problems) or held_reason("windows", Device(), filesystem)
 
 
-def _nfs(platform: dict, filesystem: dict, facts: dict | None = None) -> tuple[bool, str]:
+def _nfs(platform: Platform, filesystem: Filesystem, facts: dict | None = None) -> tuple[bool, str]:
     problems = nfs_problems(platform, filesystem, facts)
-    return not problems, "; ".join(problems) or held_reason("nfs", {}, filesystem)
+    return not problems, "; ".join(problems) or held_reason("nfs", Device(), filesystem)
 
 
 def evaluate(req: Requirements, platform: dict, device: dict, compute_ok: bool, filesystem: dict,
@@ -65,26 +66,30 @@ def evaluate(req: Requirements, platform: dict, device: dict, compute_ok: bool, 
     ran (--require collectives holds by rules.collectives.requirement, the judge's rule too). `injection`
     (rules.trust.injection_refusal) fails every requirement but INJECTION_EXEMPT, naming the vectors and what
     the requirement would otherwise have said. `facts` (rules.platforms.os_facts of the result so far) are every
-    recorded fact that speaks to the OS: a platform holds only when none of them refutes it."""
+    recorded fact that speaks to the OS: a platform holds only when none of them refutes it. The parts are read
+    once into the records the judge reads them as (rules.gate_record)."""
     environment = environment or {}
+    platform_record, filesystem_record = Platform.of(platform), Filesystem.of(filesystem)
+    device_record = Device.of(device)
     verdicts = []
     for platform_name in req.platforms:
         if platform_name in GPU_KINDS:
-            ok, reason = _on_device(device, platform_name, compute_ok, environment, facts)
+            ok, reason = _on_device(device_record, platform_name, compute_ok, environment, facts)
         elif platform_name == "windows":
-            ok, reason = _windows(platform, filesystem, facts)
+            ok, reason = _windows(platform_record, filesystem_record, facts)
         elif platform_name == "collectives":
             ok, reason = collectives.requirement(collectives_check)
         else:
-            ok, reason = _nfs(platform, filesystem, facts)
+            ok, reason = _nfs(platform_record, filesystem_record, facts)
         verdicts.append({"name": platform_name, "ok": ok, "reason": reason})
     if req.device:
-        ok, reason = _on_device(device, req.device, compute_ok, environment, facts)
+        ok, reason = _on_device(device_record, req.device, compute_ok, environment, facts)
         verdicts.append({"name": f"device={req.device}", "ok": ok, "reason": reason})
     if req.filesystem:
-        problems = filesystem_problems(req.filesystem, filesystem, platform, facts)
+        problems = filesystem_problems(req.filesystem, filesystem_record, platform_record, facts)
         verdicts.append({"name": f"filesystem={req.filesystem}", "ok": not problems,
-                         "reason": "; ".join(problems) or held_reason(f"filesystem={req.filesystem}", {}, filesystem)})
+                         "reason": "; ".join(problems) or held_reason(f"filesystem={req.filesystem}", Device(),
+                                                                      filesystem_record)})
     if injection:
         for verdict in verdicts:
             if verdict["name"] not in INJECTION_EXEMPT:

@@ -104,7 +104,8 @@ class DeviceViews:
         text = procmaps.read_maps(pid)
         self.mappings = procmaps.parse_maps(text) if text else None
         self.open_files = driver_access.open_targets(pid)
-        # what the driver files are, while the worker holds them (platform_runtime.driver_files; r5 F6/F7)
+        # what the driver files are, while the worker holds them, not only what they are named
+        # (platform_runtime.driver_files)
         self.seen = {"device_nodes": driver_files.device_nodes(pid, driver_access.DRIVER_DEVICE),
                      "maps_text": text or "", "machine": driver_files.interpreter_machine(pid)}
         self._loaded_thread = threading.Thread(target=self._check_loaded, args=(report or {},), name="loaded-files",

@@ -1,5 +1,5 @@
-"""What the GPU driver files a device worker used really are, seen by the gate's parent from outside (r5 findings
-F6 and F7: the driver views went by name only, and a regular file named /dev/nvidiactl, a dummy libcuda.so.1
+"""What the GPU driver files a device worker used really are, seen by the gate's parent from outside: views that
+go by name only are fooled, since a regular file named /dev/nvidiactl, a dummy libcuda.so.1
 laid over the system's library folder in a mount namespace, a tmpfs over /proc/driver and a tiny ELF named
 libtorch_cuda.so made `--require cuda` pass on a machine without a GPU). Recorded here, judged by
 rules.gpu_driver_files:

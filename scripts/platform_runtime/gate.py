@@ -83,7 +83,8 @@ class Gate:
         self.views = device_views.DeviceViews(self.torch.site_dir, self.build)
         self.records = result_records.ResultRecorder(options, self.torch, self.build, self.views, self.deadline,
                                                      self.private)
-        # Every worker's /proc status and maps, read from outside while it waits after its report (issue 31).
+        # Every worker's /proc status and maps, read from outside while it waits after its report (a tracer
+        # or a seccomp filter shows there, where the worker itself cannot hide it).
         self.watch = self.views.watch = worker_watch.WorkerWatch()
 
     # --- children ---------------------------------------------------------------------------------------

@@ -65,8 +65,8 @@ def proc_uuids(root: Path = PROC_GPUS) -> list[str]:
 
 
 def proc_files(root: Path = PROC_GPUS) -> list[dict]:
-    """What each /proc/driver/nvidia/gpus/*/information file read is (r5 F6: a tmpfs over /proc/driver answered
-    with a UUID of its own): {"f_type": the fstatfs(2) magic of the handle, "fstype", "mount_point" and
+    """What each /proc/driver/nvidia/gpus/*/information file read is (a tmpfs laid over /proc/driver can
+    answer with a UUID of its own): {"f_type": the fstatfs(2) magic of the handle, "fstype", "mount_point" and
     "mount_root": its mount, by the handle's mnt_id in mountinfo}, once each; rules.gpu_driver_files requires procfs at
     /proc, or the NVIDIA container toolkit's bind of procfs' own /driver/nvidia/gpus/<bus id> folder."""
     found: list[dict] = []

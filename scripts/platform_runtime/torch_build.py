@@ -71,7 +71,8 @@ def read_build(site_dir: Path | None) -> dict | None:
 
 def backend_file(path: Path) -> dict:
     """{"bytes", "format"} of one backend library in torch/lib (views.record ties its bytes to RECORD's): a forger's
-    RECORD lists an empty or tiny file carrying the name as consistently as a real one (r5 F7)."""
+    RECORD lists an empty or tiny file carrying the name as consistently as a real one, so the name alone proves no
+    backend."""
     try:
         size = path.stat().st_size
     except OSError:

@@ -116,7 +116,7 @@ def capture_warnings() -> None:
 
 
 def sha256_file(path: Path) -> str:
-    """Streamed in 1 MiB blocks. A copy of scripts/common/files.py's on purpose: this folder runs alone
+    """Streamed in 1 MiB blocks. A copy of scripts/core/files.py's on purpose: this folder runs alone
     (tests/reprise/test_reprise_copies.py holds the two to the same behaviour)."""
     digest = hashlib.sha256()
     with open(path, "rb") as handle:

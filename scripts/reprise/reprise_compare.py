@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import reprise_common as common
-import strict_json  # common/strict_json.py's copy: the folder runs copied alone
+import strict_json  # core/strict_json.py's copy: the folder runs copied alone
 import training_run_facts  # the RNG draws across runs, and each summary's (the contract's rule too)
 from reprise_common import contract
 

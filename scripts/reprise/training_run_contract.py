@@ -33,7 +33,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-import strict_json  # common/strict_json.py's copy: the folder runs copied alone
+import strict_json  # core/strict_json.py's copy: the folder runs copied alone
 import training_run_records as records  # the rules across files (config, metrics, summary, checkpoint)
 
 SCHEMA = "kernodeck.training-run-check"

@@ -5,7 +5,7 @@ A folder can be well-formed file by file and still tell two stories: a config of
 lines, a loss of 1e300 the summary never saw, a summary whose losses are not the checkpoint's, a config on
 cuda for a run that ran on the CPU. Each fact is compared as far as the folder records it; a folder written
 by train.py (config schema kernodeck.reprise.config) must record all of them, so deleting a field does not
-skip its comparison. A loss that is not a finite number (common.files writes a NaN as the string "nan") is a
+skip its comparison. A loss that is not a finite number (core.files writes a NaN as the string "nan") is a
 failed run: the check fails, whatever else agrees.
 """
 

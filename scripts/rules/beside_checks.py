@@ -1,5 +1,5 @@
 """Rules of gate-result facts that no check's rule reads, each from a second view the result itself records
-(adversarial review r1, findings F6-F8): the global timeout beside a passing run, the evidence behind the
+(each was otherwise taken as recorded): the global timeout beside a passing run, the evidence behind the
 file-system type, the device asked for and the one resolved, the torch build's own record, and how the gate's
 interpreter was started. Where no second view exists the fact is checked for its type and range only;
 docs/verdicts.md lists what stays measured but unjudged, and why that is harmless.

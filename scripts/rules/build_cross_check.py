@@ -37,8 +37,8 @@ def build_supports(build: dict, kind: str, system: str | None = None) -> str | N
     return backend_file_problem(build, kind)
 
 
-# What a real backend library is (r5 F7: a RECORD rewritten to list a tiny ELF named libtorch_cuda.so verified):
-# its format by name, and the floor rules.gpu_driver_files holds a mapped one to.
+# What a real backend library is (a RECORD rewritten to list a tiny ELF named libtorch_cuda.so lists it as
+# consistently as the real one): its format by name, and the floor rules.gpu_driver_files holds a mapped one to.
 LIBRARY_FORMATS = {".so": "elf", ".dll": "pe"}
 FILE_FLOORS = {"cuda": 64 << 20, "rocm": 64 << 20}
 

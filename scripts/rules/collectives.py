@@ -12,6 +12,8 @@ import math
 import re
 from typing import Any
 
+from common.values import count_or_none, is_int, positive, whole_in
+
 # The order every rank runs them in; `init` is init_process_group, `destroy` destroy_process_group.
 OPS = ("init", "all_reduce_sum", "all_reduce_max", "broadcast", "all_gather", "reduce_scatter", "barrier",
        "destroy")
@@ -88,7 +90,7 @@ def nccl_version_text(raw: Any) -> str | None:
         text = ".".join(str(v) for v in raw[:3])
         suffix = raw[3] if len(raw) > 3 and isinstance(raw[3], str) and raw[3] else ""
         return text + (f"-{suffix}" if suffix else "")
-    if isinstance(raw, int) and not isinstance(raw, bool) and raw > 0:
+    if positive(raw):
         if raw >= 20900:
             return f"{raw // 10000}.{raw // 100 % 100}.{raw % 100}"
         return f"{raw // 1000}.{raw // 100 % 10}.{raw % 100}"
@@ -145,13 +147,13 @@ def problems(check: dict[str, Any]) -> list[str]:
         # `auto` asks for one rank per GPU when there are two or more: fewer is nothing to run, not a pass of
         # anything (--require collectives still fails on it).
         gpus = check.get("visible_gpus")
-        if check.get("requested") == "auto" and isinstance(gpus, int) and not isinstance(gpus, bool) and gpus < 2:
+        if check.get("requested") == "auto" and is_int(gpus) and gpus < 2:
             return []
         return [f"{p}.status is 'skipped' with requested {check.get('requested')!r} and visible_gpus {gpus!r}"]
     found: list[str] = []
     world = check.get("world_size")
     device_type = check.get("device_type")
-    if not (isinstance(world, int) and not isinstance(world, bool) and 1 <= world <= MAX_WORLD):
+    if not whole_in(world, 1, MAX_WORLD):
         why = check.get("reason") or check.get("error")
         return [f"{p}.world_size is {world!r} (status {check.get('status')!r}" + (f": {str(why)[:200]})" if why
                                                                                    else ")")]
@@ -213,10 +215,6 @@ def get_text(record: dict[str, Any], key: str, field: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-
 def device_problems(check: dict[str, Any], device: dict[str, Any]) -> list[str]:
     """Why the collective check's device facts disagree with the result's own (`device`: the device worker's
     record of the same box and environment): visible_gpus no more than the GPUs the worker counted
@@ -228,9 +226,9 @@ def device_problems(check: dict[str, Any], device: dict[str, Any]) -> list[str]:
     p = "checks.collectives"
     cuda = device.get("cuda") if isinstance(device.get("cuda"), dict) else {}
     build = device.get("torch_build") if isinstance(device.get("torch_build"), dict) else {}
-    counted, gpus, world = _count(cuda.get("device_count")), check.get("visible_gpus"), check.get("world_size")
+    counted, gpus, world = count_or_none(cuda.get("device_count")), check.get("visible_gpus"), check.get("world_size")
     found = []
-    if gpus is not None and (_count(gpus) is None or gpus > (counted or 0)):
+    if gpus is not None and (count_or_none(gpus) is None or gpus > (counted or 0)):
         found.append(f"{p}.visible_gpus is {gpus!r}, the device worker counted {cuda.get('device_count')!r} GPU(s) "
                      "(device.cuda.device_count)")
     torch = get_text(device, "torch", "version")
@@ -243,7 +241,7 @@ def device_problems(check: dict[str, Any], device: dict[str, Any]) -> list[str]:
         if not build.get(key):
             found.append(f"{p}.device_type is {device_type!r}, but device.torch_build.{key} is {build.get(key)!r}: "
                          f"the installed torch has no {device_type} backend")
-        enough = _count(world) is not None and counted is not None and counted >= world
+        enough = count_or_none(world) is not None and counted is not None and counted >= world
         if device.get("type") != device_type and not enough:
             found.append(f"{p}.device_type is {device_type!r} with world_size {world!r}, but device.type is "
                          f"{device.get('type')!r} and device.cuda.device_count {cuda.get('device_count')!r}")

@@ -1,5 +1,5 @@
-"""A diagnostic report's `message` is the fixed sentence of its `code` (reviewer r6, F10: the sentence edited alone
-verified PASS). scripts/kernodeck_diagnostic.make_report writes CODES[code]'s sentence, or ARCH_MISSING_MESSAGE
+"""A diagnostic report's `message` is the fixed sentence of its `code` (the sentence edited alone would otherwise
+verify). scripts/kernodeck_diagnostic.make_report writes CODES[code]'s sentence, or ARCH_MISSING_MESSAGE
 for a RUNTIME_ERROR on an architecture the wheel lacks; the messages never carry a value taken from the machine.
 The table is read from the diagnostic's own source as Python literals (ast): nothing of it is imported or run,
 and it is written once, there. The judge's, not the gate's (not among GATE_SOURCES). Stdlib only."""

@@ -54,7 +54,7 @@ def failing_writer(check: dict[str, Any]) -> list[str]:
     if "killed_writer" in check:  # recorded since the killed-writer stage landed; earlier results lack it
         killed = check["killed_writer"]
         problems += killed_writer(killed) if isinstance(killed, dict) else [f"{p}.killed_writer is {killed!r}"]
-        if isinstance(killed, dict):  # the stage's deadline and run inside its check's (recorded since issue 32)
+        if isinstance(killed, dict):  # the stage's deadline and run inside its check's (once recorded)
             problems += timing_problems(f"{p}.killed_writer", killed, "seconds", check.get("deadline_s"),
                                         check.get("duration_s"))
     written = get(check, "stages.partial-write.temp_bytes_at_failure")
@@ -103,7 +103,7 @@ def _seconds(value: Any) -> str:
 
 
 def killed_writer(facts: dict[str, Any]) -> list[str]:
-    """failing_writer's killed-writer stage (issue 25/26, scripts/platform_runtime/killed_writer.py), from its
+    """failing_writer's killed-writer stage (scripts/platform_runtime/killed_writer.py), from its
     measurements alone. A writer that never answered within the deadline is
     named as NO ANSWER, and what only the full series shows (every kill made, enough after a commit, the
     last version) is then not judged: a slow machine is not a torn file.

@@ -108,7 +108,8 @@ def unconfirmed(result: dict[str, Any]) -> list[str]:
 
 
 def extents_problems(result: dict[str, Any]) -> list[str]:
-    """ext2 and ext3 against the extents flag of the workspace directory (reviewer r2, F28): the kernel mounts a
+    """ext2 and ext3 against the extents flag of the workspace directory (0xEF53 is all three's magic, so
+    the magic alone cannot tell them apart): the kernel mounts a
     file system with the extents feature only as ext4 (fs/ext4/super.c ext4_feature_set_ok), and on it every new
     directory carries FS_EXTENT_FL, so an ext2 or ext3 type beside the flag is an ext4 mount renamed. On an ext
     super block (0xEF53) of a machine the gate asks, the flags are always answered: null is the view removed.

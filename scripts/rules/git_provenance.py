@@ -1,5 +1,5 @@
 """The result's own Git provenance (`source.git`: head, dirty, diff_sha256) judged, never taken as free text
-(adversarial review r1, finding F5). Two rules, both pure:
+(free text would let any run claim any commit). Two rules, both pure:
 
 - `git_state_problems`, on the result alone: what common.provenance.git_state writes. A head is 40 lowercase hex
   digits, with dirty a bool and the diff's SHA-256 beside it; a clean tree's `git diff HEAD` is empty, so
@@ -12,7 +12,7 @@
   a diff only its SHA-256 names: only that its commit exists is confirmed. Either way the commit was made
   before the run started (its committer date at most CLOCK_SKEW_S after the result's `started_at`).
 - `history_problems`, for a result naming no commit: its source hashes are its provenance, and the bytes they
-  name existed when it started, in some state of the source root's history made before the run (r2, G3).
+  name existed when it started, in some state of the source root's history made before the run.
 
 Stdlib only."""
 
@@ -59,7 +59,7 @@ def git_state_problems(result: dict[str, Any]) -> list[str]:
     elif dirty is False and diff != EMPTY_DIFF_SHA256:
         problems.append(f"{p}.dirty is False, but diff_sha256 is {diff[:12]}..., not the SHA-256 of an empty diff: "
                         "a clean tree has no diff")
-    elif dirty is True and diff == EMPTY_DIFF_SHA256:  # r2, G2: "dirty" beside a diff of no bytes
+    elif dirty is True and diff == EMPTY_DIFF_SHA256:  # "dirty" beside a diff of no bytes
         problems.append(f"{p}.dirty is True, but diff_sha256 is {diff[:12]}..., the SHA-256 of an empty diff: "
                         "a dirty tree's diff holds its changes")
     return problems

@@ -56,7 +56,7 @@ def driver_access_problems(kind: Any, views: dict[str, Any]) -> list[str]:
         if type(nodes) is not int or nodes < 1:
             problems.append(f"device.views.driver_access.kfd_gpu_nodes is {nodes!r}: the kernel driver's topology "
                             "(/sys/class/kfd/kfd/topology/nodes) lists no GPU")
-    # what those devices and libraries are, not only what they are named (r5 F6, F7)
+    # what those devices and libraries are, not only what they are named
     return problems + gpu_driver_files.node_problems(kind, access) + gpu_driver_files.library_problems(kind, access)
 
 

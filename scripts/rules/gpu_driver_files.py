@@ -5,7 +5,7 @@ device_nodes`, beside the kernel's own numbers in `registered`), the backend lib
 (`device.views.driver.proc_files`). Stdlib only; rules.gpu_driver_access calls these for the gate (setting `ok`) and the
 judge (recomputing it).
 
-Why (r5 findings F6, F7): by name only, a regular file named /dev/nvidiactl, a dummy libcuda.so.1 laid over the
+Why: by name only, a regular file named /dev/nvidiactl, a dummy libcuda.so.1 laid over the
 system's library folder, a tmpfs over /proc/driver and a tiny ELF named libtorch_cuda.so in a torch whose RECORD
 was rewritten made `--require cuda` pass on a CPU machine. A result made before these facts were recorded lacks
 them and is judged by its other views; rules.result_format requires them of a result whose gate writes them.
@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import re
 from typing import Any
+
+from common.values import int_or_none
 
 # The NVIDIA kernel driver's fixed character major (NV_MAJOR_DEVICE_NUMBER in its kernel interface) for
 # /dev/nvidiactl and /dev/nvidia<N>; nvidia-uvm's and AMD's kfd major are dynamic (/proc/devices); WSL's /dev/dxg
@@ -37,19 +39,15 @@ CLAIM_DEVICES = {"cuda": re.compile(r"nvidiactl|nvidia\d+|dxg"), "rocm": re.comp
 JUDGED_DEVICES = re.compile(r"nvidiactl|nvidia\d+|nvidia-uvm(-tools)?|dxg|kfd")
 
 
-def _int(value: Any) -> int | None:
-    return value if type(value) is int else None
-
-
 def expected_node(name: str, registered: dict[str, Any]) -> tuple[int | None, int | None]:
     """The (major, minor) a genuine node of this driver device has; minor None where any minor is the driver's."""
     if re.fullmatch(r"nvidiactl|nvidia\d+", name):
         return NVIDIA_MAJOR, None
     if name.startswith("nvidia-uvm"):
-        return _int(registered.get("nvidia-uvm")), None
+        return int_or_none(registered.get("nvidia-uvm")), None
     if name == "kfd":
-        return _int(registered.get("kfd")), None
-    return MISC_MAJOR, _int(registered.get("dxg_misc_minor"))  # dxg
+        return int_or_none(registered.get("kfd")), None
+    return MISC_MAJOR, int_or_none(registered.get("dxg_misc_minor"))  # dxg
 
 
 def node_problem(node: Any, registered: dict[str, Any]) -> str | None:
@@ -63,7 +61,8 @@ def node_problem(node: Any, registered: dict[str, Any]) -> str | None:
     if major is None:
         return (f"/dev/{name} the device worker held has major {node.get('major')!r}, and the kernel registers no "
                 f"{'nvidia-uvm' if name.startswith('nvidia-uvm') else name} driver (/proc/devices, /proc/misc)")
-    if _int(node.get("major")) != major or (name == "dxg" and (minor is None or _int(node.get("minor")) != minor)):
+    held_minor = int_or_none(node.get("minor"))
+    if int_or_none(node.get("major")) != major or (name == "dxg" and (minor is None or held_minor != minor)):
         wanted = f"{major}:{minor if minor is not None else '*'}"
         return (f"/dev/{name} the device worker held is char {node.get('major')!r}:{node.get('minor')!r}, not the "
                 f"driver's {wanted}")
@@ -103,13 +102,13 @@ def library_problem(name: str, facts: Any) -> list[str]:
     if facts.get("same_file") is not True:
         problems.append(f"{field}: the file read is not the one the worker mapped (same_file "
                         f"{facts.get('same_file')!r})")
-    if _int(facts.get("elf_type")) != ET_DYN:
+    if int_or_none(facts.get("elf_type")) != ET_DYN:
         problems.append(f"{field}: not an ELF shared object (e_type {facts.get('elf_type')!r})")
-    machine = _int(facts.get("machine"))
-    if machine is None or machine != _int(facts.get("expected_machine")):
+    machine = int_or_none(facts.get("machine"))
+    if machine is None or machine != int_or_none(facts.get("expected_machine")):
         problems.append(f"{field}: ELF machine {facts.get('machine')!r} is not the worker's interpreter's "
                         f"{facts.get('expected_machine')!r}")
-    size = _int(facts.get("size"))
+    size = int_or_none(facts.get("size"))
     if size is None or size < MIN_BYTES[name]:
         problems.append(f"{field}: {facts.get('size')!r} bytes, below the {MIN_BYTES[name]} of any real {name}")
     if name == "libcuda" and facts.get("mount") not in LIBCUDA_MOUNTS:
@@ -157,8 +156,9 @@ def proc_file_problems(driver: dict[str, Any]) -> list[str]:
                         "not an ELF program on the root file system, a bind of the file itself or WSL's driver store")
     for facts in files:
         facts = facts if isinstance(facts, dict) else {}
-        if _int(facts.get("f_type")) != PROC_SUPER_MAGIC or facts.get("fstype") != "proc" or not _procfs_mount(facts):
-            magic = hex(facts["f_type"]) if _int(facts.get("f_type")) is not None else facts.get("f_type")
+        f_type = int_or_none(facts.get("f_type"))
+        if f_type != PROC_SUPER_MAGIC or facts.get("fstype") != "proc" or not _procfs_mount(facts):
+            magic = hex(facts["f_type"]) if int_or_none(facts.get("f_type")) is not None else facts.get("f_type")
             problems.append(f"device.views.driver.proc_files: a /proc/driver/nvidia file was read from f_type "
                             f"{magic!r}, a {facts.get('fstype')!r} mount at {facts.get('mount_point')!r}, not the "
                             f"kernel's procfs at /proc ({hex(PROC_SUPER_MAGIC)}): a mount laid over /proc/driver")

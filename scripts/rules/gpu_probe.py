@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from common.values import int_or_none
+
 # A device UUID as torch prints one (_CUuuid's str: 8-4-4-4-12 hex) or the driver does (GPU-..., MIG-...):
 # the one pattern, which platform_runtime.nvidia_driver reads the driver's list with too.
 UUID = re.compile(r"(?:GPU-|MIG-)?([0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12})")
@@ -23,10 +25,6 @@ def normal_uuid(text: Any) -> str | None:
     """The UUID lower case without its prefix; None for anything that is not one."""
     match = UUID.fullmatch(text.strip()) if isinstance(text, str) else None
     return match.group(1).lower() if match else None
-
-
-def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def cuda_arch_in_build(arch: str, arch_list: list[Any]) -> bool:
@@ -84,11 +82,11 @@ def gpu_view_problems(device: dict[str, Any], kind: str) -> list[str]:
     if cuda.get("driver_too_old_warning") is not False:
         problems.append(f"device.cuda.driver_too_old_warning is {cuda.get('driver_too_old_warning')!r}: torch "
                         "warned that the driver is too old for this build (or the probe's answer is not recorded)")
-    warned = _count(cuda.get("availability_warnings"))
+    warned = int_or_none(cuda.get("availability_warnings"))
     if warned != 0:
         problems.append(f"device.cuda.availability_warnings is {cuda.get('availability_warnings')!r}: "
                         "torch.cuda.is_available() warned in the worker")
-    count = _count(cuda.get("device_count"))
+    count = int_or_none(cuda.get("device_count"))
     index = re.fullmatch(r"cuda:(\d+)", str(device.get("resolved") or ""))
     wanted = int(index.group(1)) + 1 if index else 1
     if count is None or count < wanted:
@@ -96,7 +94,7 @@ def gpu_view_problems(device: dict[str, Any], kind: str) -> list[str]:
                         f"{device.get('resolved') or 'device'}")
     if not isinstance(cuda.get("name"), str) or not cuda["name"].strip():
         problems.append(f"device.cuda.name is {cuda.get('name')!r}: the device's properties were not read")
-    memory = _count(cuda.get("total_memory_bytes"))
+    memory = int_or_none(cuda.get("total_memory_bytes"))
     if memory is None or memory <= 0:
         problems.append(f"device.cuda.total_memory_bytes is {cuda.get('total_memory_bytes')!r}: the device has "
                         "no memory by its properties")

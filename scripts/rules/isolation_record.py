@@ -1,5 +1,5 @@
-"""Whether a gate result's `isolation` record is the one its own raw facts give: the judge's half of issue
-19's rule (the gate writes the record in platform_runtime.startup; rules.trust judges what it says).
+"""Whether a gate result's `isolation` record is the one its own raw facts give: the judge's half of the
+injection rule (the gate writes the record in platform_runtime.startup; rules.trust judges what it says).
 
 - A result of a gate that records `isolation.allowed` is recognised by every field that gate writes beside
   it (CURRENT_MARKERS, and the sources it hashes): such a result with `isolation` or `isolation.allowed`
@@ -134,7 +134,7 @@ def derived_vectors(isolation: dict[str, Any]) -> tuple[list[str], list[str]]:
 
 def isolation_forgeries(result: dict[str, Any]) -> list[str]:
     """The recorded isolation facts that disagree with each other or with the arguments (not authentic);
-    nothing for a result of a gate before issue 19's rule (no marker of one)."""
+    nothing for a result of a gate before the injection rule (no marker of one)."""
     markers = current_markers(result)
     if not markers:
         return []

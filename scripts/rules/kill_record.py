@@ -1,5 +1,5 @@
 """The killed-writer stage's per-kill record (`checks.failing_writer.killed_writer.per_kill`), and its totals
-made again from it: one entry per kill, as scripts/platform_runtime/killed_writer.py makes it. r4 finding 18: the
+made again from it: one entry per kill, as scripts/platform_runtime/killed_writer.py makes it. Why: the
 totals alone let `kills_mid_replace` be lowered (9 -> 0) beside the temporaries the kills left; each kill's
 own record ties what it left to what it was doing.
 

@@ -12,7 +12,7 @@ Names are aliased (x86_64/AMD64/amd64/x64, aarch64/arm64/ARM64, i686/x86, armv7l
 knows, beside a view that shows an architecture, is refused; a view that shows none (not recorded, an unknown
 header value) says nothing. Stdlib only; the header parsers are the gate's (platform_runtime.binary_arch).
 
-binary_problems: the header records themselves (reviewer r2, B1, B3, B5), the details a one-field edit could
+binary_problems: the header records themselves, the details a one-field edit could
 change beside the architectures they show:
 - a record is either a read header (`format`, `header`, `bits`, `error` null) or a failure (`error`, and the
   other three null): binary_arch.parse and _unknown write nothing else;
@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from common.values import get
+from common.values import get, is_int
 
 ALIASES = {
     **dict.fromkeys(("x86_64", "amd64", "x64", "em64t"), "x86_64"),
@@ -88,7 +88,7 @@ def header_arches(binary: Any) -> set[str]:
     table = HEADER_TABLES.get(str(binary.get("format")))
     header = binary.get("header")
     values = header if isinstance(header, list) else [header]
-    return {table[v] for v in values if table and isinstance(v, int) and not isinstance(v, bool) and v in table}
+    return {table[v] for v in values if table and is_int(v) and v in table}
 
 
 def name_arches(name: Any) -> set[str]:
@@ -138,10 +138,6 @@ NULL_BITS = ("pe", "mach-o-fat")
 EXT_TAG = re.compile(r"\.(?:cpython-|cp)(?P<major>\d)(?P<minor>\d+)[a-z]*[-.]")
 
 
-def _int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def record_problems(field: str, binary: dict[str, Any]) -> list[str]:
     """One header record: read, or failed with its error, and its bits the header's own."""
     form, header, bits, error = (binary.get(k) for k in ("format", "header", "bits", "error"))
@@ -157,11 +153,11 @@ def record_problems(field: str, binary: dict[str, Any]) -> list[str]:
                 "read records no error"]
     if form in NULL_BITS:
         return [] if bits is None else [f"{field}.bits is {bits!r}: a {form} header records no bits"]
-    if bits not in (32, 64) or not _int(bits):
+    if bits not in (32, 64) or not is_int(bits):
         return [f"{field}.bits is {bits!r}: a {form} header is 32 or 64 bits"]
-    if form == "elf" and _int(header) and header in ELF_32_ONLY and bits != 32:
+    if form == "elf" and is_int(header) and header in ELF_32_ONLY and bits != 32:
         return [f"{field}.bits is {bits!r}, but its header {header} ({ELF_32_ONLY[header]}) is ELFCLASS32 only"]
-    if form == "mach-o" and _int(header) and (bits == 64) != bool(header & CPU_ARCH_ABI64):
+    if form == "mach-o" and is_int(header) and (bits == 64) != bool(header & CPU_ARCH_ABI64):
         return [f"{field}.bits is {bits!r}, but its cputype {header:#x} says "
                 f"{64 if header & CPU_ARCH_ABI64 else 32}-bit"]
     return []
@@ -198,7 +194,7 @@ def name_problems(result: dict[str, Any], torch_c: dict[str, Any]) -> list[str]:
 
 
 def binary_problems(result: dict[str, Any]) -> list[str]:
-    """The binaries' records (r2 B1, B3, B5), as this module's docstring's second part says."""
+    """The binaries' records, as this module's docstring's second part says."""
     binaries = get(result, "platform.binaries")
     if not isinstance(binaries, dict):
         return []  # rules.result_format names a current result without them

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from common.values import obj
+from common.values import is_int, obj, whole_in
 
 
 def derived_flags(document: dict[str, Any]) -> dict[str, Any]:
@@ -18,17 +18,17 @@ def derived_flags(document: dict[str, Any]) -> dict[str, Any]:
     # umount hung (a dead server's share is detached, never unmounted).
     # Its umount attempts were busy retries until the last one, which unmounted it: exit 0. None runs only when
     # the share was already gone before the first attempt, never after a setup that mounted it (its `mount`, read
-    # from mountinfo): nothing between the two unmounts it (r4's #18: "unmounted" with no umount made).
+    # from mountinfo): nothing between the two unmounts it ("unmounted" with no umount made is refused).
     codes = unmount.get("umount_exit_codes")
     mounted = bool(obj(obj(document, "setup"), "mount"))
-    umounted = (isinstance(codes, list) and all(type(c) is int for c in codes)
+    umounted = (isinstance(codes, list) and all(is_int(c) for c in codes)
                 and (codes[-1] == 0 if codes else not mounted))
     flags: dict[str, Any] = {"unmount.unmounted": ("still_mounted_as" in unmount and unmount["still_mounted_as"] is None
                                                    and unmount.get("hung") is not True
                                                    and unmount.get("detached") is None and umounted)}
     flags["unmounted"] = flags["unmount.unmounted"]
     if server:
-        flags["server.stopped"] = (_whole(server.get("rpc_nfsd_0_exit"), 0, 0)
+        flags["server.stopped"] = (whole_in(server.get("rpc_nfsd_0_exit"), 0, 0)
                                    and server.get("nfsd_threads_after") == "0" and server.get("mountd_stopped") is True)
     flags["server_stopped"] = bool(server) and flags.get("server.stopped") is True
     if delete:
@@ -42,10 +42,6 @@ def derived_flags(document: dict[str, Any]) -> dict[str, Any]:
 NFS_MOUNT_TYPES = ("nfs", "nfs4")
 
 
-def _whole(value: Any, low: int, high: int | None = None) -> bool:
-    return type(value) is int and value >= low and (high is None or value <= high)
-
-
 def setup_problems(setup: dict[str, Any]) -> list[str]:
     """What a setup that succeeded recorded (scripts/steps/nfs_harness.py setup: each step writes its fact, and
     `ok` only after the last): the grace time it wrote (5-90 s, the step's own bound) and read back, the
@@ -57,9 +53,9 @@ def setup_problems(setup: dict[str, Any]) -> list[str]:
     threads = setup.get("nfsd_threads")
     wanted = [
         (setup.get("error") is None, f"{p}.error is {str(setup.get('error'))[:120]!r}"),
-        (_whole(setup.get("grace_seconds"), 5, 90), f"{p}.grace_seconds is {setup.get('grace_seconds')!r}, the "
+        (whole_in(setup.get("grace_seconds"), 5, 90), f"{p}.grace_seconds is {setup.get('grace_seconds')!r}, the "
                                                     "setup writes 5-90"),
-        (_whole(setup.get("mountd_pid"), 2), f"{p}.mountd_pid is {setup.get('mountd_pid')!r}: no rpc.mountd started"),
+        (whole_in(setup.get("mountd_pid"), 2), f"{p}.mountd_pid is {setup.get('mountd_pid')!r}: no rpc.mountd started"),
         (isinstance(threads, str) and threads.isdigit() and int(threads) > 0,
          f"{p}.nfsd_threads is {threads!r}: nfsd runs no thread"),
         (isinstance(versions, str) and any(w.startswith("+4") for w in versions.split()),
@@ -136,7 +132,7 @@ def mount_problems(harness: dict[str, Any], gate: dict[str, Any]) -> list[str]:
     """The share the harness mounted is the file system the gate measured: the type mountinfo gave the harness
     (setup.mount.fstype) is the gate's filesystem.type, the version the harness mounted (nfs_version) the
     gate's, and the server the harness started enables that version (setup.nfsd_versions). Each is required: a
-    record without one has nothing to compare (r4's #7: deleting them skipped the rule). The harness records
+    record without one has nothing to compare (so deleting them must not skip the rule). The harness records
     no mount options, so there are none to compare."""
     setup, fs = obj(harness, "setup"), obj(gate, "filesystem")
     problems = []

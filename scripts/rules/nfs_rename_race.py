@@ -15,17 +15,13 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from common.values import is_int  # an exit code or count is an int, never a boolean
+from common.values import count_or_zero, is_int  # an exit code or count is an int, never a boolean
 
 CONTROL = "local"
 
 
 def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
-
-
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
 def _delta(report: dict[str, Any], key: str) -> int | None:
@@ -49,7 +45,7 @@ def condition_summary(condition: dict[str, Any]) -> dict[str, Any]:
         mine: Counter = Counter()
         for task in tasks:
             result = _dict(task.get("result"))
-            outcomes = {str(k): _count(v) for k, v in _dict(result.get("outcomes")).items()}
+            outcomes = {str(k): count_or_zero(v) for k, v in _dict(result.get("outcomes")).items()}
             complete = complete and is_int(task.get("exit_code"), 0) and bool(result)
             if task.get("role") == "writer":
                 complete = (complete and is_int(result.get("attempted"))
@@ -58,7 +54,7 @@ def condition_summary(condition: dict[str, Any]) -> dict[str, Any]:
                 writers.update(outcomes)
             else:
                 readers.update(outcomes)
-                silly_seen = max(silly_seen, _count(result.get("silly_names_seen")))
+                silly_seen = max(silly_seen, count_or_zero(result.get("silly_names_seen")))
         per_client[str(report.get("client"))] = {
             "etxtbsy": mine.get("ETXTBSY", 0), "sillyrename_events": _delta(report, "sillyrename_events"),
             "rename_errors": _delta(report, "rename_errors")}
@@ -67,8 +63,8 @@ def condition_summary(condition: dict[str, Any]) -> dict[str, Any]:
             "etxtbsy": writers.get("ETXTBSY", 0), "ebusy": writers.get("EBUSY", 0),
             "renames_failed": sum(n for k, n in writers.items() if k != "ok"), "clients": per_client,
             "silly_names_seen": silly_seen, "complete": complete,
-            "silly_left": max((_count(x.get("silly")) for x in left), default=0),
-            "temporaries_left": max((_count(x.get("temporaries")) for x in left), default=0)}
+            "silly_left": max((count_or_zero(x.get("silly")) for x in left), default=0),
+            "temporaries_left": max((count_or_zero(x.get("temporaries")) for x in left), default=0)}
 
 
 def rename_race_verdict(conditions: list[dict[str, Any]]) -> dict[str, Any]:

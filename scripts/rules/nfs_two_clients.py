@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from common.values import is_count, is_int
+from common.values import count_or_zero, is_count, is_int
 
 # The two-clients phase's variants, as tools/nfsvm/two_clients_phase.py runs them: (the file on the share, writers
 # per client, records per writer, kind). One table: the phase runs these and records them, the judge holds each
@@ -73,17 +73,13 @@ def tasks_facts(kind: str, run: dict[str, Any]) -> dict[str, Any]:
         "tasks_exited_0": (reported and is_count(run.get("writers_per_client"))
                            and len(tasks) == 2 * (run["writers_per_client"] + 1)
                            and all(_task_exited_0(t) for t in tasks)),
-        "reads": sum(_count(r.get("reads")) for r in readers),
-        "partial_reads": sum(_count(r.get("partial_reads")) for r in readers),
-        "missing_reads": sum(_count(r.get("missing_reads")) for r in readers),
+        "reads": sum(count_or_zero(r.get("reads")) for r in readers),
+        "partial_reads": sum(count_or_zero(r.get("partial_reads")) for r in readers),
+        "missing_reads": sum(count_or_zero(r.get("missing_reads")) for r in readers),
         "distinct_versions_seen": len(seen), "writers_seen": sorted({w for w, _ in seen}),
-        "writer_busy_rename_retries": sum(_count((t.get("result") or {}).get("busy_rename_retries"))
+        "writer_busy_rename_retries": sum(count_or_zero((t.get("result") or {}).get("busy_rename_retries"))
                                           for t in tasks if t.get("role") == "writer")})
     return facts
-
-
-def _count(value: Any) -> int:
-    return value if is_count(value) else 0
 
 
 def clients_problems(kind: str, run: dict[str, Any]) -> list[str]:
@@ -120,8 +116,8 @@ READER_COUNTS = ("reads", "partial_reads", "missing_reads")
 
 
 def task_record_problems(kind: str, run: dict[str, Any]) -> list[str]:
-    """Each task that ended well reports what its role always reports (reviewer r6: each of these, edited or
-    deleted alone, verified PASS): a gate worker's role (locked, replace) its start-up as the gate starts it
+    """Each task that ended well reports what its role always reports (each of these, edited or
+    deleted alone, would otherwise pass): a gate worker's role (locked, replace) its start-up as the gate starts it
     (rules.interpreter_start.worker_finding) and, as a replace reader, its counts and `tolerate_missing` true (the
     phase passes --tolerate-missing on the share); an unlocked writer its method and that every writer had the file
     open before any wrote (without that the control's damage proves nothing)."""
@@ -166,8 +162,8 @@ def _expected_bytes(writers: int, count: int) -> int:
 
 def variant_problems(kind: str, run: dict[str, Any]) -> list[str]:
     """The variant ran as the phase runs it (TWO_CLIENTS_VARIANTS: its file, writers and records), and its
-    verdict's counts are ones its checker could give (r4's #21: 400 records expected of 1 writer per client
-    writing 50, a replace run that read nothing)."""
+    verdict's counts are ones its checker could give (400 records expected of 1 writer per client
+    writing 50, or a replace run that read nothing, is none)."""
     p = f"variants.{kind}"
     name, per_client, count = next((v, w, c) for v, w, c, k in TWO_CLIENTS_VARIANTS if k == kind)
     problems = [f"{p}.{key} is {run.get(key)!r}, the phase runs {wanted!r}"
@@ -267,7 +263,7 @@ def judge_two_clients(document: dict[str, Any]) -> tuple[list[str], list[str]]:
                 forged.append(f"variants.{kind}.verdict.{key} is recorded {repr(verdict.get(key))[:120]}, its "
                               f"clients' reports say {repr(value)[:120]}")
         flags = variant_flags(kind, run)
-        # Every flag the phase writes is required (r4's #21: the locked verdict's pass deleted); a variant whose
+        # Every flag the phase writes is required (a deleted `pass` would be a verdict not compared); a variant whose
         # file never reached the export records its reason and pass alone.
         for key, value in flags.items():
             if (key in verdict or key == "pass" or "reason" not in verdict) and verdict.get(key) is not value:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from common.values import is_count, is_int  # noqa: F401
+from common.values import is_count, is_int, positive  # noqa: F401
 
 from rules.nfs_two_clients import (  # noqa: F401  (the phases and the judges reach them here)
     TWO_CLIENTS_VARIANTS,
@@ -27,7 +27,8 @@ from rules.nfs_vm_install import INSTALL_UNITS, deb_version, judge_install, judg
 # Each of the restart's clocks is recorded to 0.1 s: two readings on each side of a difference.
 ROUNDING_S = 0.2
 # The server-restart phase (tools/nfsvm/phases.server_restart_phase) restarts the server this long after it saw
-# the gate's workspace on the export: the restart lands at least this far into the gate (r4's #10: at +0.0 s).
+# the gate's workspace on the export: the restart lands at least this far into the gate (a restart at +0.0 s
+# would hit no gate).
 RESTART_DELAY_S = 8.0
 FAULT_GRACE_S = 20  # beyond --timeout: the gate's own kill grace and cleanup, and the VM's slow clock
 
@@ -97,8 +98,8 @@ def judge_server_restart(report: dict[str, Any], gate: dict[str, Any] | None,
         if not (is_int(recorded.get("exit_code")) and gate.get("exit_code") == recorded.get("exit_code")):
             reasons.append(f"gate.exit_code is {recorded.get('exit_code')!r}, the gate result records "
                            f"{gate.get('exit_code')!r}")
-        # The phase runs the gate with --timeout gate_timeout: the result's own arguments say which (r4's #10: a
-        # gate_timeout of 630 s stretched the deadline the run was held to).
+        # The phase runs the gate with --timeout gate_timeout: the result's own arguments say which (a
+        # recorded gate_timeout of 630 s would stretch the deadline the run is held to).
         asked = (gate.get("arguments") if isinstance(gate.get("arguments"), dict) else {}).get("timeout_s")
         if not (_number(asked) and recorded.get("gate_timeout") == asked):
             reasons.append(f"gate.gate_timeout is {recorded.get('gate_timeout')!r}, the gate result ran with "
@@ -132,7 +133,7 @@ def judge_server_restart(report: dict[str, Any], gate: dict[str, Any] | None,
         reasons.append(f"restart stopped at {stopped!r} and restarted at {started!r} (uptime): no restart recorded")
     elif _number(after) and _number(elapsed) and started - stopped > elapsed - after + ROUNDING_S:
         # The gate ran on a hard mount: it could not complete while the server was down, so the server was back
-        # before the gate's end (r4's #10: a day's downtime beside a gate that completed in 113 s).
+        # before the gate's end (a day's downtime beside a gate that completed in 113 s is an edit).
         reasons.append(f"restart: the server was down {started - stopped:.1f} s (uptime {stopped} to {started}), "
                        f"longer than the gate ran after the stop ({elapsed} s - {after} s)")
     if not is_int(_section(report, "teardown").get("exit_code"), 0):
@@ -200,7 +201,7 @@ def busy_rename_verdict(rounds: list[dict[str, Any]]) -> dict[str, Any]:
         "rounds": len(rounds), "passed": sum(not p for p in problems),
         "busy_rename_retries": [r.get("writer_busy_rename_retries") for r in results],
         "reasons": [(p[0] if p else None) for p in problems if p]}
-    verdict["met_etxtbsy"] = any(isinstance(n, int) and not isinstance(n, bool) and n > 0
+    verdict["met_etxtbsy"] = any(positive(n)
                                  for n in verdict["busy_rename_retries"])
     verdict["pass"] = bool(rounds) and verdict["passed"] == len(rounds)
     return verdict

@@ -1,7 +1,7 @@
 """The NFS VM run's own facts (nfs-vm-run.json) against the image and the guest's versions it was made from:
 tools/nfsvm/cli.judge_run copies its `image` block from the image's manifest (nfsvm-image.json, written by
 tools/nfsvm/image.write_manifest) and its kernel_release / nfs_kernel_server from versions.json; the manifest's
-packages_sha256 is the digest of its own packages. r4's #13 and #18: another kernel image's digest, packages
+packages_sha256 is the digest of its own packages: another kernel image's digest, packages
 rewritten under a stale digest, an image without nfs-kernel-server, the run's fields deleted. Stdlib only."""
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 # nfs-kernel-server, python3 by the recipe), so a versions.json without one lost it.
 SUITE = "bookworm"
 VERSION_PACKAGES = ("nfs-kernel-server", "nfs-common", "python3")
-# The manifest's kernel, which one_run compares with the guest's and the run's only where it is recorded (r6: deleted,
-# it verified PASS).
+# The manifest's kernel, which one_run compares with the guest's and the run's only where it is recorded (deleted,
+# nothing would refute it).
 MANIFEST_KERNEL = ("kernel_release", "kernel_package", "kernel_package_version")
 
 

@@ -58,9 +58,9 @@ def deb_version(name: str) -> str:
 
 
 def judge_install_record(result: dict[str, Any], image: dict[str, Any] | None = None) -> tuple[list[str], list[str]]:
-    """install.json by its facts (judge_install): its `ok` and `problems` are theirs, both required (r4's #12:
-    an `ok` false under facts that pass, problems deleted). With the image's manifest, the .debs installed are
-    the ones the image carries (its offline_debs)."""
+    """install.json by its facts (judge_install): its `ok` and `problems` are theirs, both required (an
+    `ok` false under facts that pass, or problems deleted, is an edit). With the image's manifest, the .debs
+    installed are the ones the image carries (its offline_debs)."""
     problems = judge_install(result)
     reasons, forged = list(problems), []
     recorded = result.get("problems")

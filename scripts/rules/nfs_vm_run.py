@@ -72,7 +72,7 @@ def vm_problems(boot: dict[str, Any]) -> list[str]:
     if boot.get("timed_out") is not False:
         problems.append(f"killed at the wall-clock limit of {boot.get('limit_seconds')} s (timed out "
                         f"{boot.get('timed_out')})")
-    if isinstance(code, int) and not isinstance(code, bool) and code < 0:
+    if is_int(code) and code < 0:
         problems.append(f"qemu was killed by {signal_name(-code)} (exit status {code})")
     elif not is_int(code, 0):
         problems.append(f"qemu exited {code!r}")
@@ -99,7 +99,7 @@ def vm_check(boot: dict[str, Any], errors: list[str]) -> dict[str, Any]:
 
 def negative_seconds(document: Any, path: str = "") -> list[str]:
     """Every duration or uptime a VM record holds (a key `seconds` or ending `_seconds`) is a number of 0 or
-    more: a clock read after it started never gives less (r4's #10: a teardown of -6.39 s)."""
+    more: a clock read after it started never gives less (a teardown of -6.39 s is an edit)."""
     found: list[str] = []
     if isinstance(document, dict):
         for key, value in document.items():
@@ -124,8 +124,8 @@ def steps_problems(steps_record: dict[str, Any] | None, gate: dict[str, Any] | N
     """The nfs action's own steps (action/steps.json, tools/nfsvm/phases.action_phase) agree with what they
     wrote: the result folder made (exit 0), the harness setup exited 0, the gate step exited with the code its
     result records and within its step limit (the gate's --timeout and a margin), and the teardown exited as
-    its record's verdict says (nfs_harness.py teardown: 0 when the record is ok, else 1). r4's #6: a run whose
-    steps exited 1 verified."""
+    its record's verdict says (nfs_harness.py teardown: 0 when the record is ok, else 1): a run whose
+    steps exited 1 is no pass."""
     if not isinstance(steps_record, dict):
         return ["no action/steps.json: the action's steps are not recorded"]
     steps = steps_record.get("steps") if isinstance(steps_record.get("steps"), dict) else {}
@@ -161,7 +161,7 @@ ROUNDING_S = 0.11
 
 
 def step_clock_problems(steps_record: dict[str, Any], gate: dict[str, Any] | None) -> list[str]:
-    """The action's clock readings agree with the order tools/nfsvm/phases.action_phase takes them in (r6): the
+    """The action's clock readings agree with the order tools/nfsvm/phases.action_phase takes them in: the
     warm-up ends (`warm_up.ended_at_uptime`) before the gate step starts, the gate step ends before
     `kernel_uptime_at_gate_verdict_seconds` is read, the steps run one after another inside `phase_seconds`, the
     gate step lasts at least the gate's own `duration_s`, and its limit is exactly the gate's --timeout plus the
@@ -484,7 +484,7 @@ def judge_vm_run(run: dict[str, Any], load: Load | None = None) -> tuple[list[st
     reasons += [f"{name} did not pass ({details[name]})" for name, ok in recorded.items() if not ok and name not in
                 {r.split(":", 1)[0] for r in reasons}]
     reasons += run_fields_problems(run)
-    if load is not None:  # the run's copies of the image and the guest's versions are theirs (r4's #13, #18)
+    if load is not None:  # the run's copies of the image and the guest's versions are theirs
         manifest, versions = load("nfsvm-image.json"), load("versions.json")
         forged += (image_problems(manifest) if manifest else []) + (versions_problems(versions) if versions else [])
         forged += run_image_problems(run, manifest, versions)
@@ -501,7 +501,7 @@ def judge_vm_run(run: dict[str, Any], load: Load | None = None) -> tuple[list[st
 
 def run_date_problems(run: dict[str, Any], gate: dict[str, Any] | None) -> list[str]:
     """`date` is the UTC day tools/nfsvm/cli.py wrote the record on, after the run: the day the action's gate
-    started, or a later one within the run's `wall_seconds` (r6: another date, edited alone, verified PASS)."""
+    started, or a later one within the run's `wall_seconds` (another date, edited alone, is refused)."""
     import datetime
 
     date, started = run.get("date"), (gate or {}).get("started_at") if isinstance(gate, dict) else None
@@ -529,7 +529,7 @@ def index_check_problems(run: dict[str, Any], checks: list[dict[str, Any]]) -> l
     check = next((c for c in checks if c.get("name") == INDEX_CHECK), None)
     if check is None:
         return []
-    if index is None:  # r4's #9: with the record deleted, the check had nothing to be made from, and passed
+    if index is None:  # with the record deleted, the check has nothing to be made from: it must not pass
         return [f"checks.{INDEX_CHECK} is recorded without the run's evidence_index record it is made from"]
     problems = []
     if check["ok"] is not is_int(index.get("exit_code"), 0):

@@ -1,5 +1,5 @@
 """One GPU, one set of facts: what a CUDA gate result and a GPU diagnostic record about the device they ran on,
-held to themselves and to each other (the outside review r3, findings 6-8).
+held to themselves and to each other.
 
 Within one result:
 - the gate: no phase's allocated or resident bytes, and not the peak, exceed the device's total memory (a
@@ -28,13 +28,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from common.values import get
+from common.values import get, int_or_none
 
 WHY = "one folder is one machine, and one visible GPU is one device"
-
-
-def _int(value: Any) -> int | None:
-    return value if type(value) is int else None
 
 
 def _cuda_major(version: Any) -> int | None:
@@ -54,17 +50,17 @@ def gate_problems(document: Any) -> list[str]:
     if not isinstance(document, dict) or not _used_cuda(document):
         return []
     cuda, problems = document["device"]["cuda"], []
-    total = _int(cuda.get("total_memory_bytes"))
+    total = int_or_none(cuda.get("total_memory_bytes"))
     if total is not None and total > 0:
         phases = get(document, "device.phases") if isinstance(get(document, "device.phases"), dict) else {}
-        held = [(f"device.phases.{phase}.{key}", _int(facts.get(key)))
+        held = [(f"device.phases.{phase}.{key}", int_or_none(facts.get(key)))
                 for phase, facts in sorted(phases.items()) if isinstance(facts, dict)
                 for key in ("allocated_bytes", "resident_bytes")]
-        held.append(("device.peak_allocated_bytes", _int(get(document, "device.peak_allocated_bytes"))))
+        held.append(("device.peak_allocated_bytes", int_or_none(get(document, "device.peak_allocated_bytes"))))
         problems += [f"{field} is {value}, more than the device's device.cuda.total_memory_bytes {total}: a device "
                      "cannot hold more than its memory" for field, value in held if value is not None and value > total]
     major = _cuda_major(cuda.get("compiled_cuda"))
-    driver, runtime = _int(cuda.get("driver_version")), _int(cuda.get("runtime_version"))
+    driver, runtime = int_or_none(cuda.get("driver_version")), int_or_none(cuda.get("runtime_version"))
     if major is not None and driver is not None and driver // 1000 < major:
         problems.append(f"device.cuda.driver_version is {driver} (CUDA {driver // 1000}.{driver % 1000 // 10}), below "
                         f"the build's device.cuda.compiled_cuda {cuda['compiled_cuda']!r}: that driver cannot run it")
@@ -89,13 +85,13 @@ def diagnostic_problems(document: Any) -> list[str]:
     if not isinstance(document, dict) or get(document, "execution.backend") != "cuda":
         return []
     gpus, problems = _smi_gpus(document), []
-    count = _int(get(document, "pytorch.gpu_count"))
+    count = int_or_none(get(document, "pytorch.gpu_count"))
     if gpus is not None and gpus and count is not None and count > len(gpus):
         problems.append(f"pytorch.gpu_count is {count}, more than the {len(gpus)} GPU(s) nvidia-smi lists "
                         "(host_check.gpus)")
-    total = _int(get(document, "execution.total_memory_bytes"))
+    total = int_or_none(get(document, "execution.total_memory_bytes"))
     if gpus is not None and len(gpus) == 1 and count == 1 and total is not None and isinstance(gpus[0], dict):
-        mib = _int(gpus[0].get("memory_total_mib"))
+        mib = int_or_none(gpus[0].get("memory_total_mib"))
         if mib is not None and total > mib * 2**20:
             problems.append(f"execution.total_memory_bytes is {total} ({total / 2**20:.0f} MiB), more than "
                             f"nvidia-smi's host_check.gpus[0].memory_total_mib {mib} for the only GPU it lists")

@@ -34,7 +34,7 @@ FIELDS: dict[str, dict[str, str]] = {
         "torch": "device.torch.version", "torch_record": "device.torch_build.record_sha256",
         "torch_cuda": "device.torch.cuda", "torch_hip": "device.torch.hip", "torch_arch_list": "device.cuda.arch_list",
         "gpu_count": "device.cuda.device_count", "gpu_driver": "device.cuda.kernel_driver",
-        # the NFS VM's versions.json names the guest interpreter by major.minor only (r6: '3.11' edited alone
+        # the NFS VM's versions.json names the guest interpreter by major.minor only ('3.11' edited alone
         # verified PASS beside the gates' '3.11.2')
         "python_minor": ("platform.python", lambda v: _minor(v)),
     },
@@ -122,7 +122,7 @@ VM_FIELDS: dict[str, dict[str, Any]] = {
     "kernodeck.nfsvm-install/v1": {"nfs_kernel_server": "nfs_kernel_server", "init": "pid1"},
     "kernodeck.nfs-harness/v1#setup": {"nfs_kernel_server": "package.version"},
     # a teardown's record carries the setup state it read (the server-restart scenario's has no setup file beside
-    # it, so only this compares its package; r6: edited alone, it verified PASS)
+    # it, so only this compares its package: edited alone, nothing else refutes it)
     "kernodeck.nfs-harness/v1": {"nfs_kernel_server": "setup.package.version"},
 }
 # What start-up code the interpreter's own files hold: the same interpreter reads the same site directories, so a
@@ -158,7 +158,7 @@ def _checkout(document: Any) -> str | None:
 
 
 # One folder is one checkout: every gate of it ran git in the same tree, so each names the same commit, or none
-# names one (adversarial review r2, G1: one result's `source.git` replaced by "git is not installed" beside results
+# names one (one result's `source.git` replaced by "git is not installed" beside results
 # naming a head drops the commit binding of that one result). Compared by the commit alone: a tree that became
 # dirty between two runs of one checkout is still that checkout; why git named none is not compared.
 NO_COMMIT = "none"
@@ -209,7 +209,7 @@ def _key(fact: str, value: Any) -> Any:
     if fact == "python" and isinstance(value, str):  # the diagnostic writes X.Y.Z of sys.version_info, the gate
         # platform.python_version() ("3.14.0rc1" for a candidate, "3.13.0+" for a build past a tag): only those
         # forms are cut to X.Y.Z. Anything else after X.Y.Z is not a version Python writes, and is compared whole
-        # (r6: "3.12.3x" matched "3.12.3" when any suffix was cut).
+        # ("3.12.3x" would match "3.12.3" if any suffix were cut).
         release = re.fullmatch(r"(\d+\.\d+\.\d+)(?:(?:a|b|rc)\d+)?\+?", value)
         return release.group(1) if release else repr(value)
     if fact == "system" and isinstance(value, str):

@@ -15,9 +15,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from common.values import get
-
 from rules import mount_options
+from rules.gate_record import OS_FACT_PATHS, Filesystem, Platform, os_facts
 from rules.whole_result import NFS_TYPES
 
 WINDOWS_FS_METHOD = "win32-GetVolumeInformationW"
@@ -26,16 +25,6 @@ WINDOWS_FS_TYPES = ("ntfs", "refs", "fat", "fat32", "exfat", "csvfs", "udf", "cd
 SYSTEMS = ("Linux", "Windows", "Darwin")
 LINUX, WINDOWS, DARWIN = ({"Linux"}, {"Windows"}, {"Darwin"})
 POSIX = LINUX | DARWIN
-# The facts (dotted paths into a gate result) that speak to the operating system. The index keeps their
-# values beside its claims (evidence_index.results), so an online proof reads the same facts.
-OS_FACT_PATHS = (
-    "platform.system", "platform.release", "platform.machine", "platform.windows_version", "platform.mac_version",
-    "platform.python_compiler", "filesystem.method", "filesystem.mount_id", "filesystem.mount_options",
-    "filesystem.drive_type", "checks.jsonl_append.method", "checks.jsonl_append.lock_probe.method", "device.type",
-    "device.views.mapped.observed", "device.views.mapped.torch_lib", "device.torch_build.wheel_tags",
-    "device.torch_build.backend_libraries", "platform.binaries.interpreter.format", "platform.binaries.torch_c.format",
-    "platform.binaries.torch_c.name",
-)
 # An executable header's format (platform_runtime.binary_arch) is its OS's: ELF here only on Linux, PE on Windows.
 BINARY_FORMATS = {"elf": LINUX, "pe": WINDOWS, "mach-o": DARWIN, "mach-o-fat": DARWIN}
 # NFS's own mount options: the Linux client always shows vers=, proto= and sec= (fs/nfs/super.c).
@@ -49,11 +38,6 @@ NFS_SHOWN_OPTIONS = ("proto", "sec")
 # server answers only on a hard mount (nfs(5): a soft or softerr mount fails the call after retrans
 # retransmissions, and warns that a soft timeout can corrupt data).
 NFS_SOFT_OPTIONS = ("soft", "softerr")
-
-
-def os_facts(document: Any) -> dict[str, Any]:
-    """The recorded values of every fact that speaks to the OS (None where not recorded)."""
-    return {path: get(document, path) for path in OS_FACT_PATHS}
 
 
 def _release(value: str) -> set[str] | None:
@@ -168,47 +152,37 @@ def os_problems(facts: dict[str, Any], system: str) -> list[str]:
     return problems
 
 
-def windows_problems(platform: dict[str, Any], fs: dict[str, Any], facts: dict[str, Any] | None = None) -> list[str]:
+def windows_problems(platform: Platform, fs: Filesystem, facts: dict[str, Any] | None = None) -> list[str]:
     """Why these facts do not show a Windows file system (empty when they do). The one rule, for the gate's
     `--require windows` and for the index's proof: every Windows fact agrees -- Windows, whose API named
     the file system, a Windows one, with no Linux mount id beside it, and a recorded Windows version -- and no
     other recorded fact (`facts`, rules.platforms.os_facts of the whole result) speaks for another system."""
-    system, fs_type = platform.get("system"), str(fs.get("type") or "")
+    system, fs_type = platform.system, str(fs.type or "")
     if system != "Windows":
         return [f"platform.system is {system!r}, not Windows"]
     wanted = [
-        (fs.get("method") == WINDOWS_FS_METHOD, f"the file system was not named by {WINDOWS_FS_METHOD} "
-                                                f"(method {fs.get('method')!r})"),
+        (fs.method == WINDOWS_FS_METHOD, f"the file system was not named by {WINDOWS_FS_METHOD} "
+                                         f"(method {fs.method!r})"),
         (fs_type.casefold() in WINDOWS_FS_TYPES, f"filesystem.type {fs_type!r} is not a Windows file system"),
-        (fs.get("mount_id") is None, f"filesystem.mount_id is {fs.get('mount_id')!r}: a Linux mount"),
-        (bool(platform.get("windows_version")), "platform.windows_version is not recorded"),
+        (fs.mount_id is None, f"filesystem.mount_id is {fs.mount_id!r}: a Linux mount"),
+        (bool(platform.windows_version), "platform.windows_version is not recorded"),
     ]
-    facts = facts if facts is not None else os_facts({"platform": platform, "filesystem": fs})
+    facts = facts if facts is not None else os_facts({"platform": platform.raw, "filesystem": fs.raw})
     return [why for held, why in wanted if not held] + os_problems(facts, "Windows")
 
 
-def _options(fs: dict[str, Any]) -> dict[str, str]:
-    options = fs.get("mount_options")
-    found: dict[str, str] = {}
-    for option in options if isinstance(options, list) else []:
-        key, _, value = str(option).partition("=")
-        found.setdefault(key, value)
-    return found
-
-
-def derived_nfs_version(fs: dict[str, Any]) -> str | None:
+def derived_nfs_version(fs: Filesystem) -> str | None:
     """The NFS version the mount options name (vers= or nfsvers=), as the gate's probe derives it."""
-    options = _options(fs)
+    options = fs.options
     return options.get("vers") or options.get("nfsvers") or None
 
 
-def nfs_server_problems(fs: dict[str, Any]) -> list[str]:
+def nfs_server_problems(fs: Filesystem) -> list[str]:
     """Why the recorded mount options do not show a mount whose fcntl locks and writes reach the server (empty
     when they do): a hard mount, shown as `hard` and neither soft nor softerr; no `nolock`; one local_lock=, not
     all or posix."""
-    options = fs.get("mount_options") if isinstance(fs.get("mount_options"), list) else []
-    keys = [str(option).partition("=")[0] for option in options]
-    locks = [str(option).partition("=")[2] for option in options if str(option).startswith("local_lock=")]
+    keys = fs.option_keys
+    locks = [str(option).partition("=")[2] for option in fs.option_list if str(option).startswith("local_lock=")]
     problems = []
     soft = [key for key in NFS_SOFT_OPTIONS if key in keys]
     if soft or "hard" not in keys:
@@ -224,45 +198,45 @@ def nfs_server_problems(fs: dict[str, Any]) -> list[str]:
     return problems
 
 
-def nfs_problems(platform: dict[str, Any], fs: dict[str, Any], facts: dict[str, Any] | None = None,
+def nfs_problems(platform: Platform, fs: Filesystem, facts: dict[str, Any] | None = None,
                  options_recorded: bool = True) -> list[str]:
     """Why these facts do not show an NFS mount (empty when they do). The one rule, for the gate's
     `--require nfs` and for the index's proof: Linux by every recorded fact, the work dir's own mount found
     in mountinfo, of type nfs or nfs4, whose options are NFS's own and name the NFS version recorded, of the
     major version its type says (the kernel shows v4 mounts as nfs4, v2/v3 as nfs). `options_recorded` False
     (the index's claims, which keep no options) skips the options: the judge checks them on the result."""
-    system = platform.get("system")
+    system = platform.system
     if system != "Linux":
         return [f"platform.system is {system!r}; nfs is proven only through Linux mountinfo"]
-    facts = facts if facts is not None else os_facts({"platform": platform, "filesystem": fs})
+    facts = facts if facts is not None else os_facts({"platform": platform.raw, "filesystem": fs.raw})
     contradicted = os_problems(facts, "Linux")
     if contradicted:
         return contradicted
-    if not str(fs.get("method") or "").startswith(("linux-mountinfo-mnt-id", "linux-mountinfo-st-dev")):
-        return [f"the work dir's mount was not found in mountinfo (method {fs.get('method')!r})"]
-    fs_type = fs.get("type")
+    if not str(fs.method or "").startswith(("linux-mountinfo-mnt-id", "linux-mountinfo-st-dev")):
+        return [f"the work dir's mount was not found in mountinfo (method {fs.method!r})"]
+    fs_type = fs.type
     if fs_type not in NFS_TYPES:
         return [f"the work dir's own mount is {fs_type or 'unknown'}, not nfs/nfs4"]
-    if not fs.get("nfs_version"):
+    if not fs.nfs_version:
         return ["the mount's NFS version (vers=) is not recorded"]
-    derived, options = derived_nfs_version(fs), _options(fs)
+    derived, options = derived_nfs_version(fs), fs.options
     problems = []
     if not options_recorded:
         pass
     elif derived is None:
-        problems.append(f"filesystem.mount_options {fs.get('mount_options')!r} name no vers=: not an NFS "
+        problems.append(f"filesystem.mount_options {fs.mount_options!r} name no vers=: not an NFS "
                         "client's mount as the kernel shows it")
-    elif derived != fs.get("nfs_version"):
-        problems.append(f"filesystem.nfs_version is {fs.get('nfs_version')!r}, its mount options say vers={derived}")
+    elif derived != fs.nfs_version:
+        problems.append(f"filesystem.nfs_version is {fs.nfs_version!r}, its mount options say vers={derived}")
     missing = [key for key in NFS_SHOWN_OPTIONS if key not in options]
     if missing and options_recorded:
         problems.append(f"filesystem.mount_options lack {', '.join(k + '=' for k in missing)}, which the kernel "
                         "shows for every NFS mount")
     if options_recorded:
         problems += nfs_server_problems(fs)
-    major = str(fs.get("nfs_version")).split(".")[0]
+    major = str(fs.nfs_version).split(".")[0]
     if (fs_type == "nfs4") != (major == "4"):
-        problems.append(f"filesystem.type is {fs_type!r} with NFS version {fs.get('nfs_version')!r}: the kernel "
+        problems.append(f"filesystem.type is {fs_type!r} with NFS version {fs.nfs_version!r}: the kernel "
                         "shows a v4 mount as nfs4, a v2/v3 one as nfs")
     return problems
 
@@ -272,33 +246,33 @@ def nfs_problems(platform: dict[str, Any], fs: dict[str, Any], facts: dict[str, 
 WINDOWS_ONLY_FS_TYPES = ("ntfs", "refs", "fat", "fat32", "csvfs", "cdfs")
 
 
-def filesystem_problems(wanted: str, fs: dict[str, Any], platform: dict[str, Any] | None = None,
+def filesystem_problems(wanted: str, fs: Filesystem, platform: Platform | None = None,
                         facts: dict[str, Any] | None = None) -> list[str]:
     """Why the work dir's file system is not `wanted` (--require-filesystem), by its type and, where recorded,
     its mount options: NFS's own options or an NFS version beside a local type contradict that type. An NFS
     type is proven as `--require nfs` proves it (nfs_problems: Linux mountinfo, vers=, proto=, sec=, the
     version agreeing); any other by the method that named it, which must be the platform's own (`platform`,
     `facts`: rules.platforms.os_facts of the result) -- ntfs named by Linux mountinfo is not Windows' NTFS."""
-    wanted, fs_type = wanted.lower(), fs.get("type")
+    wanted, fs_type = wanted.lower(), fs.type
     if not (fs_type == wanted or (wanted == "nfs" and fs_type in NFS_TYPES)):
         return [f"the work dir's file system is {fs_type or 'unknown'}, not {wanted}"]
     if fs_type in NFS_TYPES:
-        return nfs_problems(platform or {}, fs, facts)
-    foreign = [key for key in NFS_OPTION_KEYS if key in _options(fs)
+        return nfs_problems(platform or Platform(), fs, facts)
+    foreign = [key for key in NFS_OPTION_KEYS if key in fs.options
                and fs_type not in mount_options.OPTION_TYPES.get(key, mount_options.NFS)]  # SMB shows vers=, sec=
     problems = [f"filesystem.mount_options name {', '.join(k + '=' for k in foreign)} (NFS's own) on a {fs_type} "
                 "mount"] if foreign else []
-    if fs.get("nfs_version") is not None:
-        problems.append(f"filesystem.nfs_version is {fs.get('nfs_version')!r} on a {fs_type} mount")
-    named_by = _allowed("filesystem.method", fs.get("method"))
+    if fs.nfs_version is not None:
+        problems.append(f"filesystem.nfs_version is {fs.nfs_version!r} on a {fs_type} mount")
+    named_by = _allowed("filesystem.method", fs.method)
     if not named_by:
-        problems.append(f"filesystem.method is {fs.get('method')!r}: no OS's file-system probe named {fs_type}")
+        problems.append(f"filesystem.method is {fs.method!r}: no OS's file-system probe named {fs_type}")
     elif str(fs_type).casefold() in WINDOWS_ONLY_FS_TYPES and named_by != WINDOWS:
-        problems.append(f"filesystem.type {fs_type!r} was named by {fs.get('method')!r}: only Windows' "
+        problems.append(f"filesystem.type {fs_type!r} was named by {fs.method!r}: only Windows' "
                         f"{WINDOWS_FS_METHOD} names it")
-    system = (platform or {}).get("system")
+    system = platform.system if platform is not None else None
     if platform is not None and named_by and system not in named_by:
-        problems.append(f"filesystem.method {fs.get('method')!r} is a {'/'.join(sorted(named_by))} probe, "
+        problems.append(f"filesystem.method {fs.method!r} is a {'/'.join(sorted(named_by))} probe, "
                         f"platform.system is {system!r}")
     if facts is not None and isinstance(system, str):
         problems += os_problems(facts, system)

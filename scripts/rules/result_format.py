@@ -1,12 +1,16 @@
 """Which fields a gate result must hold, from what it says it is: its `schema_version` (written by the gate
-since version 2) or, for a result that records none, the gate sources it names. A field the current gate always
-writes is never excused as "legacy" because it is absent: only a result that is older by those recorded facts
-(version 1: no `schema_version`, and none of the sources that write those fields among its `source.files`) may
-lack them. Deleting a field never makes a current result old; deleting `schema_version` too does not either,
-while the result still names the sources of the current gate. A result judged at version 1 names exactly the
-version-1 gate's list (V1_SOURCES, the only such gate), and one declaring a later version names this file, where
-that version is written: so cutting `source.files` down to an older list is seen without a source root. With
-one, rules.source_sets makes the list and the version facts of that root's files.
+since version 2) or, for a result that records none, the gate sources it names. Version 3 holds the fields of
+version 2; its gate derives the sources it hashes from what its processes import (rules.gate_sources), where a
+version-2 gate kept the list by hand (V2_SOURCES, which every committed version-2 result names).
+
+A field the current gate always writes is never excused as "legacy" because it is absent: only a result that is
+older by those recorded facts (version 1: no `schema_version`, and none of the sources that write those fields
+among its `source.files`) may lack them. Deleting a field never makes a current result old; deleting
+`schema_version` too does not either, while the result still names the sources of the current gate. A result
+judged at version 1 names exactly the version-1 gate's list (V1_SOURCES, the only such gate), and one declaring a
+later version names the file that version is written in (WRITTEN_IN): so cutting `source.files` down to an older
+list is seen without a source root. With one, rules.source_sets makes the list and the version facts of that
+root's files.
 
 Stdlib only.
 """
@@ -17,7 +21,8 @@ from typing import Any
 
 from common.values import obj
 
-SCHEMA_VERSION = 2  # the gate records it as `schema_version`
+SCHEMA_VERSION = 3  # the gate records it as `schema_version`
+FIELDS_SINCE = 2  # every field below is required of a result of this version or a later one
 # The sources a version-1 gate hashed (evidence/cuda/run): a result naming any other gate module of
 # scripts/core or scripts/platform_runtime was made by a gate that writes every field below.
 V1_SOURCES = frozenset({
@@ -30,8 +35,52 @@ V1_SOURCES = frozenset({
     "scripts/platform_runtime/result.py", "scripts/platform_runtime/sources.py",
     "scripts/platform_runtime/torch_build.py", "scripts/platform_runtime_check.py",
     "scripts/platform_runtime_worker.py"})
-GATE_MODULES = ("scripts/core/", "scripts/common/", "scripts/rules/", "scripts/platform_runtime/")
-THIS_FILE = "scripts/rules/result_format.py"  # every gate that writes a schema_version hashes where it is written
+# The sources the last version-2 gate hashed, kept by hand in its sources.py. A later gate derives its list, so a
+# source root of today judges a version-2 result against this one (rules.source_sets): its fields are version 3's.
+V2_SOURCES = frozenset({
+    "schemas/platform-runtime-result.schema.json", "scripts/core/__init__.py", "scripts/core/collectives.py",
+    "scripts/core/contract.py", "scripts/core/device_verdicts.py", "scripts/core/diagnostic_judge.py",
+    "scripts/core/driver_facts.py", "scripts/core/driver_views.py", "scripts/core/facts.py", "scripts/core/files.py",
+    "scripts/core/fleet.py", "scripts/core/fs_magic.py", "scripts/core/gate_judge.py",
+    "scripts/core/gate_parameters.py", "scripts/core/git_provenance.py", "scripts/core/gpu_view.py",
+    "scripts/core/harness_judge.py", "scripts/core/interpreter_rules.py", "scripts/core/isolation_judge.py",
+    "scripts/core/kill_record.py", "scripts/core/machine_views.py", "scripts/core/mount_options.py",
+    "scripts/core/names.py", "scripts/core/outcomes.py", "scripts/core/platforms.py",
+    "scripts/core/process_views.py", "scripts/core/provenance.py", "scripts/core/record_rules.py",
+    "scripts/core/requirements.py", "scripts/core/result_format.py", "scripts/core/result_verdicts.py",
+    "scripts/core/sharing_verdicts.py", "scripts/core/strict_json.py", "scripts/core/time_views.py",
+    "scripts/core/torch_build_rules.py", "scripts/core/trust.py", "scripts/core/verdicts.py",
+    "scripts/core/writer_verdicts.py", "scripts/platform_runtime/__init__.py",
+    "scripts/platform_runtime/binary_arch.py", "scripts/platform_runtime/budget.py",
+    "scripts/platform_runtime/bytecode.py", "scripts/platform_runtime/children.py",
+    "scripts/platform_runtime/claims.py", "scripts/platform_runtime/collective_record.py",
+    "scripts/platform_runtime/collective_worker.py", "scripts/platform_runtime/dependencies.py",
+    "scripts/platform_runtime/device_checkpoint.py", "scripts/platform_runtime/device_resolve.py",
+    "scripts/platform_runtime/device_training.py", "scripts/platform_runtime/device_views.py",
+    "scripts/platform_runtime/device_worker.py", "scripts/platform_runtime/dist_record.py",
+    "scripts/platform_runtime/driver_access.py", "scripts/platform_runtime/driver_files.py",
+    "scripts/platform_runtime/early_start.py", "scripts/platform_runtime/filesystem.py",
+    "scripts/platform_runtime/forked.py", "scripts/platform_runtime/fs_worker.py",
+    "scripts/platform_runtime/gate.py", "scripts/platform_runtime/import_folders.py",
+    "scripts/platform_runtime/interpreter_state.py", "scripts/platform_runtime/isolation.py",
+    "scripts/platform_runtime/jsonl.py", "scripts/platform_runtime/killed_writer.py",
+    "scripts/platform_runtime/ld_library_path.py", "scripts/platform_runtime/loaded_files.py",
+    "scripts/platform_runtime/lock_probe.py", "scripts/platform_runtime/nvidia_driver.py",
+    "scripts/platform_runtime/path_config.py", "scripts/platform_runtime/procmaps.py",
+    "scripts/platform_runtime/request.py", "scripts/platform_runtime/result.py",
+    "scripts/platform_runtime/result_records.py", "scripts/platform_runtime/roles.py",
+    "scripts/platform_runtime/site_owners.py", "scripts/platform_runtime/sources.py",
+    "scripts/platform_runtime/startup.py", "scripts/platform_runtime/stuck.py",
+    "scripts/platform_runtime/torch_build.py", "scripts/platform_runtime/torch_record.py",
+    "scripts/platform_runtime/worker_watch.py", "scripts/platform_runtime_check.py",
+    "scripts/platform_runtime_worker.py"})
+# A gate module of version 2 (its layout: scripts/core/ held the rules) that the version-1 gate did not hash, and one
+# of version 3 (scripts/common/ and scripts/rules/): a result naming one was made by a gate of that version at least.
+GATE_MODULES = ("scripts/core/", "scripts/platform_runtime/")
+LAYOUT_SINCE = {3: ("scripts/common/", "scripts/rules/")}
+# Every gate that writes a schema_version hashes the file it is written in.
+WRITTEN_IN = {2: "scripts/core/result_format.py", 3: "scripts/rules/result_format.py"}
+THIS_FILE = WRITTEN_IN[SCHEMA_VERSION]
 # Where a gate source lived before the rules became one package (scripts/core/ until then): a result recorded
 # before the move names the earlier path, and is the same gate's result. Each marker below is looked for under
 # both names, so the committed evidence keeps its meaning and a current result is held to the same rules.
@@ -44,11 +93,6 @@ EARLIER_PATHS: dict[str, str] = {
     "scripts/rules/trust.py": "scripts/core/trust.py",
 }
 
-
-def names_source(names: Any, path: str) -> bool:
-    """Whether a result's source names hold `path`, under its current name or the one it had before the move."""
-    return isinstance(names, (dict, set, list, tuple, frozenset)) and (
-        path in names or EARLIER_PATHS.get(path, path) in names)
 
 # What the current gate always writes, per check, once the check recorded its measurements (`marker`): a check
 # whose process gave no payload has only its outcome, and fails by its own rule.
@@ -72,16 +116,16 @@ V1_ISOLATION_LISTS = ("present", "executing_pth_files")
 V1_ISOLATION_TEXTS = ("workers", "worker_site_dirs")
 
 
-# Second views recorded since issue 18's second round, after version 2 was first recorded: required of a result
+# Second views recorded since version 2 was first recorded: required of a result
 # whose gate hashed the module that writes them (its source.files names it); the version-2 results recorded
 # before lack them, and are judged by the views they hold (the wheel tags, the mount options, the index's times).
 VIEWS_SINCE: dict[str, tuple[str, ...]] = {
     "scripts/platform_runtime/binary_arch.py": ("platform.binaries.interpreter", "platform.binaries.torch_c"),
     "scripts/rules/times.py": ("finished_at",),
     "scripts/rules/fs_magic.py": ("filesystem.statfs_f_type",),  # of a mount found in Linux mountinfo
-    # each kill's own record (r4 18): its totals are made again from it
+    # each kill's own record: its totals are made again from it
     "scripts/rules/kill_record.py": ("checks.failing_writer.killed_writer.per_kill",),
-    # what the GPU driver's files are (r5 F6, F7): where the gate records driver_access (a CUDA or ROCm claim
+    # what the GPU driver's files are (not only their names): where the gate records driver_access (a CUDA or ROCm claim
     # observed on Linux) and, on CUDA, the driver's list (CONDITIONAL_VIEWS)
     "scripts/platform_runtime/driver_files.py": ("device.views.driver_access.device_nodes",
                                                  "device.views.driver_access.registered",
@@ -152,23 +196,32 @@ def set_problems(field: str, claimed: Any, expected: list[str], whose: str) -> l
     return [f"{field} names {len(names)} path(s), {whose} {len(expected)}: {'; '.join(parts)}"]
 
 
+def made_by(names: list[str]) -> tuple[int, str | None]:
+    """The least version whose gate hashes one of these sources, and that source (1, None: none of them)."""
+    for version, prefixes in sorted(LAYOUT_SINCE.items(), reverse=True):
+        later = sorted(n for n in names if n.startswith(prefixes))
+        if later:
+            return version, later[0]
+    current = sorted(n for n in names if n.startswith(GATE_MODULES) and n not in V1_SOURCES)
+    return (2, current[0]) if current else (1, None)
+
+
 def version_of(result: dict[str, Any]) -> tuple[int | None, list[str]]:
     """The format the result is judged at, and the problems of its `schema_version` (None: unusable)."""
     declared = result.get("schema_version")
     files = obj(result, "source").get("files")
     names = [str(n) for n in files] if isinstance(files, dict) else []
-    current_sources = sorted(n for n in names if n.startswith(GATE_MODULES) and n not in V1_SOURCES)
     if "schema_version" in result and (type(declared) is not int or not 1 <= declared <= SCHEMA_VERSION):
         return None, [f"schema_version is {declared!r}: this judge knows versions 1 to {SCHEMA_VERSION}"]
-    if declared is not None and declared < SCHEMA_VERSION and current_sources:
-        return SCHEMA_VERSION, [f"schema_version is {declared}, but source.files names the current gate's "
-                                f"{current_sources[0]}: the result is judged as version {SCHEMA_VERSION}"]
-    version = declared if declared is not None else SCHEMA_VERSION if current_sources else 1
+    least, named = made_by(names)
+    if declared is not None and declared < least:
+        return least, [f"schema_version is {declared}, but source.files names the current gate's {named}: the "
+                       f"result is judged as version {least}"]
+    version = declared if declared is not None else least
     if version == 1:
         return 1, set_problems("source.files", files, sorted(V1_SOURCES), "the version-1 gate hashed")
-    if not names_source(names, THIS_FILE):
-        where = EARLIER_PATHS[THIS_FILE] if any(n.startswith("scripts/core/") for n in names) else THIS_FILE
-        return version, [f"schema_version is {version}, but source.files does not name {where}, "
+    if WRITTEN_IN[version] not in names:
+        return version, [f"schema_version is {version}, but source.files does not name {WRITTEN_IN[version]}, "
                          "which every gate that writes a version hashes"]
     return version, []
 
@@ -178,10 +231,10 @@ def missing_fields(result: dict[str, Any]) -> list[str]:
     version, problems = version_of(result)
     if version == 1:
         return problems + v1_isolation_problems(result)
-    if version is None or version < SCHEMA_VERSION:
+    if version is None or version < FIELDS_SINCE:
         return problems
     problems = problems + missing_views(result)
-    why = f"a schema_version {SCHEMA_VERSION} gate always records it"
+    why = f"a schema_version {FIELDS_SINCE} gate always records it"
     checks = obj(result, "checks")
     for name, (marker, fields) in REQUIRED.items():
         check = checks.get(name)

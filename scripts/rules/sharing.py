@@ -26,7 +26,7 @@ MEASUREMENT_NOISE = (
 
 
 def _roles(p: str, check: dict[str, Any], expected: dict[str, Any]) -> tuple[list[str], bool]:
-    """The role processes' outcomes (recorded since issue 25): NO ANSWER, a failure naming its error, or an
+    """The role processes' outcomes (recorded since roles report them): NO ANSWER, a failure naming its error, or an
     exit without a result, each a problem; and whether every role answered. Each role's own record is
     judged too: as many of each kind as the check says it started (`expected`, kind: the recorded count),
     each named once, an answered one with exit 0, no error, never abandoned (outcomes.answer_problem). A result
@@ -119,7 +119,7 @@ def concurrent_replace(check: dict[str, Any]) -> list[str]:
     for key in ("writer_sharing_retries", "reader_sharing_retries"):
         if key in check and not count(check[key]):
             problems.append(f"{p}.{key} is {check[key]!r}: a count of retries (an int, not a bool, never negative)")
-    if "writer_busy_rename_retries" in check:  # issue 26: ETXTBSY/EBUSY renames retried, counted, bounded
+    if "writer_busy_rename_retries" in check:  # ETXTBSY/EBUSY renames (an NFS client's) retried, counted, bounded
         busy = check["writer_busy_rename_retries"]
         bound = (writes if count(writes) else 0) * (RENAME_ATTEMPTS - 1)
         if not count(busy) or busy > bound:
@@ -179,7 +179,7 @@ def concurrent_replace_flags(check: dict[str, Any]) -> dict[str, Any]:
 # --- jsonl_append ---------------------------------------------------------------------------------------
 
 def _lock_probe(p: str, check: dict[str, Any]) -> list[str]:
-    """The lock probe, from its two attempts' records when recorded (since issue 25): a lock attempt that
+    """The lock probe, from its two attempts' records when recorded (older results lack them): a lock attempt that
     gave no answer is NO ANSWER, never the lock failing."""
     probe = obj(check, "lock_probe")
     if "while_held" not in probe and "after_release" not in probe:

@@ -21,7 +21,7 @@ from typing import Any
 from common.imports import NotReadable
 
 from rules.gate_sources import REGISTRY, gate_sources
-from rules.result_format import EARLIER_PATHS, set_problems
+from rules.result_format import EARLIER_PATHS, FIELDS_SINCE, SCHEMA_VERSION, V2_SOURCES, set_problems
 
 # Where a checkout from before the list was derived keeps it, by hand, as a literal.
 GATE_LIST = ("scripts/platform_runtime/sources.py", "GATE_SOURCES")
@@ -29,6 +29,11 @@ GATE_VERSION = ("scripts/rules/result_format.py", "SCHEMA_VERSION")
 REPRISE_CODE = ("scripts/reprise/reprise_common.py", "CODE_FILES")
 REPRISE_VERIFY = ("scripts/reprise/verify_resume.py", "VERIFY_FILES")
 REPRISE_DATA = "data.csv"  # the verification also fingerprints the data it trained on
+# The lists of earlier versions a root of today judges a result of that version against: version 2's (its fields
+# are today's, so such a result is no older claim; version 1's results lack fields, and are judged against a
+# checkout of the gate that made them).
+EARLIER_LISTS = {2: (V2_SOURCES, "the version-2 gate hashed (V2_SOURCES)")}
+assert all(FIELDS_SINCE <= v < SCHEMA_VERSION for v in EARLIER_LISTS)
 # What is recorded of a root (an index's `source_root.sets`) and read back from it.
 FIELDS = ("gate_sources", "gate_result_version", "reprise_code", "reprise_verify")
 
@@ -116,9 +121,14 @@ def root_problems(kind: str, document: Any, sets: dict[str, Any]) -> list[str]:
     source = document.get("source") if isinstance(document.get("source"), dict) else {}
     files = source.get("files")
     if kind == "gate":
+        declared, version = declared_version(document), sets["gate_result_version"]
+        if type(declared) is int and declared in EARLIER_LISTS and version > declared:
+            # A result of an earlier version whose fields a later gate still writes (rules.result_format): judged
+            # against its own version's list, which a root that derives its list keeps (committed evidence).
+            listed, whose = EARLIER_LISTS[declared]
+            return set_problems("source.files", files, sorted(listed), whose)
         problems = set_problems("source.files", files, sets["gate_sources"],
                                 "the gate at the source root hashes (GATE_SOURCES)")
-        declared, version = declared_version(document), sets["gate_result_version"]
         if declared != version or type(declared) is not int:
             shown = f"{declared!r}" if "schema_version" in document else "absent (version 1)"
             problems.append(f"schema_version is {shown}, the gate at the source root writes version {version}")

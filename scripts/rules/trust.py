@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from common.values import count_or_none
+
 from rules.gpu_driver_access import driver_access_problems, driver_list_problems
 
 # Requirements a vector does not fail: a CPU is every machine's, so no injection can make a machine claim
@@ -80,10 +82,6 @@ def unproven_requirements(document: Any) -> list[str]:
             f"was allowed with {ALLOW_FLAG}, so what the gate read may have been rewritten" for name in held]
 
 
-def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-
 def record_problems(record: dict[str, Any]) -> list[str]:
     """Why torch's files were not verified against its RECORD, recomputed from what the check measured
     (platform_runtime.torch_record.verify): verified means files were hashed (a count and their bytes above
@@ -93,12 +91,12 @@ def record_problems(record: dict[str, Any]) -> list[str]:
     listed = record.get("problems")
     problems = [str(p) for p in listed][:3] if isinstance(listed, list) else [
         f"device.views.record.problems is {listed!r}, not a list"]
-    files, size = _count(record.get("files")), _count(record.get("bytes"))
+    files, size = count_or_none(record.get("files")), count_or_none(record.get("bytes"))
     if not problems and (not files or not size):
         problems.append(f"device.views.record hashed {record.get('files')!r} file(s) of {record.get('bytes')!r} "
                         "bytes: torch's files were not verified against its RECORD")
-    if "bytecode_unlisted" in record:  # counted since issue 19's bytecode rule; older records lack it
-        bytecode = _count(record.get("bytecode_unlisted"))
+    if "bytecode_unlisted" in record:  # counted since the bytecode rule; older records lack it
+        bytecode = count_or_none(record.get("bytecode_unlisted"))
         if bytecode is None or (files is not None and bytecode > files):
             problems.append(f"device.views.record.bytecode_unlisted is {record.get('bytecode_unlisted')!r}: not a "
                             f"count of bytecode beside the {record.get('files')!r} listed file(s)")
@@ -118,7 +116,7 @@ def distribution_problems(view: dict[str, Any]) -> list[str]:
     listed = view.get("problems")
     problems = [str(p) for p in listed][:3] if isinstance(listed, list) else [
         f"device.views.distributions.problems is {listed!r}, not a list"]
-    counts = {key: _count(view.get(key)) for key in ("files", "bytes", "loaded_files", "bytecode_compared")}
+    counts = {key: count_or_none(view.get(key)) for key in ("files", "bytes", "loaded_files", "bytecode_compared")}
     for key, value in counts.items():
         if value is None:
             problems.append(f"device.views.distributions.{key} is {view.get(key)!r}: not a count")
@@ -144,7 +142,7 @@ def device_view_problems(device: Any) -> list[str]:
     problems: list[str] = []
     record = views.get("record") if isinstance(views.get("record"), dict) else {}
     problems += record_problems(record)
-    if "distributions" in views:  # recorded since issue 28's rule; older results lack it
+    if "distributions" in views:  # recorded since the distributions rule; older results lack it
         distributions = views["distributions"] if isinstance(views["distributions"], dict) else {}
         problems += distribution_problems(distributions)
     mapped = views.get("mapped") if isinstance(views.get("mapped"), dict) else {}

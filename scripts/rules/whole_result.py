@@ -58,12 +58,12 @@ def build_cross_check(result: dict[str, Any]) -> list[str]:
     return problems + [f"device.build_cross_check: {str(item)[:200]}" for item in expected if item not in cross]
 
 
-# A gate hashing this source records device.views.distributions (issue 28): a result without it was edited.
+# A gate hashing this source records device.views.distributions: a result without it was edited.
 DISTRIBUTIONS_SOURCE = "scripts/platform_runtime/dependencies.py"
 
 
 def device_views(result: dict[str, Any]) -> list[str]:
-    """Issue 19's views of the torch build a worker cannot forge (rules.trust), recomputed where recorded."""
+    """The views of the torch build a worker cannot forge (rules.trust), recomputed where recorded."""
     device = obj(result, "device")
     if "views" not in device:
         return []

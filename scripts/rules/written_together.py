@@ -1,7 +1,8 @@
-"""Facts of a gate result the judge holds beyond the gate's own rules (reviewer r6): fields the gate writes
-together (F3), the torch build's dist-info name (F4) and the kernel's seccomp and tracer states (F5).
+"""Facts of a gate result the judge holds beyond the gate's own rules, each of which,
+edited alone, no other rule read: fields the gate writes together, the torch build's dist-info name and the kernel's
+seccomp and tracer states.
 
-Fields a gate writes together: where a check recorded one of them, it recorded all (F3).
+Fields a gate writes together: where a check recorded one of them, it recorded all.
 
 The judge recomputes each derived flag it finds (`training.loss_decreased`, `lock_probe.ok`, ...) and refuses one
 its measurements contradict; a flag deleted was not compared, and the result verified. The gate writes each of
@@ -15,6 +16,8 @@ loads it, so it is not among GATE_SOURCES. Stdlib only.
 from __future__ import annotations
 
 from typing import Any
+
+from common.values import is_int
 
 # (where the group lies, its marker, the fields written with it); a path ending "[]" is each item of a list.
 GROUPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
@@ -116,12 +119,12 @@ def process_problems(document: Any) -> list[str]:
                             "allows only read, write and exit)")
         if count is not None and (type(count) is not int or count < 0):
             problems.append(f"{field}.seccomp_filters is {count!r}, not a count")
-        elif type(mode) is int and type(count) is int and (mode == 2) != (count > 0):
+        elif is_int(mode) and is_int(count) and (mode == 2) != (count > 0):
             problems.append(f"{field}.seccomp is {mode!r} beside seccomp_filters {count!r}: the kernel shows 2 "
                             "exactly when a filter is counted")
         base = by_field.get(parent) if parent else None
         base_count = base.get("seccomp_filters") if isinstance(base, dict) else None
-        if type(count) is int and type(base_count) is int and count < base_count:
+        if is_int(count) and is_int(base_count) and count < base_count:
             problems.append(f"{field}.seccomp_filters is {count!r}, fewer than {parent}.seccomp_filters "
                             f"{base_count!r}: a filter is inherited and never removed")
     return problems

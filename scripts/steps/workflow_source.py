@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Refuse to run any code but the reusable workflow's own commit (issue 13.1).
+"""Refuse to run any code but the reusable workflow's own commit (a caller's checkout must not run in its place).
 
     python scripts/steps/workflow_source.py      # reads its inputs from the environment
 

@@ -690,11 +690,13 @@ def gate_result(platform: str, *, ok: bool = True, sources: dict[str, str] | Non
                    "job": platform, "runner_os": runner["runner_os"], "runner_arch": runner["arch"]}
         if in_actions else None,
     }
+    from rules.gate_record import Device, Filesystem
     from rules.requirements import held_reason  # the gate's own words for a requirement that held
 
     for requirement in result["requirements"]:
         if requirement["ok"]:
-            requirement["reason"] = held_reason(platform, result["device"], result["filesystem"])
+            device, filesystem = Device.of(result["device"]), Filesystem.of(result["filesystem"])
+            requirement["reason"] = held_reason(platform, device, filesystem)
     return result
 
 

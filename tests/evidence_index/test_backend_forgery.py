@@ -11,6 +11,7 @@ import copy
 
 import pytest
 from rules.build_cross_check import recorded_cross_check
+from rules.gate_record import read_gate
 from rules.requirements import problems_of
 
 from tests.evidence_index.test_verdicts_forgery import index_and_verify, real  # noqa: F401 - the fixture
@@ -70,7 +71,7 @@ def test_a_cpu_result_edited_into_a_gpu_one_is_not_authentic(tmp_path, real, kin
     if extra:
         extra(document)
     assert document["ok"] is True and document["device"]["build_cross_check"] == []
-    found = problems_of(document, kind) + (recorded_cross_check(document["device"], "Linux") or [])
+    found = problems_of(read_gate(document), kind) + (recorded_cross_check(document["device"], "Linux") or [])
     assert any(words in p for p in found), found
     verified, report = index_and_verify(tmp_path, document)
     assert verified.returncode == 3, verified.stdout

@@ -127,12 +127,12 @@ def test_a_commit_made_after_the_run_is_refused(tmp_path, committed):
 
 def test_a_commit_whose_sources_are_other_bytes_is_refused(tmp_path, committed):
     root = tmp_path / "checkout"
-    head = replica(root, committed, BEFORE_THE_RUN, change="scripts/rules/role_outcomes.py")
-    recorded = f"{committed['source']['git']['head']}:scripts/rules/role_outcomes.py"
-    (root / "scripts/rules/role_outcomes.py").write_bytes(  # the checkout's bytes agree: only the commit's differ
+    head = replica(root, committed, BEFORE_THE_RUN, change="scripts/core/outcomes.py")
+    recorded = f"{committed['source']['git']['head']}:scripts/core/outcomes.py"
+    (root / "scripts/core/outcomes.py").write_bytes(  # the checkout's bytes agree: only the commit's differ
         subprocess.run(["git", "-C", str(ROOT), "show", recorded], capture_output=True, check=True).stdout)
     outcome, said = judged(tmp_path, relabelled(committed, head), root)
-    assert outcome == "fail" and any("1 of source.files differ from that commit's bytes: scripts/rules/role_outcomes.py"
+    assert outcome == "fail" and any("1 of source.files differ from that commit's bytes: scripts/core/outcomes.py"
                                      in line for line in said), said
 
 

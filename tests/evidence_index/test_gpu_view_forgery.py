@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from rules.gate_record import read_gate
 from rules.requirements import problems_of
 
 from tests.conftest import ROOT
@@ -50,7 +51,7 @@ def _edited(edit) -> dict:
 @pytest.mark.parametrize("name", EDITS)
 def test_each_fact_of_the_workers_probe_is_required(name):
     edit, words = EDITS[name]
-    problems = problems_of(_edited(edit), "cuda")
+    problems = problems_of(read_gate(_edited(edit)), "cuda")
     assert any(words in p for p in problems), problems
 
 
@@ -68,8 +69,8 @@ def test_the_committed_cuda_result_with_its_probe_edited_is_not_authentic(tmp_pa
 
 
 def test_the_untouched_controls():
-    assert problems_of(json.loads(CUDA_RUN.read_text()), "cuda") == []
-    assert problems_of(json.loads(NO_GPU.read_text()), "cuda") != []
+    assert problems_of(read_gate(json.loads(CUDA_RUN.read_text())), "cuda") == []
+    assert problems_of(read_gate(json.loads(NO_GPU.read_text())), "cuda") != []
 
 
 def test_a_ptx_of_the_same_major_covers_a_newer_minor():

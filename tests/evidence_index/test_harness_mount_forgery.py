@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from rules.gate_record import Filesystem, Platform
 from rules.nfs_harness import harness_gate_problems
 from rules.platforms import nfs_problems
 
@@ -43,7 +44,7 @@ def test_the_gate_result_edited_to_another_mount_than_its_harness_made_is_not_au
     gate = json.loads((folder / "platform-runtime-nfs.json").read_text())
     assert gate["ok"] is True and {"name": "nfs", "ok": True} in [
         {k: r[k] for k in ("name", "ok")} for r in gate["requirements"]]
-    assert nfs_problems(gate["platform"], gate["filesystem"]) == []  # consistent on its own
+    assert nfs_problems(Platform.of(gate["platform"]), Filesystem.of(gate["filesystem"])) == []  # consistent on its own
     code, report = rebuild_and_verify(folder, *HARNESS_FILES)
     assert_refused(code, report, words)
 

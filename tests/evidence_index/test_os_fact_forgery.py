@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 
 import pytest
+from rules.gate_record import read_gate
 from rules.platforms import _allowed
 from rules.requirements import problems_of
 
@@ -85,7 +86,7 @@ def test_a_linux_result_edited_to_another_system_is_refused_by_each_fact_left(tm
     (_as_mps if kind == "mps" else _as_windows)(document)
     _fix(document, leftover, kind)
     assert document["ok"] is True
-    problems = problems_of(document, kind)
+    problems = problems_of(read_gate(document), kind)
     assert any(words in p for p in problems), problems
     verified, report = index_and_verify(tmp_path, document)
     assert verified.returncode == 3, verified.stdout

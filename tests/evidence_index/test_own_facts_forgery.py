@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from rules import beside_checks, gate_result, machine_arch, registry, result_format, times
+from rules.gate_record import Device, Filesystem
 from rules.requirements import held_reason
 
 from tests.evidence_index.committed_forgery import EXT4, Edit, committed, refused, setter  # noqa: F401 - fixtures
@@ -187,8 +188,8 @@ def test_the_gate_words_a_held_requirement_with_the_judges_function():
     filesystem = {"type": "ext4", "method": "linux-mountinfo-mnt-id"}
     held = evaluate(Requirements((), "cpu", "ext4"), {"system": "Linux"}, device, True, filesystem)
     assert [(v["ok"], v["reason"]) for v in held] == [
-        (True, held_reason("device=cpu", device, filesystem)),
-        (True, held_reason("filesystem=ext4", device, filesystem))]
+        (True, held_reason("device=cpu", Device.of(device), Filesystem.of(filesystem))),
+        (True, held_reason("filesystem=ext4", Device.of(device), Filesystem.of(filesystem)))]
 
 
 def _refused_now(tmp_path, document: dict[str, Any], named: str) -> None:

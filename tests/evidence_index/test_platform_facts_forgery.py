@@ -11,6 +11,7 @@ import json
 
 import pytest
 from rules import platforms, requirements
+from rules.gate_record import read_gate
 from rules.registry import judge, prove_platform
 
 from tests.conftest import ROOT
@@ -64,7 +65,7 @@ LINUX_FACTS = ["platform.release", "platform.machine", "filesystem.mount_options
 def test_a_linux_result_with_every_os_fact_rewritten_would_show_windows(real):  # noqa: F811
     """The rule can hold: it refuses below because of the one fact left, not because it refuses everything."""
     document = _as_windows(real, keep=None)
-    assert requirements.problems_of(document, "windows") == []
+    assert requirements.problems_of(read_gate(document), "windows") == []
 
 
 @pytest.mark.parametrize("kept", LINUX_FACTS)
@@ -165,7 +166,7 @@ def test_the_committed_nfs_results_untouched_hold_nfs():
     for path in (NFS_RESULT, ROOT / "evidence" / "nfs" / "server-restart-gate.json",
                  ROOT / "evidence" / "nfs-systemd" / "platform-runtime-nfs.json"):
         document = json.loads(path.read_text())
-        assert requirements.problems_of(document, "nfs") == [] and judge(document).ok, path
+        assert requirements.problems_of(read_gate(document), "nfs") == [] and judge(document).ok, path
 
 
 @pytest.mark.parametrize("edit, words", [

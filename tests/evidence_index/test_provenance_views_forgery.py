@@ -94,7 +94,8 @@ def test_the_gate_calls_a_tree_dirty_exactly_when_its_diff_holds_bytes(tmp_path)
 # --- a result naming no commit: its bytes existed when it started (evidence_index.root_history) -----------------
 
 COMMITTED = EVIDENCE / "local" / "filesystems" / EXT4
-LATER = "scripts/rules/fs_magic.py"  # one gate source, changed after the run ("today's later sources")
+# One gate source the committed result names, changed after the run ("today's later sources").
+LATER = "scripts/core/fs_magic.py"
 
 
 def committed_head() -> str:

@@ -100,7 +100,7 @@ def test_the_committed_cuda_result_untouched_stays_authentic(tmp_path):
     verified, report = index_and_verify(tmp_path / "here", CUDA_RESULT.read_bytes())
     assert verified.returncode == 3, report["problems"]
     assert all("source.files names 19 path(s), the gate at the source root hashes" in p
-               or "the gate at the source root writes version 2" in p or p.startswith("predicate.")
+               or "the gate at the source root writes version 3" in p or p.startswith("predicate.")
                for p in report["problems"]), report["problems"]
 
 

@@ -17,7 +17,8 @@ from evidence_index.index_verdict import decide_local
 from platform_runtime.sources import GATE_SOURCES
 from rules import source_sets
 from rules.registry import judge
-from rules.result_format import V1_SOURCES
+from rules.result_format import V1_SOURCES, V2_SOURCES
+from rules.source_sets import read_root_facts, root_problems
 
 from tests.conftest import ROOT, SCRIPTS
 from tests.evidence_index.checkouts import CUDA_COMMIT, checkout_of
@@ -104,7 +105,7 @@ def test_a_result_stripped_to_the_version_1_list_is_refused_by_the_checkout_it_i
     assert code == 3 and report["outcome"] == "not-authentic", report["problems"]
     assert problems_naming(report, "source.files names 19 path(s), the gate at the source root hashes (GATE_SOURCES) "
                            f"{len(GATE_SOURCES)}: missing {len(set(GATE_SOURCES) - V1_SOURCES)}: ")
-    assert problems_naming(report, "schema_version is absent (version 1), the gate at the source root writes version 2")
+    assert problems_naming(report, "schema_version is absent (version 1), the gate at the source root writes version 3")
     (tmp_path / "again").mkdir()
     again, report = index_and_verify(tmp_path / "again", results, ROOT, ROOT)  # and read again from the checkout
     assert again == 3 and problems_naming(report, "schema_version is absent (version 1)")
@@ -166,7 +167,7 @@ def test_a_current_result_relabelled_version_1_is_not_authentic(tmp_path, real):
     forged = dict(copy.deepcopy(real), schema_version=1)
     code, report = index_and_verify(tmp_path, gate_folder(tmp_path, forged), ROOT, ROOT)
     assert code == 3
-    assert problems_naming(report, "schema_version is 1, the gate at the source root writes version 2")
+    assert problems_naming(report, "schema_version is 1, the gate at the source root writes version 3")
 
 
 def test_the_version_1_cuda_result_claiming_version_2_is_refused_by_its_own_checkout(tmp_path, cuda_root):
@@ -190,7 +191,7 @@ def test_the_committed_cuda_run_passes_against_its_checkout_and_is_refused_again
     assert cli("verify", index, "--artifacts", CUDA, "--source-root", cuda_root).returncode == 0
     against_here = cli("verify", index, "--artifacts", CUDA, "--source-root", ROOT)
     assert against_here.returncode == 3, against_here.stdout
-    assert "schema_version is absent (version 1), the gate at the source root writes version 2" in against_here.stdout
+    assert "schema_version is absent (version 1), the gate at the source root writes version 3" in against_here.stdout
     code, report = index_and_verify(tmp_path, cuda_folder(tmp_path), cuda_root, cuda_root)  # rebuilt: the same
     assert code == 0 and report["outcome"] == "pass", report["problems"]
 
@@ -235,3 +236,21 @@ def _sha256(path: Path) -> str:
     import hashlib
 
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# (e) a version-2 result against a checkout that derives its list
+
+def test_a_committed_version_2_result_is_judged_against_the_version_2_list_by_this_checkout(tmp_path):
+    """A version-2 gate kept its list by hand (V2_SOURCES, which every committed version-2 result names); this
+    checkout derives its own (version 3, the same fields), and judges a version-2 result against its own list."""
+    committed = json.loads((ROOT / "evidence" / "local" / "run-local" / "platform-runtime-cpu.json").read_text())
+    assert committed["schema_version"] == 2 and set(committed["source"]["files"]) == V2_SOURCES
+    sets = read_root_facts(ROOT)
+    assert sets["gate_result_version"] == 3 and sets["gate_sources"] != sorted(V2_SOURCES)
+    assert root_problems("gate", committed, sets) == []
+    cut = copy.deepcopy(committed)
+    del cut["source"]["files"]["scripts/core/outcomes.py"]
+    assert root_problems("gate", cut, sets) == [
+        "source.files names 83 path(s), the version-2 gate hashed (V2_SOURCES) 84: missing 1: scripts/core/outcomes.py"]
+    relabelled = dict(copy.deepcopy(committed), schema_version=1)  # fields a version-1 result lacks stay required
+    assert any("writes version 3" in p for p in root_problems("gate", relabelled, sets))

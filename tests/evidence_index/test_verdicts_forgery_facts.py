@@ -171,4 +171,4 @@ def test_a_version_1_result_without_the_later_fields_is_judged_by_its_own(real):
     old = json.loads((ROOT / "evidence" / "cuda" / "run" / "platform-runtime-cuda.json").read_text())
     assert "schema_version" not in old and "killed_writer" not in old["checks"]["failing_writer"]
     assert judge(old).ok is True
-    assert real["schema_version"] == 2 and judge(real).ok is True
+    assert real["schema_version"] == 3 and judge(real).ok is True

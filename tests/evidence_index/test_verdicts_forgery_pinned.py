@@ -10,6 +10,7 @@ import copy
 
 import pytest
 from rules import gate_parameters, gate_result
+from rules.gate_record import Device, Filesystem, read_gate
 from rules.registry import judge
 from rules.requirements import held_reason
 
@@ -173,7 +174,7 @@ def test_a_local_result_relabelled_is_refused_by_the_filesystem_requirement(tmp_
     from rules import requirements
 
     document = _require_filesystem(copy.deepcopy(real), wanted, **fs)
-    assert any(words in p for p in requirements.problems_of(document, f"filesystem={wanted}"))
+    assert any(words in p for p in requirements.problems_of(read_gate(document), f"filesystem={wanted}"))
     verified, report = index_and_verify(tmp_path, document)
     assert verified.returncode == 3, verified.stdout
     assert any(f"requirements[filesystem={wanted}].ok is recorded True, its facts say False" in p and words in p
@@ -189,9 +190,9 @@ def test_the_committed_nfs_result_holds_filesystem_nfs_and_the_real_one_its_own_
     from tests.conftest import ROOT
 
     nfs = json.loads((ROOT / "evidence" / "nfs" / "platform-runtime-nfs.json").read_text())
-    assert requirements.problems_of(nfs, "filesystem=nfs") == []
-    assert requirements.problems_of(nfs, f"filesystem={nfs['filesystem']['type']}") == []
-    assert requirements.problems_of(real, f"filesystem={real['filesystem']['type']}") == []
+    assert requirements.problems_of(read_gate(nfs), "filesystem=nfs") == []
+    assert requirements.problems_of(read_gate(nfs), f"filesystem={nfs['filesystem']['type']}") == []
+    assert requirements.problems_of(read_gate(real), f"filesystem={real['filesystem']['type']}") == []
 
 
 # --- 1. a collective check agrees with the result's own device facts -------------------------------------------
@@ -210,7 +211,7 @@ def _with_collectives(document: dict, world: int, device_type: str, **facts) -> 
     document["arguments"]["require"].append("collectives")
     # Worded as the gate words a held requirement (rules.requirements.held_reason: the judge compares the words).
     document["requirements"].append({"name": "collectives", "ok": True,
-                                     "reason": held_reason("collectives", {}, {}, check)})
+                                     "reason": held_reason("collectives", Device(), Filesystem(), check)})
     return document
 
 
@@ -239,7 +240,7 @@ def test_a_gloo_world_on_the_cpu_result_agrees_with_its_device_facts(real):  # n
 
     document = _with_collectives(copy.deepcopy(real), 2, "cpu")
     assert gate_result.result_problems(document) == []
-    assert requirements.problems_of(document, "collectives") == []
+    assert requirements.problems_of(read_gate(document), "collectives") == []
     assert judge(document).ok is True
 
 

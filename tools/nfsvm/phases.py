@@ -119,8 +119,9 @@ def server_restart_phase(job: dict, out: Path, _boot: float) -> dict:
 
 
 def busy_unmount_phase(job: dict, out: Path, _boot: float) -> dict:
-    """Issue 14.7 on a real mount: a process inside the share keeps it busy, so teardown must fail,
-    record it and leave the export untouched; once the process is gone a second teardown cleans up."""
+    """Teardown refuses to delete after a failed unmount, on a real mount: a process inside the share keeps it
+    busy, so teardown must fail, record it and leave the export untouched; once the process is gone a second
+    teardown cleans up."""
     base = runner_dir("/tmp/busy")
     export, mount, name = base / "export", base / "mount", "platform-runtime-busy00000001"
     report: dict = {"schema": "kernodeck.nfsvm-busy-unmount/v1", "ok": False}
