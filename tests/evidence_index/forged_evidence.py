@@ -23,7 +23,7 @@ from evidence_index.local import build_local_index
 from evidence_index.verify import Report, verify
 
 from tests.conftest import ROOT
-from tests.evidence_index.checkouts import checkout_of
+from tests.evidence_index.checkouts import CUDA_COMMIT, checkout_of
 
 EVIDENCE = ROOT / "evidence"
 Edit = Callable[[Any], object]
@@ -39,6 +39,7 @@ NO_VISIBLE_GPU = "cuda/no-visible-gpu/platform-runtime-no-visible-gpu.json"
 NFS_GATE = "nfs/platform-runtime-nfs.json"
 # The NFS VM has no git: the commit that made each of its folders is the one its run record names (the host's).
 NFS_COMMIT = json.loads((EVIDENCE / "nfs" / "nfs-vm-run.json").read_text())["git"]["head"]
+REPRISE = next((EVIDENCE / "local" / "run-local").glob("reprise-*")).name  # run-local's reprise verification
 SYSTEMD_COMMIT = json.loads((EVIDENCE / "nfs-systemd" / "nfs-vm-run.json").read_text())["git"]["head"]
 
 
@@ -180,8 +181,34 @@ def adding(name: str, relative: str) -> FolderEdit:
     return lambda folder: (folder / name).write_bytes(_bytes(relative))
 
 
+def replacing_checkpoint(run: str, data: Callable[[Path], bytes], summary: bool = False) -> FolderEdit:
+    """A folder edit: run/checkpoint.pt replaced by `data(folder)`, its .sha256 redone (and, with `summary`, the
+    summary's checkpoint digest and size: every digest agrees again)."""
+    def edit(folder: Path) -> None:
+        import hashlib
+
+        new = data(folder)
+        digest = hashlib.sha256(new).hexdigest()
+        (folder / run / "checkpoint.pt").write_bytes(new)
+        (folder / run / "checkpoint.pt.sha256").write_text(f"{digest}  checkpoint.pt\n", encoding="utf-8")
+        if summary:
+            edit_json(folder / run / "summary.json", lambda d: d["checkpoint"].update(sha256=digest, bytes=len(new)))
+    return edit
+
+
+def appending(name: str, text: str, before: bool = False) -> FolderEdit:
+    """A folder edit: `text` added at the end (or the start) of a text file."""
+    def edit(folder: Path) -> None:
+        old = (folder / name).read_text(encoding="utf-8")
+        (folder / name).write_text(text + old if before else old + text, encoding="utf-8")
+    return edit
+
+
 def made_at(folder: Path) -> Path:
-    """The checkout that made the folder: the commit its first gate result names; this checkout where none does."""
+    """The checkout that made the folder: the commit its first gate result names (the H200 run's sources were
+    CUDA_COMMIT's, evidence/cuda/README.md); this checkout where none does."""
+    if any(folder.glob("platform-runtime-cuda.json")) or any(folder.glob("kernodeck-diagnostic-gpu.json")):
+        return checkout_of(CUDA_COMMIT)
     heads = [json.loads(path.read_text()).get("source", {}).get("git", {}).get("head")
              for path in sorted(folder.glob("platform-runtime-*.json"))]
     return checkout_of(heads[0]) if heads and heads[0] else ROOT
