@@ -207,7 +207,7 @@ def appending(name: str, text: str, before: bool = False) -> FolderEdit:
 def made_at(folder: Path) -> Path:
     """The checkout that made the folder: the commit its first gate result names (the H200 run's sources were
     CUDA_COMMIT's, evidence/cuda/README.md); this checkout where none does."""
-    if any(folder.glob("platform-runtime-cuda.json")) or any(folder.glob("kernodeck-diagnostic-gpu.json")):
+    if (folder / "platform-runtime-cuda.json").is_file() or (folder / "reprise-verification").is_dir():
         return checkout_of(CUDA_COMMIT)
     heads = [json.loads(path.read_text()).get("source", {}).get("git", {}).get("head")
              for path in sorted(folder.glob("platform-runtime-*.json"))]
