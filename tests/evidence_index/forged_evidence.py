@@ -266,6 +266,6 @@ def indexed_alone(tmp_path: Path, document: Any, start: str) -> Report:
     """The document alone in a folder, under its committed file name, indexed and verified (against the checkout
     that made it): for the promises the index holds of one result beyond its kind's rules."""
     folder = tmp_path / "results"
-    folder.mkdir()
+    folder.mkdir(parents=True)
     (folder / Path(start).name).write_bytes(encoded(document))
     return reindexed(folder)
