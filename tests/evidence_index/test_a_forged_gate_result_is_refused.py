@@ -616,6 +616,12 @@ ISOLATION = [
             "isolation.allowed is None on a result of a gate that records it", start=RUN_LOCAL_GATE),
     forgery("a refused vector's run made to hold, isolation.allowed deleted", _vector_then_allowed_deleted,
             "isolation.allowed is None on a result of a gate that records it", start=RUN_LOCAL_GATE),
+    forgery("a version-1 result without the isolation record its gate always wrote", deleting("isolation"),
+            "isolation is missing: the version-1 gate always recorded it", start=CUDA_GATE),
+    forgery("a version-1 result listing no vector beside the .pth files it found", setting("isolation.present", []),
+            "isolation.present is [] and", start=CUDA_GATE),
+    forgery("a version-1 result without the modules its device worker loaded",
+            deleting("isolation.device_worker_loaded"), "isolation.device_worker_loaded is missing", start=CUDA_GATE),
     forgery("the device views deleted", deleting("device.views"),
             "device.views is missing beside the device worker's phases", start=RUN_LOCAL_GATE),
     # `present` is what the facts beside it say

@@ -163,3 +163,14 @@ def test_a_committed_pair_under_its_own_names_stays_authentic(tmp_path, names: d
 def test_the_systemd_vms_pair_stays_authentic(tmp_path) -> None:
     folder = pair(tmp_path, {name: name for name in ACTION}, folder="nfs-systemd")
     assert_authentic(verified(folder, ACTION, made_at=SYSTEMD_COMMIT))
+
+
+@pytest.mark.parametrize("codes", [row("one umount that exited 0", [0]), row("a busy umount retried until it "
+                                                                             "unmounted", [32, 0])])
+def test_an_unmount_whose_last_umount_exited_0_is_an_unmount(codes: list[Any]) -> None:
+    """As the harness's teardown retries a busy umount (nfs_teardown.unmount)."""
+    from tests.evidence_index.forged_evidence import assert_passes, committed, judged
+
+    record = committed("nfs/nfs-harness.json")
+    record["unmount"]["umount_exit_codes"] = codes
+    assert_passes(judged(record))

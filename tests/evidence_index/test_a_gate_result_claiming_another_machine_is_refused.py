@@ -224,6 +224,10 @@ REQUIREMENTS = [
     row("cuda held on a probe of the ROCm backend", CUDA_GATE, _probe(backend="rocm"), "cuda",
         "device.cuda.backend is 'rocm'"),
     row("cuda held with no probe of the GPU", CUDA_GATE, setting("device.cuda", None), "cuda", "device.cuda is None"),
+    row("cuda held on a probe that warned the driver is too old", CUDA_GATE, _probe(driver_too_old_warning=True),
+        "cuda", "device.cuda.driver_too_old_warning is True"),
+    row("cuda held on a probe whose availability check warned", CUDA_GATE, _probe(availability_warnings=1), "cuda",
+        "device.cuda.availability_warnings is 1"),
 ]
 
 
