@@ -269,3 +269,18 @@ def indexed_alone(tmp_path: Path, document: Any, start: str) -> Report:
     folder.mkdir(parents=True)
     (folder / Path(start).name).write_bytes(encoded(document))
     return reindexed(folder)
+
+
+def index_and_verify(folder: Path, document: dict | bytes, source_root: Path = ROOT) -> tuple[Any, dict]:
+    """The document (or its exact bytes) as platform-runtime-cpu.json, indexed with `build_evidence_index.py local`
+    against source_root and verified (the CLI's main, in this process): the completed command and its report."""
+    from tests.evidence_index.index_cli import index_cli
+
+    results = folder / "results"
+    results.mkdir(parents=True)
+    (results / "platform-runtime-cpu.json").write_bytes(document if isinstance(document, bytes) else encoded(document))
+    index = folder / "index.json"
+    built = index_cli("local", "--results", str(results), "--output", str(index), "--source-root", str(source_root))
+    assert index.is_file(), built.stderr
+    verified = index_cli("verify", str(index), "--artifacts", str(results), "--json", str(folder / "report.json"))
+    return verified, json.loads((folder / "report.json").read_text())

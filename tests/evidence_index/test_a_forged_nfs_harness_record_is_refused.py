@@ -160,6 +160,13 @@ def test_a_committed_pair_under_its_own_names_stays_authentic(tmp_path, names: d
     assert (report.outcome, report.problems) == ("pass", []), report.verdict
 
 
+def test_the_committed_records_name_their_scenario() -> None:
+    from tests.evidence_index.forged_evidence import committed
+
+    assert committed("nfs/nfs-harness.json")["scenario"] == "action"
+    assert committed("nfs/server-restart-nfs-harness.json")["scenario"] == "server-restart"
+
+
 def test_the_systemd_vms_pair_stays_authentic(tmp_path) -> None:
     folder = pair(tmp_path, {name: name for name in ACTION}, folder="nfs-systemd")
     assert_authentic(verified(folder, ACTION, made_at=SYSTEMD_COMMIT))

@@ -234,7 +234,7 @@ ALONE = [
     alone("a busy teardown whose refusal names a number", "nfs/busy-unmount.json",
           lambda d: d["busy"].update(problems=[7]), "the refusal names no reason"),
     alone("a busy teardown whose refusal names nothing", "nfs/busy-unmount.json",
-          lambda d: d["busy"].update(problems=[]), "the refusal names no reason"),
+          lambda d: d["busy"].update(problems=[]), "the refusal names no reason", "busy.problems is []"),
     alone("a busy teardown's exit written as true", "nfs/busy-unmount.json",
           lambda d: d["busy"].update(exit_code=True), "busy.exit_code is True"),
     alone("a free teardown's exit written as false", "nfs/busy-unmount.json",
@@ -601,6 +601,14 @@ def test_the_untouched_folder_rederived_still_verifies(tmp_path, folder: str) ->
     rederive(copy)
     report = reindexed(copy, source_root=made_at(folder))
     assert (report.outcome, report.problems) == ("pass", []), everything(report)
+
+
+@pytest.mark.parametrize("start", sorted(
+    p.relative_to(EVIDENCE).as_posix() for folder in ("nfs", "nfs-systemd") for p in (EVIDENCE / folder).glob("*.json")
+    if p.name not in ("evidence-index.json", "nfs-vm-run.json") and b'"kernodeck.nfsvm-' in p.read_bytes()))
+def test_each_committed_vm_record_passes_by_its_own_facts(start: str) -> None:
+    judgement = judged(committed(start))
+    assert (judgement.ok, judgement.forged, judgement.reasons) == (True, [], []), judgement.reasons
 
 
 def test_the_untouched_copy_verifies_with_the_committed_index(tmp_path) -> None:

@@ -605,3 +605,29 @@ def test_the_plan_jobs_log_is_bound_and_names_the_selection(tmp_path) -> None:
 def test_the_job_window_holds_the_untouched_result(tmp_path) -> None:
     run = build_run(tmp_path / "control", "linux", {RESULT: encoded(gate_result())}, fg.runner_log("linux"))
     assert run.verify().returncode == 0
+
+
+def test_a_plan_job_that_did_not_succeed_fails_the_verdict(tmp_path) -> None:
+    from evidence_index.index_verdict import decide_run
+
+    predicate = plan_run(tmp_path, ("linux",), "linux").index["predicate"]
+    assert decide_run(predicate)["pass"] is True
+    predicate["plan"]["job"]["conclusion"] = "failure"
+    assert "plan: the plan job concluded 'failure', not success" in decide_run(predicate)["reasons"]
+    predicate["plan"].update(candidates=2)
+    assert any("2 plan jobs" in reason for reason in decide_run(predicate)["reasons"])
+
+
+def test_a_callers_own_job_named_plan_is_not_taken_for_the_plan() -> None:
+    from evidence_index.runfacts import plan_job
+
+    jobs = [{"id": 1, "name": "plan", "conclusion": "success"},
+            {"id": 2, "name": "platform-runtime / plan", "conclusion": "success"},
+            {"id": 3, "name": "platform-runtime / linux", "conclusion": "success"}]
+    assert plan_job(jobs)[0]["id"] == 2 and plan_job(jobs)[1] == 1
+    assert plan_job([jobs[0], {"id": 4, "name": "linux", "conclusion": "success"}])[0]["id"] == 1
+    assert plan_job(jobs[:1]) == (None, 0)  # no platform job: not this workflow's run
+    # two calls of the workflow: two plan jobs fit, and the verdict says the requirement is ambiguous
+    two = [*jobs[1:], {"id": 5, "name": "second / plan", "conclusion": "success"},
+           {"id": 6, "name": "second / linux", "conclusion": "success"}]
+    assert plan_job(two)[1] == 2
