@@ -581,6 +581,10 @@ def test_the_committed_index_binds_every_file_of_the_folder() -> None:
     row("a check recorded failing", "nfs-vm-run.json", lambda d: d["checks"][3].update(ok=False)),
     row("a busy teardown that lost the export", "busy-unmount.json", lambda d: d["busy"].update(export_kept=False)),
     row("the VM check's detail", "nfs-vm-run.json", lambda d: d["checks"][0].update(detail="x")),
+    row("the restart check's detail", "nfs-vm-run.json", lambda d: d["checks"][4].update(
+        detail=re.sub(r"in [0-9.]+ s", "in 31.0 s", d["checks"][4]["detail"], count=1))),
+    row("the index check's detail", "nfs-vm-run.json", lambda d: d["checks"][-1].update(
+        detail="13 subjects -> evidence-index.json verdict: PASS")),
 ])
 def test_an_edited_record_is_not_the_one_the_committed_index_binds(tmp_path, name: str, change: Edit) -> None:
     from evidence_index.verify import verify
@@ -775,6 +779,8 @@ def test_a_phase_whose_ok_outlives_its_facts_fails_the_vms_own_check(tmp_path, f
                                                                      words: str) -> None:
     check = vm_checks(tmp_path, files, edit)[phase]
     assert check["ok"] is False and words in check["detail"], check
+    if phase != "busy_rename":  # a fault phase's ok (or verdict) its facts contradict is not authentic
+        assert "not authentic: " in check["detail"], check
 
 
 @pytest.mark.parametrize(("files", "phase"), [
