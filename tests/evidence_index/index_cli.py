@@ -10,11 +10,23 @@ import contextlib
 import io
 import os
 import subprocess
+import sys
 from collections.abc import Iterator, Mapping
 
 import build_evidence_index
 
+from tests.conftest import SCRIPTS
+
 PROG = "build_evidence_index.py"
+
+
+def _needs_a_new_interpreter(env: Mapping[str, str] | None) -> bool:
+    """An environment whose PYTHON* variables differ from this process's (a PYTHONPATH hiding torch or jsonschema)
+    changes only an interpreter that starts with it: such a call runs the real process."""
+    if env is None:
+        return False
+    names = {name for name in {*env, *os.environ} if name.startswith("PYTHON")}
+    return any(env.get(name) != os.environ.get(name) for name in names)
 
 
 @contextlib.contextmanager
@@ -49,8 +61,11 @@ def _directory(cwd: object | None) -> Iterator[None]:
 def index_cli(*args: object, env: Mapping[str, str] | None = None, cwd: object | None = None
               ) -> subprocess.CompletedProcess:
     """`build_evidence_index.py ARGS...` as its main(argv) answers it here; argparse's usage errors (SystemExit)
-    give their exit code, as the process would."""
+    give their exit code, as the process would. An `env` that changes PYTHON* variables runs the real process."""
     argv = [str(arg) for arg in args]
+    if _needs_a_new_interpreter(env):
+        return subprocess.run([sys.executable, "-B", str(SCRIPTS / PROG), *argv], capture_output=True, text=True,
+                              timeout=300, env=dict(env or {}), cwd=None if cwd is None else str(cwd))
     out, err = io.StringIO(), io.StringIO()
     with _environment(env), _directory(cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:

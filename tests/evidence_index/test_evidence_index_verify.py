@@ -1,5 +1,6 @@
 """`local` (index local results, no GitHub) and `verify` (recompute every digest and judgement from the bytes).
-Forgeries of real indexes are in test_evidence_index_forgery.py."""
+Forgeries of real indexes are in test_a_forged_evidence_index_is_refused.py and
+test_an_online_index_is_held_to_what_github_says.py."""
 
 from __future__ import annotations
 

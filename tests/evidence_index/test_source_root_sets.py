@@ -2,7 +2,8 @@
 the index compares with (rules.source_sets reads its GATE_SOURCES, result format version and reprise lists as
 literals), so a result naming another list, or declaring another version, than that checkout's is not authentic
 (exit 3), the field and both values named. Real results only: a gate run made now on this CPU (the `real`
-fixture) against this checkout, and the committed CUDA run against the checkout of the commit that ran it."""
+fixture, tests/evidence_index/conftest.py) against this checkout, and the committed CUDA run against the checkout
+of the commit that ran it."""
 
 from __future__ import annotations
 
@@ -23,7 +24,6 @@ from rules.source_sets import read_root_facts, root_problems
 from tests.conftest import ROOT, SCRIPTS
 from tests.evidence_index.checkouts import CUDA_COMMIT, checkout_of
 from tests.evidence_index.index_cli import index_cli
-from tests.evidence_index.test_verdicts_forgery import real  # noqa: F401 - the fixture: a gate result made now
 
 CLI = SCRIPTS / "build_evidence_index.py"
 CUDA = ROOT / "evidence" / "cuda" / "run"

@@ -15,8 +15,8 @@ from evidence_index.documents import judge_bytes
 from platform_runtime.children import parse_last_json
 
 from tests.conftest import ROOT, SCRIPTS
+from tests.evidence_index.forged_evidence import index_and_verify
 from tests.evidence_index.index_cli import index_cli
-from tests.evidence_index.test_verdicts_forgery import index_and_verify, real  # noqa: F401 - the fixture
 
 CLI = SCRIPTS / "build_evidence_index.py"
 
