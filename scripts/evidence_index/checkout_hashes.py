@@ -28,7 +28,7 @@ def hash_sources(root: Path, paths: Iterable[str], resolved: dict[str, str] | No
 
     A path that is not a file at the root but names a tracked file by its tail (a result that lists
     `train.py` for `scripts/reprise/train.py`) is hashed from that file; where the tail names several
-    (`strict_json.py`: core's, and reprise's byte-for-byte copy), only when they are the same bytes, since
+    (`strict_json.py`: common's, and reprise's byte-for-byte copy), only when they are the same bytes, since
     then whichever ran, those bytes ran. `resolved`, when given, receives {claimed: repo path(s)} for each
     such case so the index says what was compared.
     """

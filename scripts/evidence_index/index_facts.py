@@ -9,7 +9,7 @@ read again: the folder, the source root's history, and the facts beside each oth
   a clean build's recorded `source_root.files` are that commit's bytes (its head edited, they are another's).
 - `source_root.resolved`: each name it pairs is one `source_root.files` records, and each tracked file it names
   ends with that name (checkout_hashes.hash_sources pairs `train.py` with `scripts/reprise/train.py`).
-- `indexer`: its files name the CLI and core modules every indexer hashes, each with a SHA-256; its Python is a
+- `indexer`: its files name the CLI and the rules every indexer hashes, each with a SHA-256; its Python is a
   CPython 3 version the project runs on (>= 3.10). Which indexer and Python built the index cannot be read again
   (another machine, another day): an edit to another possible value is not refuted.
 - `host`: what platform.system/release/machine return on one machine agree with each other (a Windows host has

@@ -1,7 +1,7 @@
 """The NFS VM's fault-phase records (tools/nfsvm): server-restart, busy-unmount, busy-rename and server-gone, each
 re-derived from its facts and the files beside them, so tools/nfsvm/run_checks.py never takes a recorded `pass`
 or `ok`. The two-clients record's rules are rules.nfs_two_clients's, the install's rules.nfs_vm_install's
-(both reachable here, where the phases import them). Answers (reasons, forged) like the other judges in core.
+(both reachable here, where the phases import them). Answers (reasons, forged) like the other document rules.
 Stdlib only."""
 
 from __future__ import annotations

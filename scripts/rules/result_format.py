@@ -24,7 +24,8 @@ from common.values import obj
 SCHEMA_VERSION = 3  # the gate records it as `schema_version`
 FIELDS_SINCE = 2  # every field below is required of a result of this version or a later one
 # The sources a version-1 gate hashed (evidence/cuda/run): a result naming any other gate module of
-# scripts/core or scripts/platform_runtime was made by a gate that writes every field below.
+# scripts/core (the rules' folder until version 3) or scripts/platform_runtime was made by a gate that writes every
+# field below.
 V1_SOURCES = frozenset({
     "schemas/platform-runtime-result.schema.json", "scripts/core/__init__.py", "scripts/core/contract.py",
     "scripts/core/files.py", "scripts/core/provenance.py", "scripts/platform_runtime/__init__.py",

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(HERE.parent)]  # this step's helpers, and scripts/ for the shared core
+sys.path[:0] = [str(HERE), str(HERE.parent)]  # this step's helpers, and scripts/ for the rules
 
 from action_io import fail, set_outputs  # noqa: E402
 from common.strict_json import parse_strict  # noqa: E402

@@ -6,7 +6,7 @@ wrote it exited 0. Anything else -- no file, bad JSON, an unknown document, a pa
 exit, a failure with exit 0 -- is a failure with its own annotation. The summary shows both why the
 judge failed it and what the result itself says went wrong (the gate's `failures`, the diagnostic's
 `message`, ...), so a reader sees the cause, not only the rule. (Import path: the entry point puts
-scripts/ on sys.path for `core`.)
+scripts/ on sys.path for `rules`, `common` and `evidence_index`.)
 """
 
 from __future__ import annotations

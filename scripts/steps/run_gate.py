@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # scripts/: the shared core
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # scripts/: the rules and the common leaf
 
 from action_io import fail, split_list  # noqa: E402
 from platform_runtime.claims import REQUIRABLE as REQUIREMENTS  # noqa: E402

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # scripts/: the shared core
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # scripts/: the rules and the common leaf
 
 from action_io import fail  # noqa: E402
 from result_report import judge, publish  # noqa: E402

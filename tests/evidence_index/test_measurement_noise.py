@@ -169,7 +169,7 @@ def test_each_field_is_declared_once_with_a_known_class_and_a_reason():
 def test_each_declaration_is_made_beside_a_rule_and_names_a_field_a_real_gate_result_records():
     paths = leaf_paths(recorded())
     for declared in BY_KIND["gate"]:
-        assert declared.owner.startswith("core.") and declared.owner != "rules.noise", declared
+        assert declared.owner.startswith("rules.") and declared.owner != "rules.noise", declared
         assert any(matches(declared.path, path) for path in paths), f"{declared.path} ({declared.owner}) names no field"
     assert {module.__name__ for module in noise.GATE_MODULES} == {d.owner for d in BY_KIND["gate"]}
 

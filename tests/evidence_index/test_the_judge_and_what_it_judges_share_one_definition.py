@@ -107,7 +107,7 @@ def test_the_judges_image_facts_are_the_recipes() -> None:
 
 
 def test_the_judges_guest_packages_are_the_ones_the_guest_reads() -> None:
-    source = (ROOT / "tools" / "nfsvm" / "phases.py").read_text()
+    source = (ROOT / "tools" / "nfsvm" / "in_guest.py").read_text()  # versions(): what the guest reads
     assert '"nfs-kernel-server", "nfs-common",\n                            "python3"]' in source
 
 

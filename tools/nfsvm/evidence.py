@@ -21,7 +21,7 @@ if __package__ in (None, ""):
 
 from nfsvm import interpreter, job  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))  # the shared core
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))  # the rules
 from rules.nfs_vm_run import EVIDENCE_NAMES  # noqa: E402
 
 # source (relative to the run's output folder) -> name in the evidence folder: the judge's one table, so the

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))  # the shared core
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))  # the rules
 from rules.nfs_vm_run import POWER_DOWN, signal_name  # noqa: E402,F401  (one place: the judge reads them too)
 
 HERE = Path(__file__).resolve().parent
