@@ -55,7 +55,8 @@ _FINDINGS = (
 # A gate hashing this source records `isolation.interpreter` and `isolation.worker_startup` for each check a
 # worker of its own ran (platform_runtime.interpreter_state, .gate).
 INTERPRETER_SOURCE = "scripts/platform_runtime/interpreter_state.py"
-WORKER_CHECKS = ("device_compute", "failing_writer", "concurrent_replace", "jsonl_append", "collectives")
+WORKER_CHECKS = ("device_compute", "failing_writer", "concurrent_replace", "jsonl_append", "collectives", "compile",
+                 "autocast", "dataloader")
 
 
 WORKER_LOADED = re.compile(r"^a (sitecustomize|usercustomize) was loaded into the device worker at start-up$")

@@ -17,6 +17,8 @@ from core.gate_parameters import MIN_DISTINCT_VERSIONS
 from core.provenance import git_state, github_facts, platform_facts
 from core.record_rules import FS_CHECKS, HUNG_CLEANUP_S
 from core.result_format import SCHEMA_VERSION
+from core.training_stack import CHECKS as TRAINING_CHECKS
+from core.training_stack import DEFAULT_TIMEOUT_S as DEFAULT_TRAINING_TIMEOUT_S
 
 from platform_runtime import (
     budget,
@@ -66,6 +68,8 @@ class Options:
         """The collective check's own deadline: the group's timeout twice (init, then one op) and the time to
         start the launcher and the ranks, each importing torch; the whole group is killed at it."""
         return 2 * self.collectives_timeout_s + 20.0
+    training_stack: bool = False  # the compile, autocast and dataloader checks (core.training_stack)
+    training_stack_timeout_s: float = DEFAULT_TRAINING_TIMEOUT_S  # each of those checks' own deadline
     allow_injection_vectors: bool = False
 
     def fs_check_timeout(self) -> float:
@@ -81,6 +85,8 @@ def arguments_of(options: Options) -> dict:
         "keep_workspace": options.keep_workspace, "timeout_s": options.timeout_s,
         "cleanup_timeout_s": options.cleanup_timeout_s, "collectives": options.collectives,
         "collectives_timeout_s": options.collectives_timeout_s if options.collectives else None,
+        "training_stack": options.training_stack,
+        "training_stack_timeout_s": options.training_stack_timeout_s if options.training_stack else None,
         "allow_injection_vectors": options.allow_injection_vectors,
     }
 
@@ -302,6 +308,12 @@ class Gate:
         if self.options.collectives:
             launched.append(self._launch("collectives", self._collectives_command(workspace),
                                          self.options.collectives_deadline_s))
+        for name in TRAINING_CHECKS if self.options.training_stack else ():
+            # Each its own deadline, told to the worker so the data loader ends its own wait before the kill.
+            timeout, by_global = self.deadline.cap(self.options.training_stack_timeout_s)
+            started = time.monotonic()
+            command = self._training_command(name, workspace, time.time() + timeout)
+            launched.append(self._start(name, command, timeout, by_global, started=started))
         pool = ThreadPoolExecutor(max_workers=len(launched))  # each duration ends when its own child does
         try:
             return list(pool.map(self._collect, launched))
@@ -319,6 +331,12 @@ class Gate:
         if self.torch.site_dir is not None:
             args.append(str(self.torch.site_dir))
         return children.worker_command("collective_worker", *args)
+
+    def _training_command(self, name: str, workspace: Path, deadline_at: float) -> list[str]:
+        args = [name, str(workspace / "training_stack" / name), self.device_to_resolve(), f"{deadline_at:.3f}"]
+        if self.torch.site_dir is not None:
+            args.append(str(self.torch.site_dir))
+        return children.worker_command("training_worker", *args)
 
     def _cleanup(self, result: dict, workspace: Path, failures: list[str], after_global_timeout: bool,
                  hung: bool = False) -> None:

@@ -13,10 +13,18 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core import collectives, trust, verdicts
+from core import collectives, training_stack, trust, verdicts
 from core.platforms import os_facts
 
-from platform_runtime import children, collective_record, device_views, isolation, startup, torch_build
+from platform_runtime import (
+    children,
+    collective_record,
+    device_views,
+    isolation,
+    startup,
+    torch_build,
+    training_record,
+)
 from platform_runtime.claims import MPS_FALLBACK, evaluate
 from platform_runtime.early_start import wall_now
 from platform_runtime.result import EXIT_FAILED, EXIT_OK, EXIT_USAGE, redact_local_paths
@@ -54,6 +62,9 @@ class ResultRecorder:
     def record(self, result: dict, failures: list[str], outcome: children.ChildOutcome, workspace: Path) -> None:
         if outcome.name == "collectives":
             self._record_collectives(result, failures, outcome, workspace / "collectives")
+            return
+        if outcome.name in training_stack.CHECKS:
+            self._record_training(result, failures, outcome, workspace / "training_stack" / outcome.name)
             return
         check: dict = {"ok": False, "duration_s": outcome.duration_s, "reason": None}
         if outcome.blocked:
@@ -118,6 +129,29 @@ class ResultRecorder:
             check["reason"] = redact_local_paths(collective_record.summary_reason(check, problems), self.private)
             failures.append(f"collectives: {check['reason']}")
         result["checks"]["collectives"] = check
+
+    def _record_training(self, result: dict, failures: list[str], outcome: children.ChildOutcome,
+                         folder: Path) -> None:
+        """The worker's measurements (or, after a kill, the stage its progress file names); `ok` is the check's
+        rule in core.training_stack, which the judge recomputes."""
+        measured = training_record.record(outcome.name, folder, outcome.payload, outcome.timed_out,
+                                          round(outcome.timeout_s, 3))
+        check: dict = {"ok": False, "duration_s": outcome.duration_s, "reason": None, **measured}
+        if outcome.blocked:
+            check["blocked_at_deadline"] = outcome.blocked
+        if outcome.abandoned:
+            check["abandoned"] = True
+            check["abandoned_processes"] = outcome.stuck
+        if outcome.global_deadline:  # the gate's --timeout cut it before its own deadline
+            check["killed_by"] = "the gate's --timeout"
+        problems = verdicts.check_problems(outcome.name, check)
+        if outcome.payload is None and not outcome.timed_out:
+            problems.insert(0, reason(outcome, self.private))
+        check["ok"] = not problems
+        if problems:
+            check["reason"] = redact_local_paths("; ".join(problems[:4]), self.private)[:1500]
+            failures.append(f"{outcome.name}: {check['reason']}")
+        result["checks"][outcome.name] = check
 
     def judge(self, result: dict, failures: list[str], started: float) -> None:
         """The requirements, on what ran, and every result-level rule but the final times' (finish() applies
