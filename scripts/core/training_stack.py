@@ -157,8 +157,8 @@ def compile_problems(check: dict[str, Any]) -> list[str]:
     """torch.compile trained the gate's model STEPS steps, every output within COMPILE_TOLERANCE of eager's, with
     the compiler this device needs, into a cache that held nothing before."""
     p = "checks.compile"
-    if "compiler" in check and obj(check, "compiler").get("found") is False:  # say first what is missing
-        return compiler_problems(p, check) + _ran(p, check)
+    if check.get("device_type") == "cpu" and obj(check, "compiler").get("found") is False:  # what is missing first
+        return compiler_problems(p, check)[:1] + _ran(p, check)
     found = _ran(p, check)
     if found:
         return found
@@ -248,6 +248,8 @@ def _loader_error(p: str, check: dict[str, Any]) -> list[str]:
         if count(shm.get("total_bytes")):
             detail.append(f"{shm.get('path')} holds {shm['total_bytes'] / 2 ** 20:.1f} MiB, a batch is "
                           f"{BATCH * SAMPLE_BYTES / 2 ** 20:.0f} MiB")
+    if cause == "pickle":
+        detail.append(f"start method {check.get('start_method')!r}")
     if cause == "deadline":
         detail.append(f"the loader's deadline {check.get('loader_deadline_s')!r} s")
         hung = check.get("hung") if isinstance(check.get("hung"), list) else []

@@ -132,24 +132,8 @@ class ResultRecorder:
 
     def _record_training(self, result: dict, failures: list[str], outcome: children.ChildOutcome,
                          folder: Path) -> None:
-        """The worker's measurements (or, after a kill, the stage its progress file names); `ok` is the check's
-        rule in core.training_stack, which the judge recomputes."""
-        measured = training_record.record(outcome.name, folder, outcome.payload, outcome.timed_out,
-                                          round(outcome.timeout_s, 3))
-        check: dict = {"ok": False, "duration_s": outcome.duration_s, "reason": None, **measured}
-        if outcome.blocked:
-            check["blocked_at_deadline"] = outcome.blocked
-        if outcome.abandoned:
-            check["abandoned"] = True
-            check["abandoned_processes"] = outcome.stuck
-        if outcome.global_deadline:  # the gate's --timeout cut it before its own deadline
-            check["killed_by"] = "the gate's --timeout"
-        problems = verdicts.check_problems(outcome.name, check)
-        if outcome.payload is None and not outcome.timed_out:
-            problems.insert(0, reason(outcome, self.private))
-        check["ok"] = not problems
-        if problems:
-            check["reason"] = redact_local_paths("; ".join(problems[:4]), self.private)[:1500]
+        check = training_check(outcome, folder, self.private)
+        if not check["ok"]:
             failures.append(f"{outcome.name}: {check['reason']}")
         result["checks"][outcome.name] = check
 
@@ -177,6 +161,28 @@ class ResultRecorder:
             exit_code = EXIT_FAILED
         result.update(ok=not failures and exit_code == EXIT_OK, exit_code=exit_code, failures=failures)
         return result
+
+
+def training_check(outcome: children.ChildOutcome, folder: Path, private: list[Path]) -> dict:
+    """A training-stack check's record: its worker's measurements (or, after a kill, the stage its progress files
+    name), `ok` by the check's rule in core.training_stack (which the judge recomputes), and a reason when not ok."""
+    measured = training_record.record(outcome.name, folder, outcome.payload, outcome.timed_out,
+                                      round(outcome.timeout_s, 3))
+    check: dict = {"ok": False, "duration_s": outcome.duration_s, "reason": None, **measured}
+    if outcome.blocked:
+        check["blocked_at_deadline"] = outcome.blocked
+    if outcome.abandoned:
+        check["abandoned"] = True
+        check["abandoned_processes"] = outcome.stuck
+    if outcome.global_deadline:  # the gate's --timeout cut it before its own deadline
+        check["killed_by"] = "the gate's --timeout"
+    problems = verdicts.check_problems(outcome.name, check)
+    if outcome.payload is None and not outcome.timed_out:
+        problems.insert(0, reason(outcome, private))
+    check["ok"] = not problems
+    if problems:
+        check["reason"] = redact_local_paths("; ".join(problems[:4]), private)[:1500]
+    return check
 
 
 def stamp_times(result: dict, started: float) -> None:

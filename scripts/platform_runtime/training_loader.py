@@ -13,6 +13,7 @@ import hashlib
 import multiprocessing
 import os
 import pickle
+import signal
 import sys
 import time
 import warnings
@@ -61,15 +62,15 @@ class LoaderDeadline(RuntimeError):
 
 
 def shared_memory() -> dict | None:
-    """What /dev/shm holds, where torch's workers put their tensors on Linux; None elsewhere."""
+    """The size of /dev/shm, where torch's workers put their tensors on Linux; None elsewhere. (What is free there
+    changes from one moment to the next: a failure names the size.)"""
     if not sys.platform.startswith("linux"):
         return None
     try:
         stat = os.statvfs(SHARED_MEMORY)
     except OSError:
-        return {"path": SHARED_MEMORY, "total_bytes": None, "free_bytes": None}
-    return {"path": SHARED_MEMORY, "total_bytes": stat.f_blocks * stat.f_frsize,
-            "free_bytes": stat.f_bavail * stat.f_frsize}
+        return {"path": SHARED_MEMORY, "total_bytes": None}
+    return {"path": SHARED_MEMORY, "total_bytes": stat.f_blocks * stat.f_frsize}
 
 
 def digest(row) -> str:
@@ -100,7 +101,11 @@ def cause_of(exc: BaseException, stage: str) -> str:
 
 
 def stop_workers() -> None:
-    """End this process's loader workers now (a hung one would hold the iterator's shutdown for seconds)."""
+    """End this process's loader workers now (a hung one would hold the iterator's shutdown for seconds). torch's
+    SIGCHLD handler would raise "worker killed by signal" for those very kills, over the error being recorded: the
+    default handler comes back first."""
+    if hasattr(signal, "SIGCHLD"):
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     for child in multiprocessing.active_children():
         child.kill()
     for child in multiprocessing.active_children():

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -55,14 +56,18 @@ def innermost(exc: BaseException) -> BaseException:
 def error_of(exc: BaseException, folder: Path, stage: str) -> dict:
     """type, the innermost cause's type, and one line of message without the workspace's path. A DataLoader
     worker's exception arrives as "Caught X in DataLoader worker process N. Original Traceback ...": its last
-    line is the worker's own error."""
+    line is the worker's own error, "Type: message"."""
     inner = innermost(exc)
+    cause_type = type(inner).__name__ if inner is not exc else None
     lines = [line.strip() for line in str(inner).splitlines() if line.strip()]
     if lines and "Original Traceback" in str(inner):
-        lines = [lines[-1], *lines[:-1]]
+        match = re.match(r"^([A-Za-z_][\w.]*): (.*)$", lines[-1])
+        if match:
+            cause_type, lines = match.group(1).rsplit(".", 1)[-1], [match.group(2)]
+        else:
+            lines = [lines[-1]]
     text = first_line_without_paths("\n".join(lines), folder) if lines else ""
-    return {"type": type(exc).__name__, "cause_type": type(inner).__name__ if inner is not exc else None,
-            "message": text, "stage": stage}
+    return {"type": type(exc).__name__, "cause_type": cause_type, "message": text, "stage": stage}
 
 
 def runner(check: str):
