@@ -2,7 +2,9 @@
 loader work, in the same run, alternating, and the ratio of their medians. Goal: at most 1.2x. Each round also
 times the gate without --training-stack (what the three checks add beside it). The first compile (the first
 compiled step, inductor's cold compile of the model's forward and backward into an empty cache) is reported
-apart, the gate's and the bare process's, since it is most of either's time.
+apart, the gate's and the bare process's, since it is most of either's time. CPU seconds (every process of
+each run, descendants included) are printed beside the wall times: on a shared host the wall ratio depends on
+how the scheduler weighs the gate's worker sessions against the bare process (see docs/performance.md).
 
 The bare process is what a user's script does, written with torch alone (none of the gate's code): the gate's
 model and data trained 12 steps eagerly and 12 under torch.compile(fullgraph=True) from the same weights, the
@@ -18,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -93,13 +96,21 @@ if __name__ == "__main__":
 '''
 
 
-def timed(command: list[str], cwd: Path) -> tuple[float, str]:
+def cpu_of_children() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(command: list[str], cwd: Path) -> tuple[float, float, str]:
+    """Wall seconds, CPU seconds (user + system of the process and every descendant it reaped: the gate's workers,
+    the loader's workers, the compiler) and stdout."""
+    cpu = cpu_of_children()
     started = time.perf_counter()
     done = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
     seconds = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"{command[2]} failed ({done.returncode}):\n{done.stderr[-2000:]}")
-    return seconds, done.stdout
+    return seconds, cpu_of_children() - cpu, done.stdout
 
 
 def listed(times: list[float]) -> str:
@@ -111,6 +122,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     bare_times, stack_times, gate_times, loads = [], [], [], []
+    bare_cpu, stack_cpu, gate_cpu = [], [], []
     bare_first, gate_first, durations = [], [], {"compile": [], "autocast": [], "dataloader": []}
     with tempfile.TemporaryDirectory() as work:
         folder = Path(work)
@@ -121,18 +133,22 @@ def main() -> int:
         for index in range(args.rounds):
             loads.append(os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan"))
             cache = folder / f"inductor-{index}"  # empty: the same cold compile the gate's fresh cache makes
-            seconds, stdout = timed([sys.executable, "-B", str(folder / "bare.py"), str(cache)], folder)
+            seconds, cpu, stdout = timed([sys.executable, "-B", str(folder / "bare.py"), str(cache)], folder)
             bare_times.append(seconds)
+            bare_cpu.append(cpu)
             bare_first.append(json.loads(stdout.strip().splitlines()[-1])["first_step_s"])
-            seconds, _ = timed([*gate, "--training-stack"], folder)
+            seconds, cpu, _ = timed([*gate, "--training-stack"], folder)
             stack_times.append(seconds)
+            stack_cpu.append(cpu)
             result = json.loads(output.read_text(encoding="utf-8"))
             if not result["ok"]:
                 raise SystemExit(f"the gate failed: {result['failures'][:3]}")
             gate_first.append(result["checks"]["compile"]["first_step_s"])
             for name in durations:
                 durations[name].append(result["checks"][name]["duration_s"])
-            gate_times.append(timed(gate, folder)[0])
+            seconds, cpu, _ = timed(gate, folder)
+            gate_times.append(seconds)
+            gate_cpu.append(cpu)
             print(f"round {index + 1}: bare {bare_times[-1]:.2f} s, gate --training-stack {stack_times[-1]:.2f} s "
                   f"({stack_times[-1] / bare_times[-1]:.2f}x), gate alone {gate_times[-1]:.2f} s, load {loads[-1]:.1f}",
                   flush=True)
@@ -146,6 +162,11 @@ def main() -> int:
           f"[{listed(gate_first)}], bare median {statistics.median(bare_first):.2f} s [{listed(bare_first)}]")
     print("the checks' own durations, median: " + ", ".join(
         f"{name} {statistics.median(values):.2f} s" for name, values in durations.items()))
+    bare_c, stack_c, plain_c = (statistics.median(t) for t in (bare_cpu, stack_cpu, gate_cpu))
+    print(f"CPU seconds (every process of the run), median: bare {bare_c:.2f} [{listed(bare_cpu)}], gate "
+          f"--training-stack {stack_c:.2f} [{listed(stack_cpu)}] ({stack_c / bare_c:.2f}x), gate alone {plain_c:.2f}; "
+          f"the three checks {stack_c - plain_c:.2f} s of CPU for the bare process's {bare_c:.2f} s "
+          f"({(stack_c - plain_c) / bare_c:.2f}x)")
     print(f"load average (1 min) at each round: {listed(loads)}; cpus {os.cpu_count()}")
     return 0
 
