@@ -50,7 +50,8 @@ _ENVIRONMENT_PATHS = ("execution.gpu_model", "execution.capability", "execution.
                       "setup.mount", "setup.nfsd_versions", "setup.nfsd_threads", "setup.package",
                       # what the training-stack checks found the runner to be: its compiler, Triton, start method,
                       # shared memory, whether its GPU computes bfloat16 (core.training_stack)
-                      "checks.compile.compiler", "checks.compile.triton", "checks.dataloader.start_method",
+                      "checks.compile.compiler", "checks.compile.triton", "checks.compile.precompiled_header",
+                      "checks.dataloader.start_method",
                       "checks.dataloader.sharing_strategy", "checks.dataloader.shared_memory",
                       "checks.autocast.bf16_supported")
 

@@ -77,7 +77,8 @@ def _object(value: Any) -> dict[str, Any]:
 # reviewer reads first, the JSON keeps every value.
 TRAINING_SHOWN = {
     "compile": ("device", "backend", "compiler.name", "compiler.version", "triton", "kernels_built", "graphs",
-                "first_step_s", "later_steps_s", "eager_steps_s", "tolerance", "stage", "error", "deadline_s"),
+                "first_step_s", "precompiled_header", "later_steps_s", "eager_steps_s", "tolerance", "stage", "error",
+                "deadline_s"),
     "autocast": ("device", "dtype", "bf16_supported", "output_dtype", "loss_dtype", "parameter_dtype",
                  "gradient_dtype", "grad_scaler", "steps_s", "stage", "error", "deadline_s"),
     "dataloader": ("device", "start_method", "sharing_strategy", "num_workers", "pin_memory",

@@ -53,6 +53,29 @@ def kernels_built(folder: Path, device_type: str) -> int:
     return sum(1 for _, _, files in os.walk(folder) for name in files if name.endswith(suffixes)) if suffixes else 0
 
 
+def precompiled_headers() -> int | None:
+    """How many precompiled headers inductor's global header cache holds. torch keeps them outside any cache
+    directory it is given (torch._inductor.codecache._HEADER_DIR, under the system's temporary folder, keyed by
+    the compiler's version and flags), so a runner that compiled before reuses its header: the first compile is
+    then faster, while the kernels are still compiled now. None where torch has no such cache."""
+    try:
+        from torch._inductor import codecache
+
+        folder = Path(codecache._HEADER_DIR)
+    except Exception:  # noqa: BLE001 - a private name that moved is a missing fact
+        return None
+    try:
+        return sum(1 for entry in folder.iterdir() if entry.name.endswith(".gch"))
+    except OSError:
+        return 0
+
+
+def header_use(before: int | None, after: int | None) -> str | None:
+    if before is None or after is None:
+        return None
+    return "built" if after > before else "reused" if after else "none"
+
+
 def train(torch, device, model, forward, x, y) -> tuple[list[float], list[list[float]], list[float]]:
     """STEPS steps: (losses, each step's outputs as Python numbers, each step's seconds, device synchronized)."""
     optimizer = torch.optim.SGD(model.parameters(), lr=LEARNING_RATE, momentum=MOMENTUM)
@@ -94,8 +117,10 @@ def run(torch, device, folder: Path, deadline_at: float, stage, report: dict) ->
 
     model = build_model(torch, seed=0).to(device)
     compiled = torch.compile(model, backend=BACKEND, fullgraph=True)
+    headers = precompiled_headers()
     losses, outputs, seconds = train(torch, device, model, compiled, x, y)
-    report.update(compiled_losses=losses, output_errors=output_errors(eager_outputs, outputs),
+    report.update(precompiled_header=header_use(headers, precompiled_headers()),
+                  compiled_losses=losses, output_errors=output_errors(eager_outputs, outputs),
                   first_step_s=round(seconds[0], 3), later_steps_s=round(sum(seconds[1:]), 4),
                   graphs=int(torch._dynamo.utils.counters["stats"]["unique_graphs"]),
                   kernels_built=kernels_built(folder, kind))

@@ -21,7 +21,7 @@ COMMON_FIELDS = ("stage", "error", "torch", "device", "device_type", "run_s")
 FIELDS = {
     "compile": ("backend", "fullgraph", "cache", "steps", "tolerance", "compiler", "triton", "graphs",
                 "kernels_built", "eager_losses", "compiled_losses", "output_errors", "first_step_s",
-                "later_steps_s", "eager_steps_s"),
+                "later_steps_s", "eager_steps_s", "precompiled_header"),
     "autocast": ("dtype", "bf16_supported", "grad_scaler", "output_dtype", "loss_dtype", "parameter_dtype",
                  "gradient_dtype", "steps", "losses", "steps_s"),
     "dataloader": ("start_method", "sharing_strategy", "num_workers", "samples", "batch_size", "sample_bytes",
