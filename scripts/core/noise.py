@@ -28,6 +28,7 @@ from core import (
     result_verdicts,
     sharing_verdicts,
     time_views,
+    training_stack,
     trust,
     writer_verdicts,
 )
@@ -110,7 +111,7 @@ def declared_by(modules: Iterable[ModuleType]) -> tuple[Noise, ...]:
 
 # The modules whose rules read a gate result, each declaring the noise of its fields.
 GATE_MODULES = (device_verdicts, trust, writer_verdicts, kill_record, sharing_verdicts, outcomes, record_rules,
-                time_views, result_verdicts)
+                time_views, result_verdicts, training_stack)
 # Result kind (core.contract.kind_of) -> its declared noise. A kind without an entry has none: every field of it
 # is compared (durations with diff's tolerance).
 BY_KIND: dict[str, tuple[Noise, ...]] = {"gate": declared_by(GATE_MODULES)}

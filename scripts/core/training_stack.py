@@ -54,6 +54,27 @@ CAUSES = {
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
 DEVICE_TYPES = ("cpu", "cuda", "rocm", "mps")
 
+# The fields two honest runs of one commit on one machine record differently (core.noise): clock readings. What the
+# checks computed (losses, output errors, every sample's hash, which worker made it) and what they found the runner
+# to be (the compiler, the start method, /dev/shm's size, whether the precompiled header was built) are compared.
+MEASUREMENT_NOISE = (
+    ("checks.compile.duration_s", "timing", "the compile worker's wall time, start to answer"),
+    ("checks.autocast.duration_s", "timing", "the autocast worker's wall time, start to answer"),
+    ("checks.dataloader.duration_s", "timing", "the loader worker's wall time, start to answer"),
+    ("checks.compile.deadline_s", "timing", "the check's own deadline, cut to what the run's timeout had left"),
+    ("checks.autocast.deadline_s", "timing", "the check's own deadline, cut to what the run's timeout had left"),
+    ("checks.dataloader.deadline_s", "timing", "the check's own deadline, cut to what the run's timeout had left"),
+    ("checks.compile.run_s", "timing", "the worker's time from its start to its report"),
+    ("checks.autocast.run_s", "timing", "the worker's time from its start to its report"),
+    ("checks.dataloader.run_s", "timing", "the worker's time from its start to its report"),
+    ("checks.compile.first_step_s", "timing", "the first compiled step: inductor's compile, on a loaded machine"),
+    ("checks.compile.later_steps_s", "timing", "the 11 compiled steps after the first"),
+    ("checks.compile.eager_steps_s", "timing", "the 12 eager steps"),
+    ("checks.autocast.steps_s", "timing", "the 12 autocast steps"),
+    ("checks.dataloader.iterate_s", "timing", "the loader's iteration, its workers started and every batch received"),
+    ("checks.dataloader.loader_deadline_s", "timing", "what the check's deadline had left when the loader started"),
+)
+
 
 def pattern(index: int) -> list[float]:
     """Sample `index`'s repeating values: small integers, exact in float32, different for every sample."""

@@ -98,6 +98,24 @@ def test_diff_calls_a_new_compiler_an_environment_change_and_an_altered_sample_a
     assert kinds == {"checks.compile.compiler.version": "environment", "checks.dataloader.received.3.sha256": "check"}
 
 
+def test_each_noise_declaration_names_a_field_of_this_run_and_two_honest_runs_differ_only_within_it(passing):
+    from core.noise import BY_KIND, TIMING
+    from evidence_index.diff import Tolerance, diff_documents
+
+    from tests.evidence_index.test_measurement_noise import leaf_paths
+
+    paths = leaf_paths(passing.result)
+    for declared in (d for d in BY_KIND["gate"] if d.owner == "core.training_stack"):
+        assert any(p == declared.path for p in paths), declared.path
+    again = copy.deepcopy(passing.result)  # a second run on a busier machine: every clock reading moves
+    for name in ts.CHECKS:
+        for key, value in list(again["checks"][name].items()):
+            if key.endswith("_s") and isinstance(value, (int, float)):
+                again["checks"][name][key] = round(value * 3 + 5, 3)
+    changes = diff_documents(passing.result, again, Tolerance(), "linux", result_kind="gate")
+    assert changes and all(c.noise == TIMING for c in changes), [c.path for c in changes if c.noise is None]
+
+
 def test_a_bad_training_stack_timeout_is_a_usage_error_with_a_message_and_no_traceback(tmp_path):
     run = run_gate(tmp_path, "--training-stack", "--training-stack-timeout", "0")
     assert run.returncode == 2 and "--training-stack-timeout: must be between" in run.stderr
