@@ -20,6 +20,8 @@ overwriting its own environ memory) is beyond any in-process view: docs/gate.md#
 
 from __future__ import annotations
 
+import ast
+import functools
 import hashlib
 import importlib.machinery
 import os
@@ -29,7 +31,7 @@ import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core import interpreter_rules, record_rules
+from core import interpreter_rules, record_rules, start_up_rules
 
 from platform_runtime import (
     bytecode,
@@ -39,6 +41,7 @@ from platform_runtime import (
     path_config,
     procmaps,
     site_owners,
+    start_up_owners,
 )
 from platform_runtime.isolation import interpreter_site_dirs, torch_search_dirs
 
@@ -85,7 +88,9 @@ WORKER_ENVIRONMENT = record_rules.WORKER_ENVIRONMENT
 # from every worker's environment (the loader's own are judged instead: a CUDA box needs LD_LIBRARY_PATH).
 # OpenSSL loads the config OPENSSL_CONF names (and the provider or engine modules it lists) when hashlib
 # starts it; glibc's iconv loads modules from GCONV_PATH; git reads GIT_CONFIG_* (core.fsmonitor runs a command).
-WORKER_REMOVED = LIBRARY_MODULE_VARIABLES
+# coverage's a1_coverage.pth, accepted when coverage's RECORD lists it, starts coverage in any process that has one
+# of start_up_rules.ACTIVATION_VARIABLES: no worker gets them.
+WORKER_REMOVED = LIBRARY_MODULE_VARIABLES + start_up_rules.ACTIVATION_VARIABLES
 WORKER_REMOVED_PREFIXES = ("GIT_", "PYTHON")
 
 
@@ -122,7 +127,13 @@ class Findings:
     findings: list[str] = field(default_factory=list)  # one sentence each, names only, never paths
     executing_pth_files: list[str] = field(default_factory=list)
     accepted_pth_files: list[dict] = field(default_factory=list)
+    # Start-up code the platform's owner installed, its bytes what the owner recorded (core.start_up_rules), and
+    # the start-up code refused, with who owns it (or None) and why: the facts a person acts on.
+    accepted_start_up: list[dict] = field(default_factory=list)
+    refused_start_up: list[dict] = field(default_factory=list)
     interpreter: dict = field(default_factory=dict)  # isolation.interpreter (core.interpreter_rules)
+    owners: start_up_owners.Owners = field(default_factory=start_up_owners.Owners, repr=False)
+    accepted_files: dict = field(default_factory=dict, repr=False)  # resolved path -> its accepted entry
 
     def add(self, vector: str, finding: str) -> None:
         if vector not in self.present:
@@ -181,20 +192,26 @@ def _distutils_hack_ran(default: str, environment: dict[str, str]) -> bool:
 
 def judge_pth_files(site_dirs: list[Path], search: list[Path], environment: dict[str, str], out: Findings,
                     modules: dict | None = None) -> None:
-    """Every code-running .pth in the directories site processes is a vector, except setuptools' own
-    (known bytes) whose one import is off in the workers and, where it ran here, imported a known file."""
+    """Every code-running .pth in the directories site processes is a vector, except setuptools' own (known
+    bytes) whose one import is off in the workers and, where it ran here, imported a known file; and one an
+    installed distribution or the system's package manager owns, with its bytes and those of every module its
+    import lines name what that owner recorded (core.start_up_rules)."""
+    modules = sys.modules if modules is None else modules
     for directory in site_dirs:
         try:
             candidates = sorted(directory.glob("*.pth"))
         except OSError:
             continue
         for pth in candidates:
-            if not code_lines(pth):
+            lines = code_lines(pth)
+            if not lines:
                 continue
             default = KNOWN_SETUPTOOLS_PTH.get(_sha256(pth) or "") if pth.name == SETUPTOOLS_PTH else None
             if default is None:
-                out.executing_pth_files.append(pth.name)
-                out.add(".pth", f"{pth.name} in a site directory runs code at every start-up")
+                if _accept_owned(pth, ".pth", "a site directory", out, functools.partial(
+                        _pth_imports, lines=lines, directory=directory, out=out, modules=modules)) is None:
+                    out.executing_pth_files.append(pth.name)
+                    out.add(".pth", f"{pth.name} in a site directory runs code at every start-up")
                 continue
             if not _distutils_hack_ran(default, environment):
                 out.accepted_pth_files.append({"name": pth.name, "why": "setuptools' own, byte for byte; its "
@@ -203,7 +220,7 @@ def judge_pth_files(site_dirs: list[Path], search: list[Path], environment: dict
                 continue
             spec = _find("_distutils_hack", search)
             release = KNOWN_DISTUTILS_HACK.get(_sha256(Path(spec.origin)) or "") if spec and spec.origin else None
-            release, why_not = _check_distutils_hack(spec, release, sys.modules if modules is None else modules)
+            release, why_not = _check_distutils_hack(spec, release, modules)
             if release is None:
                 out.executing_pth_files.append(pth.name)
                 out.add(".pth", f"{pth.name} imported _distutils_hack into the gate's own process, and {why_not}")
@@ -211,6 +228,131 @@ def judge_pth_files(site_dirs: list[Path], search: list[Path], environment: dict
                 out.accepted_pth_files.append({"name": pth.name, "why": f"setuptools' own, byte for byte; the "
                                                f"_distutils_hack it imported here is setuptools {release}'s; "
                                                "off in every worker"})
+    judge_activation(environment, out)
+
+
+def judge_activation(environment: dict[str, str], out: Findings) -> None:
+    """A variable an accepted .pth reads to start its owner's code (coverage's), set for the gate's own process:
+    that code then ran here, with a configuration the caller named (coverage imports the plugins it lists)."""
+    for name in start_up_rules.ACTIVATION_VARIABLES:
+        readers = [entry["name"] for entry in out.accepted_start_up
+                   if entry["kind"] == ".pth" and name in entry.get("reads", [])]
+        if readers and (environment.get(name) or os.environ.get(name)):
+            out.add(name, f"{name} is set: the accepted {readers[0]} starts its owner's code in the gate's own "
+                          "process with the configuration it names (no worker gets it)")
+
+
+def _digests(path: Path) -> tuple[str, str] | None:
+    """(sha256, md5) of the file's bytes, or None when it cannot be read."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    return hashlib.sha256(data).hexdigest(), hashlib.md5(data, usedforsecurity=False).hexdigest()
+
+
+def owned_entry(found: Path, kind: str, where: str, owners: start_up_owners.Owners) -> dict:
+    """The facts of one start-up file: name, kind, where (by kind, never a path), whether it was found as a link
+    (judged as the file it resolves to), the SHA-256 of its bytes, its owner and what the owner recorded."""
+    digests = _digests(Path(os.path.realpath(found)))
+    entry: dict = {"name": found.name, "kind": kind, "where": where, "symlink": found.is_symlink(),
+                   "sha256": digests[0] if digests else None, "owner": None}
+    owner = owners.owner_of(found, digests[0]) if digests else None
+    if owner is not None:
+        entry.update(owner=owner.record(), recorded=owner.recorded())
+        if start_up_rules.OWNER_DIGESTS[owner.kind] == "md5":
+            entry["md5"] = digests[1]
+    if kind != ".pth":  # what Python runs for a module: its cached bytecode when the header matches
+        entry["bytecode_mismatched"] = bytecode.mismatched(found)
+    return entry
+
+
+def _accept_owned(found: Path, kind: str, where: str, out: Findings, more=None) -> dict | None:
+    """The accepted entry for `found` (recorded once per file), or None after recording it refused."""
+    resolved = os.path.realpath(found)
+    if resolved in out.accepted_files:
+        return out.accepted_files[resolved]
+    entry = owned_entry(found, kind, where, out.owners)
+    if more is not None and entry["owner"] is not None:
+        more(entry)
+    problems = start_up_rules.entry_problems(entry)
+    if problems:
+        if not any(r["name"] == entry["name"] and r["where"] == where for r in out.refused_start_up):
+            out.refused_start_up.append({**entry, "problems": problems[:4]})
+        return None
+    out.accepted_start_up.append(entry)
+    out.accepted_files[resolved] = entry
+    return entry
+
+
+def imported_names(lines: list[str]) -> list[str] | None:
+    """The top-level modules the import statements of a .pth's code lines name (site.py exec()s each line);
+    None when a line does not parse."""
+    names: list[str] = []
+    for line in lines:
+        try:
+            tree = ast.parse(line)
+        except SyntaxError:
+            return None
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names += [alias.name.split(".")[0] for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names.append(node.module.split(".")[0])
+    return list(dict.fromkeys(names))
+
+
+def _pth_imports(entry: dict, lines: list[str], directory: Path, out: Findings, modules: dict) -> None:
+    """An owned .pth's import lines: each module they name is the standard library's, or a module file in the same
+    site directory that is itself owned and accepted (setuptools' editable finder); the variables it reads."""
+    names = imported_names(lines)
+    entry["imports"] = names if names is not None else []
+    entry["imports_outside"] = [] if names is not None else ["(an import line that does not parse)"]
+    entry["reads"] = [name for name in start_up_rules.ACTIVATION_VARIABLES if any(name in line for line in lines)]
+    for name in names or []:
+        if name in sys.builtin_module_names or name in getattr(sys, "stdlib_module_names", ()):
+            continue
+        spec = _find(name, [directory])
+        origin = Path(spec.origin) if spec is not None and spec.origin else None
+        loaded = getattr(modules.get(name), "__file__", None)
+        if origin is None or origin.name != f"{name}.py" or origin.parent != directory or \
+                (loaded is not None and os.path.realpath(loaded) != os.path.realpath(origin)) or \
+                _accept_owned(origin, "module", "a site directory", out,
+                              functools.partial(_finder_maps, source=origin, modules=modules)) is None:
+            entry["imports_outside"].append(name)  # another file of that name ran here, or an unowned one
+
+
+def _finder_maps(entry: dict, source: Path, modules: dict) -> None:
+    """setuptools' editable finder (`__editable___<name>_finder.py`): the top-level names its MAPPING and
+    NAMESPACES serve. It is appended to sys.meta_path, after the path finder, so it answers only for names no
+    site directory or standard-library folder holds: a mapped name the standard library has on some platform
+    (msvcrt, which subprocess probes) would be answered here, and one this process imported from the mapped
+    folder ran the team's unhashed source in the gate."""
+    if not source.name.startswith("__editable__"):
+        return
+    mapping: dict[str, str] = {}
+    try:
+        tree = ast.parse(source.read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        entry["maps_shadowing"] = ["(a finder that does not parse)"]
+        return
+    for node in tree.body:
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else \
+            node.target if isinstance(node, ast.AnnAssign) else None
+        if isinstance(target, ast.Name) and target.id in ("MAPPING", "NAMESPACES"):
+            try:
+                value = ast.literal_eval(node.value)
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                continue
+            if isinstance(value, dict):
+                mapping.update({str(k).split(".")[0]: str(v) if isinstance(v, str) else "" for k, v in value.items()})
+    entry["maps"] = sorted(mapping)
+    shadowing = [name for name in sorted(mapping) if name in getattr(sys, "stdlib_module_names", ())]
+    for name, folder in sorted(mapping.items()):
+        origin = getattr(getattr(modules.get(name), "__spec__", None), "origin", None)
+        if folder and isinstance(origin, str) and os.path.realpath(origin).startswith(os.path.realpath(folder)):
+            shadowing.append(name)
+    entry["maps_shadowing"] = sorted(set(shadowing))
 
 
 def _check_distutils_hack(spec, release: str | None, modules: dict) -> tuple[str | None, str]:
@@ -246,16 +388,38 @@ def _find(name: str, directories: list[Path]):
     return None
 
 
-def judge_start_up_modules(search: list[tuple[str, Path]], out: Findings) -> None:
+def judge_start_up_modules(search: list[tuple[str, Path]], out: Findings, modules: dict | None = None) -> None:
     """A sitecustomize or usercustomize file (module, package, .pyc or extension) anywhere site imports it
-    from, found as a file; and one still in sys.modules, for a file since deleted."""
+    from, found as a file; and one still in sys.modules, for a file since deleted. A source module its owner
+    installed unchanged (core.start_up_rules) is accepted, and so is this process having imported that very file."""
+    modules = sys.modules if modules is None else modules
     for name in START_UP_MODULES:
         for kind, directory in search:
             in_zip = directory.is_file() and name in path_config.zip_holds(directory, START_UP_MODULES)
-            if in_zip or _find(name, [directory]) is not None:
-                out.add(name, f"a {name} in {kind} runs at every start-up")
-        if getattr(sys.modules.get(name), "__file__", None):
+            spec = None if in_zip else _find(name, [directory])
+            if not in_zip and spec is None:
+                continue
+            origin = Path(spec.origin) if spec is not None and spec.origin else None
+            plain = origin is not None and origin.name == f"{name}.py" and \
+                isinstance(spec.loader, importlib.machinery.SourceFileLoader)
+            if plain and _accept_owned(origin, name, kind, out) is not None:
+                continue
+            if not plain:
+                out.refused_start_up.append({"name": origin.name if origin else name, "kind": name, "where": kind,
+                                             "symlink": False, "sha256": None, "owner": None,
+                                             "problems": ["not a plain source module: no owner installs one so"]})
+            out.add(name, f"a {name} in {kind} runs at every start-up")
+        loaded = modules.get(name)
+        if getattr(loaded, "__file__", None) and not _imported_accepted(loaded, name, out):
             out.add(name, f"a {name} was imported into the gate's own process at start-up")
+
+
+def _imported_accepted(module, kind: str, out: Findings) -> bool:
+    """Whether the module this process imported at start-up is an accepted file of that kind, loaded from source
+    (its cached bytecode was compared with the source when it was accepted)."""
+    loader = getattr(module, "__loader__", None)
+    entry = out.accepted_files.get(os.path.realpath(module.__file__))
+    return entry is not None and entry["kind"] == kind and isinstance(loader, importlib.machinery.SourceFileLoader)
 
 
 def judge_environment(environments: list[dict[str, str]], out: Findings) -> None:
@@ -382,7 +546,8 @@ def record(allowed: bool) -> dict:
     and whether --allow-injection-vectors let the run go on with them."""
     found = scan()
     return {"present": found.present, "findings": found.findings, "executing_pth_files": found.executing_pth_files,
-            "accepted_pth_files": found.accepted_pth_files, "parent_flags": parent_flags(), "allowed": allowed,
+            "accepted_pth_files": found.accepted_pth_files, "accepted_start_up": found.accepted_start_up,
+            "refused_start_up": found.refused_start_up, "parent_flags": parent_flags(), "allowed": allowed,
             "interpreter": found.interpreter,
             "workers": "python -I", "worker_environment": dict(WORKER_ENVIRONMENT),
             "worker_site_dirs": record_rules.WORKER_SITE_DIRS}
