@@ -50,7 +50,7 @@ def test_a_diagnostic_naming_a_sitecustomize_its_gate_did_not_find_is_not_authen
     edit_json(folder / DIAGNOSTIC, lambda d: d["runtime"].update(injection_vectors=[".pth", "sitecustomize"]))
     assert_refused(*rebuild_and_verify(folder),
                    "runtime.injection_vectors (names 'sitecustomize') is True, but platform-runtime-cpu.json records "
-                   "isolation.present (names 'sitecustomize') False")
+                   "isolation.present or accepted_start_up (names 'sitecustomize') False")
 
 
 def test_a_gate_hiding_the_pth_files_its_diagnostic_saw_is_not_authentic(tmp_path):
@@ -66,6 +66,16 @@ def test_a_sitecustomize_only_the_gate_found_is_no_contradiction():
     folder = EVIDENCE / "local" / "run-local"
     gate, diagnostic = _load(folder, GATE), _load(folder, DIAGNOSTIC)
     gate["isolation"]["present"] = ["sitecustomize"]
+    assert run_problems([(GATE, "gate", gate), (DIAGNOSTIC, "diagnostic", diagnostic)]) == [[], []]
+
+
+def test_a_sitecustomize_the_gate_accepted_as_the_platforms_own_is_the_one_its_diagnostic_saw():
+    """Debian's python3 imports its own sitecustomize in both: the gate accepts it (isolation.accepted_start_up),
+    the diagnostic names it among its vectors; one file, no contradiction."""
+    folder = EVIDENCE / "local" / "run-local"
+    gate, diagnostic = _load(folder, GATE), _load(folder, DIAGNOSTIC)
+    gate["isolation"]["accepted_start_up"] = [{"name": "sitecustomize.py", "kind": "sitecustomize"}]
+    diagnostic["runtime"]["injection_vectors"] = [".pth", "sitecustomize"]
     assert run_problems([(GATE, "gate", gate), (DIAGNOSTIC, "diagnostic", diagnostic)]) == [[], []]
 
 
