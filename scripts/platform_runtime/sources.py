@@ -40,6 +40,7 @@ GATE_SOURCES: tuple[str, ...] = (
     "scripts/core/process_views.py",
     "scripts/core/provenance.py",
     "scripts/core/record_rules.py",
+    "scripts/core/remedies.py",
     "scripts/core/requirements.py",
     "scripts/core/result_format.py",
     "scripts/core/result_verdicts.py",
