@@ -209,7 +209,7 @@ def judge_pth_files(site_dirs: list[Path], search: list[Path], environment: dict
             default = KNOWN_SETUPTOOLS_PTH.get(_sha256(pth) or "") if pth.name == SETUPTOOLS_PTH else None
             if default is None:
                 if _accept_owned(pth, ".pth", "a site directory", out, functools.partial(
-                        _pth_imports, lines=lines, directory=directory, out=out, modules=modules)) is None:
+                        _pth_imports, lines=lines, dirs=[directory, *search], out=out, modules=modules)) is None:
                     out.executing_pth_files.append(pth.name)
                     out.add(".pth", f"{pth.name} in a site directory runs code at every start-up")
                 continue
@@ -286,8 +286,8 @@ def _accept_owned(found: Path, kind: str, where: str, out: Findings, more=None) 
 
 
 def imported_names(lines: list[str]) -> list[str] | None:
-    """The top-level modules the import statements of a .pth's code lines name (site.py exec()s each line);
-    None when a line does not parse."""
+    """The top-level modules the import statements of a .pth's code lines (site.py exec()s each line), or of a
+    module's whole source, name; None when one does not parse."""
     names: list[str] = []
     for line in lines:
         try:
@@ -302,20 +302,38 @@ def imported_names(lines: list[str]) -> list[str] | None:
     return list(dict.fromkeys(names))
 
 
-def _pth_imports(entry: dict, lines: list[str], directory: Path, out: Findings, modules: dict) -> None:
-    """An owned .pth's import lines: each module they name is the standard library's, or a module file in the same
-    site directory that is itself owned and accepted (setuptools' editable finder); the variables it reads."""
-    names = imported_names(lines)
+def _pth_imports(entry: dict, lines: list[str], dirs: list[Path], out: Findings, modules: dict) -> None:
+    """An owned .pth: the modules its import lines name (judged by _check_imports) and the variables it reads."""
+    entry["reads"] = [name for name in start_up_rules.ACTIVATION_VARIABLES if any(name in line for line in lines)]
+    _check_imports(entry, imported_names(lines), dirs, out, modules)
+
+
+def _module_imports(entry: dict, source: Path, dirs: list[Path], out: Findings, modules: dict) -> None:
+    """An owned start-up module (Debian's sitecustomize imports apport_python_hook where Ubuntu installs it)."""
+    try:
+        names = imported_names([source.read_text(encoding="utf-8")])
+    except (OSError, UnicodeDecodeError):
+        names = None
+    _check_imports(entry, names, dirs, out, modules)
+
+
+def _check_imports(entry: dict, names: list[str] | None, dirs: list[Path], out: Findings, modules: dict) -> None:
+    """Each module an owned start-up file imports is the standard library's, or is not found on the start-up path
+    (nothing runs: the import fails, as Debian's `import apport_python_hook` does where apport is not installed),
+    or is a module file there that is itself owned and accepted (setuptools' editable finder, Ubuntu's apport
+    hook); anything else is `imports_outside`. What those modules import in turn is their owners' code, as any
+    installed package's is."""
     entry["imports"] = names if names is not None else []
     entry["imports_outside"] = [] if names is not None else ["(an import line that does not parse)"]
-    entry["reads"] = [name for name in start_up_rules.ACTIVATION_VARIABLES if any(name in line for line in lines)]
     for name in names or []:
         if name in sys.builtin_module_names or name in getattr(sys, "stdlib_module_names", ()):
             continue
-        spec = _find(name, [directory])
+        spec = _find(name, dirs)
         origin = Path(spec.origin) if spec is not None and spec.origin else None
         loaded = getattr(modules.get(name), "__file__", None)
-        if origin is None or origin.name != f"{name}.py" or origin.parent != directory or \
+        if spec is None and loaded is None:
+            continue
+        if origin is None or origin.name != f"{name}.py" or \
                 (loaded is not None and os.path.realpath(loaded) != os.path.realpath(origin)) or \
                 _accept_owned(origin, "module", "a site directory", out,
                               functools.partial(_finder_maps, source=origin, modules=modules)) is None:
@@ -402,7 +420,8 @@ def judge_start_up_modules(search: list[tuple[str, Path]], out: Findings, module
             origin = Path(spec.origin) if spec is not None and spec.origin else None
             plain = origin is not None and origin.name == f"{name}.py" and \
                 isinstance(spec.loader, importlib.machinery.SourceFileLoader)
-            if plain and _accept_owned(origin, name, kind, out) is not None:
+            if plain and _accept_owned(origin, name, kind, out, functools.partial(
+                    _module_imports, source=origin, dirs=[d for _, d in search], out=out, modules=modules)) is not None:
                 continue
             if not plain:
                 out.refused_start_up.append({"name": origin.name if origin else name, "kind": name, "where": kind,
