@@ -77,6 +77,20 @@ def headlines(isolation: Any) -> list[str]:
         if files:
             lines += [start_up_line(e) for e in files]
             continue
+        if vector == "worker start-up" and _only_start_up_modules(isolation.get("findings")):
+            lines.append("worker start-up: the workers ran the start-up code above (python -I still imports the "
+                         "standard library's and the site directories'); the same remedy")
+            continue
         who, fix = VECTOR_REMEDIES.get(str(vector), ("found by the gate", "see the detail below"))
         lines.append(clip(f"{vector}: {who}; {fix}"))
     return list(dict.fromkeys(lines))
+
+
+def _only_start_up_modules(findings: Any) -> bool:
+    """Whether every worker start-up finding names only the start-up modules the worker loaded (core.interpreter_rules
+    writes `...: startup_modules ['sitecustomize']`): then the start-up file's own line says what to do."""
+    marker = " was not started as the gate starts it: "
+    workers = [str(f).split(marker, 1)[1] for f in findings or [] if marker in str(f)] if isinstance(findings, list) \
+        else []
+    return bool(workers) and all(detail.startswith("startup_modules [") and detail.endswith("]") and
+                                 "], " not in detail for detail in workers)

@@ -287,3 +287,17 @@ def test_every_refusal_line_says_what_who_and_what_to_do_under_200_characters():
         "LD_PRELOAD: set by the caller's environment; unset it for the gate's step",
         "unlisted module: no installed package lists it; remove it from site-packages, or install it as a package"]
     assert all(len(line) < 200 for line in lines)
+
+
+def test_workers_that_only_loaded_the_refused_start_up_code_point_to_its_remedy():
+    isolation = {"present": ["sitecustomize", "worker start-up"],
+                 "findings": ["a sitecustomize in the standard library runs at every start-up",
+                              "the jsonl_append worker was not started as the gate starts it: startup_modules "
+                              "['sitecustomize']"],
+                 "refused_start_up": [{"name": "sitecustomize.py", "kind": "sitecustomize",
+                                       "where": "the standard library", "owner": None}]}
+    assert remedies.headlines(isolation)[1] == (
+        "worker start-up: the workers ran the start-up code above (python -I still imports the standard library's "
+        "and the site directories'); the same remedy")
+    isolation["findings"][1] = "the jsonl_append worker was not started as the gate starts it: isolated False"
+    assert remedies.headlines(isolation)[1].startswith("worker start-up: a wrapper or start-up code between")
