@@ -16,7 +16,7 @@ import html
 import json
 from typing import Any
 
-from .diff import PlatformSide
+from .diff import PlatformSide, noise_words
 from .diffload import Loaded
 
 MAX_MEASURED = 40  # leaves listed per check; the JSON keeps the rest
@@ -176,7 +176,9 @@ def _diff(compared: Any) -> str:
              f"<code>{esc(c.old)}</code>", f"<code>{esc(c.new)}</code>"] for c in compared.changes]
     return (f"<h2 id=\"diff\">What changed since the baseline: {len(compared.changes)} difference(s)</h2>"
             f"<p class=\"meta\">Baseline <code>{esc(compared.old.side.sha256)}</code>; noise left out (timestamps, "
-            f"run ids, durations within {compared.tolerance.seconds:g} s or {compared.tolerance.ratio:.0%}).</p>"
+            f"run ids, durations within {compared.tolerance.seconds:g} s or {compared.tolerance.ratio:.0%}"
+            + (f"; {esc(noise_words(compared.noise))}, as the rules that read them declare" if compared.noise else "")
+            + ").</p>"
             f"<ul>{lines}</ul>" + (_table(["platform", "kind", "path", "old", "new"], rows) if rows else ""))
 
 

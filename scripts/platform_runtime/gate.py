@@ -44,6 +44,10 @@ from platform_runtime.result import (
 )
 from platform_runtime.sources import REPO_ROOT, hash_sources
 
+# The device worker's deadline with the default --timeout (600 s) is Options.device_timeout_s (300 s); it grows with
+# a longer --timeout by this share, as each file-system check's does (children.FS_CHECK_SHARE).
+DEVICE_CHECK_SHARE = 0.5
+
 
 @dataclass
 class Options:
@@ -71,6 +75,12 @@ class Options:
     def fs_check_timeout(self) -> float:
         """Each file-system check's own deadline: its default, or its share of a longer --timeout."""
         return max(self.fs_timeout_s, self.timeout_s * children.FS_CHECK_SHARE)
+
+    def device_check_timeout(self) -> float:
+        """The device worker's own deadline: its default, or its share of a longer --timeout, as the file-system
+        checks' (a slow machine given more time, such as a loaded host's VM importing torch under emulation, gives
+        it to the device check too instead of ending it with no answer at a fixed deadline)."""
+        return max(self.device_timeout_s, self.timeout_s * DEVICE_CHECK_SHARE)
 
 
 def arguments_of(options: Options) -> dict:
@@ -233,9 +243,9 @@ class Gate:
         workspace = self.options.work_dir / workspace_name
         if self.early is None:
             device = self._launch("device_compute", early_start.device_worker_command(
-                self.device_to_resolve(), workspace, self.torch), self.options.device_timeout_s, hold=True)
+                self.device_to_resolve(), workspace, self.torch), self.options.device_check_timeout(), hold=True)
         else:  # its duration and deadline count from its own start
-            capped, by_global = self.deadline.cap(self.options.device_timeout_s)
+            capped, by_global = self.deadline.cap(self.options.device_check_timeout())
             device = ("device_compute", self.early.process, self.early.started, capped, by_global)
         self.views.start_record_check()  # torch's files hashed while the worker imports torch
         if not self.options.keep_workspace:
