@@ -34,6 +34,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--work", type=Path, default=ROOT / "outputs" / "bench-environments")
     parser.add_argument("--only", nargs="*", choices=sorted(envs.MATRIX), help="these environments only")
+    parser.add_argument("--against", type=Path, metavar="CHECKOUT",
+                        help="also run another checkout's gate in each environment (a commit before a change)")
     args = parser.parse_args()
     work = args.work.resolve()
     shutil.rmtree(work, ignore_errors=True)
@@ -42,6 +44,7 @@ def main() -> int:
     project = envs.Environment("project venv (baseline)", Path(sys.executable), 0.0)
     names = args.only or list(envs.MATRIX)
     runs: dict[str, envs.Run | str] = {}
+    other: dict[str, envs.Run] = {}
     baseline: list[float] = []
     for name in names:
         # The baseline beside each environment, alternating, so a shared machine's load moves both sides.
@@ -49,6 +52,8 @@ def main() -> int:
                                       work / f"baseline-{name}.json").seconds)
         try:
             runs[name] = matrix.run(name)
+            if args.against is not None:
+                other[name] = matrix.run(name, gate=args.against.resolve() / "scripts" / "platform_runtime_check.py")
         except envs.Unavailable as exc:
             runs[name] = f"not built here: {exc}"
     base = sorted(baseline)[len(baseline) // 2]
@@ -68,6 +73,12 @@ def main() -> int:
               f"(goal <= {GOAL}x)  {verdict}")
         for note in run.environment.notes:
             print(f"  {'':26s} note: {note}")
+        if name in other:
+            then = other[name]
+            print(f"  {'':26s} --against: gate {then.seconds:6.1f} s  "
+                  f"{'accepted' if then.accepted else 'REFUSED: ' + then.refusal()}")
+    if other:
+        print(f"--against {args.against}: {sum(r.accepted for r in other.values())} of {len(other)} accepted")
     for moment, load in (("start", start_load), ("end", os.getloadavg())):
         print(f"load average at the {moment}: {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} CPUs")
     print(f"({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})")
