@@ -83,6 +83,7 @@ GATE_SOURCES: tuple[str, ...] = (
     "scripts/platform_runtime/killed_writer.py",
     "scripts/platform_runtime/ld_library_path.py",
     "scripts/platform_runtime/nvidia_driver.py",
+    "scripts/platform_runtime/owned_start_up.py",
     "scripts/platform_runtime/path_config.py",
     "scripts/platform_runtime/request.py",
     "scripts/platform_runtime/procmaps.py",

@@ -20,7 +20,6 @@ overwriting its own environ memory) is beyond any in-process view: docs/gate.md#
 
 from __future__ import annotations
 
-import ast
 import functools
 import hashlib
 import importlib.machinery
@@ -38,10 +37,10 @@ from platform_runtime import (
     import_folders,
     interpreter_state,
     ld_library_path,
+    owned_start_up,
     path_config,
     procmaps,
     site_owners,
-    start_up_owners,
 )
 from platform_runtime.isolation import interpreter_site_dirs, torch_search_dirs
 
@@ -127,13 +126,18 @@ class Findings:
     findings: list[str] = field(default_factory=list)  # one sentence each, names only, never paths
     executing_pth_files: list[str] = field(default_factory=list)
     accepted_pth_files: list[dict] = field(default_factory=list)
+    interpreter: dict = field(default_factory=dict)  # isolation.interpreter (core.interpreter_rules)
     # Start-up code the platform's owner installed, its bytes what the owner recorded (core.start_up_rules), and
     # the start-up code refused, with who owns it (or None) and why: the facts a person acts on.
-    accepted_start_up: list[dict] = field(default_factory=list)
-    refused_start_up: list[dict] = field(default_factory=list)
-    interpreter: dict = field(default_factory=dict)  # isolation.interpreter (core.interpreter_rules)
-    owners: start_up_owners.Owners = field(default_factory=start_up_owners.Owners, repr=False)
-    accepted_files: dict = field(default_factory=dict, repr=False)  # resolved path -> its accepted entry
+    owned: owned_start_up.Owned = field(default_factory=owned_start_up.Owned, repr=False)
+
+    @property
+    def accepted_start_up(self) -> list[dict]:
+        return self.owned.accepted
+
+    @property
+    def refused_start_up(self) -> list[dict]:
+        return self.owned.refused
 
     def add(self, vector: str, finding: str) -> None:
         if vector not in self.present:
@@ -208,8 +212,9 @@ def judge_pth_files(site_dirs: list[Path], search: list[Path], environment: dict
                 continue
             default = KNOWN_SETUPTOOLS_PTH.get(_sha256(pth) or "") if pth.name == SETUPTOOLS_PTH else None
             if default is None:
-                if _accept_owned(pth, ".pth", "a site directory", out, functools.partial(
-                        _pth_imports, lines=lines, dirs=[directory, *search], out=out, modules=modules)) is None:
+                if out.owned.accept(pth, ".pth", "a site directory", functools.partial(
+                        owned_start_up.pth_imports, lines=lines, dirs=[directory, *search], owned=out.owned,
+                        modules=modules)) is None:
                     out.executing_pth_files.append(pth.name)
                     out.add(".pth", f"{pth.name} in a site directory runs code at every start-up")
                 continue
@@ -242,137 +247,6 @@ def judge_activation(environment: dict[str, str], out: Findings) -> None:
                           "process with the configuration it names (no worker gets it)")
 
 
-def _digests(path: Path) -> tuple[str, str] | None:
-    """(sha256, md5) of the file's bytes, or None when it cannot be read."""
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return None
-    return hashlib.sha256(data).hexdigest(), hashlib.md5(data, usedforsecurity=False).hexdigest()
-
-
-def owned_entry(found: Path, kind: str, where: str, owners: start_up_owners.Owners) -> dict:
-    """The facts of one start-up file: name, kind, where (by kind, never a path), whether it was found as a link
-    (judged as the file it resolves to), the SHA-256 of its bytes, its owner and what the owner recorded."""
-    digests = _digests(Path(os.path.realpath(found)))
-    entry: dict = {"name": found.name, "kind": kind, "where": where, "symlink": found.is_symlink(),
-                   "sha256": digests[0] if digests else None, "owner": None}
-    owner = owners.owner_of(found, digests[0]) if digests else None
-    if owner is not None:
-        entry.update(owner=owner.record(), recorded=owner.recorded())
-        if start_up_rules.OWNER_DIGESTS[owner.kind] == "md5":
-            entry["md5"] = digests[1]
-    if kind != ".pth":  # what Python runs for a module: its cached bytecode when the header matches
-        entry["bytecode_mismatched"] = bytecode.mismatched(found)
-    return entry
-
-
-def _accept_owned(found: Path, kind: str, where: str, out: Findings, more=None) -> dict | None:
-    """The accepted entry for `found` (recorded once per file), or None after recording it refused."""
-    resolved = os.path.realpath(found)
-    if resolved in out.accepted_files:
-        return out.accepted_files[resolved]
-    entry = owned_entry(found, kind, where, out.owners)
-    if more is not None and entry["owner"] is not None:
-        more(entry)
-    problems = start_up_rules.entry_problems(entry)
-    if problems:
-        if not any(r["name"] == entry["name"] and r["where"] == where for r in out.refused_start_up):
-            out.refused_start_up.append({**entry, "problems": problems[:4]})
-        return None
-    out.accepted_start_up.append(entry)
-    out.accepted_files[resolved] = entry
-    return entry
-
-
-def imported_names(lines: list[str]) -> list[str] | None:
-    """The top-level modules the import statements of a .pth's code lines (site.py exec()s each line), or of a
-    module's whole source, name; None when one does not parse."""
-    names: list[str] = []
-    for line in lines:
-        try:
-            tree = ast.parse(line)
-        except SyntaxError:
-            return None
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                names += [alias.name.split(".")[0] for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                names.append(node.module.split(".")[0])
-    return list(dict.fromkeys(names))
-
-
-def _pth_imports(entry: dict, lines: list[str], dirs: list[Path], out: Findings, modules: dict) -> None:
-    """An owned .pth: the modules its import lines name (judged by _check_imports) and the variables it reads."""
-    entry["reads"] = [name for name in start_up_rules.ACTIVATION_VARIABLES if any(name in line for line in lines)]
-    _check_imports(entry, imported_names(lines), dirs, out, modules)
-
-
-def _module_imports(entry: dict, source: Path, dirs: list[Path], out: Findings, modules: dict) -> None:
-    """An owned start-up module (Debian's sitecustomize imports apport_python_hook where Ubuntu installs it)."""
-    try:
-        names = imported_names([source.read_text(encoding="utf-8")])
-    except (OSError, UnicodeDecodeError):
-        names = None
-    _check_imports(entry, names, dirs, out, modules)
-
-
-def _check_imports(entry: dict, names: list[str] | None, dirs: list[Path], out: Findings, modules: dict) -> None:
-    """Each module an owned start-up file imports is the standard library's, or is not found on the start-up path
-    (nothing runs: the import fails, as Debian's `import apport_python_hook` does where apport is not installed),
-    or is a module file there that is itself owned and accepted (setuptools' editable finder, Ubuntu's apport
-    hook); anything else is `imports_outside`. What those modules import in turn is their owners' code, as any
-    installed package's is."""
-    entry["imports"] = names if names is not None else []
-    entry["imports_outside"] = [] if names is not None else ["(an import line that does not parse)"]
-    for name in names or []:
-        if name in sys.builtin_module_names or name in getattr(sys, "stdlib_module_names", ()):
-            continue
-        spec = _find(name, dirs)
-        origin = Path(spec.origin) if spec is not None and spec.origin else None
-        loaded = getattr(modules.get(name), "__file__", None)
-        if spec is None and loaded is None:
-            continue
-        if origin is None or origin.name != f"{name}.py" or \
-                (loaded is not None and os.path.realpath(loaded) != os.path.realpath(origin)) or \
-                _accept_owned(origin, "module", "a site directory", out,
-                              functools.partial(_finder_maps, source=origin, modules=modules)) is None:
-            entry["imports_outside"].append(name)  # another file of that name ran here, or an unowned one
-
-
-def _finder_maps(entry: dict, source: Path, modules: dict) -> None:
-    """setuptools' editable finder (`__editable___<name>_finder.py`): the top-level names its MAPPING and
-    NAMESPACES serve. It is appended to sys.meta_path, after the path finder, so it answers only for names no
-    site directory or standard-library folder holds: a mapped name the standard library has on some platform
-    (msvcrt, which subprocess probes) would be answered here, and one this process imported from the mapped
-    folder ran the team's unhashed source in the gate."""
-    if not source.name.startswith("__editable__"):
-        return
-    mapping: dict[str, str] = {}
-    try:
-        tree = ast.parse(source.read_bytes())
-    except (OSError, SyntaxError, ValueError):
-        entry["maps_shadowing"] = ["(a finder that does not parse)"]
-        return
-    for node in tree.body:
-        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else \
-            node.target if isinstance(node, ast.AnnAssign) else None
-        if isinstance(target, ast.Name) and target.id in ("MAPPING", "NAMESPACES"):
-            try:
-                value = ast.literal_eval(node.value)
-            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-                continue
-            if isinstance(value, dict):
-                mapping.update({str(k).split(".")[0]: str(v) if isinstance(v, str) else "" for k, v in value.items()})
-    entry["maps"] = sorted(mapping)
-    shadowing = [name for name in sorted(mapping) if name in getattr(sys, "stdlib_module_names", ())]
-    for name, folder in sorted(mapping.items()):
-        origin = getattr(getattr(modules.get(name), "__spec__", None), "origin", None)
-        if folder and isinstance(origin, str) and os.path.realpath(origin).startswith(os.path.realpath(folder)):
-            shadowing.append(name)
-    entry["maps_shadowing"] = sorted(set(shadowing))
-
-
 def _check_distutils_hack(spec, release: str | None, modules: dict) -> tuple[str | None, str]:
     """The release whose _distutils_hack ran here, or None and why not: the source must be a known release's,
     the bytecode the interpreter would run instead must be that source compiled, and the module this process
@@ -395,15 +269,7 @@ def _check_distutils_hack(spec, release: str | None, modules: dict) -> tuple[str
     return release, ""
 
 
-def _find(name: str, directories: list[Path]):
-    for directory in directories:
-        try:
-            spec = importlib.machinery.PathFinder.find_spec(name, [str(directory)])
-        except (ImportError, OSError, ValueError):
-            continue
-        if spec is not None:
-            return spec
-    return None
+_find = owned_start_up.find
 
 
 def judge_start_up_modules(search: list[tuple[str, Path]], out: Findings, modules: dict | None = None) -> None:
@@ -420,25 +286,17 @@ def judge_start_up_modules(search: list[tuple[str, Path]], out: Findings, module
             origin = Path(spec.origin) if spec is not None and spec.origin else None
             plain = origin is not None and origin.name == f"{name}.py" and \
                 isinstance(spec.loader, importlib.machinery.SourceFileLoader)
-            if plain and _accept_owned(origin, name, kind, out, functools.partial(
-                    _module_imports, source=origin, dirs=[d for _, d in search], out=out, modules=modules)) is not None:
+            if plain and out.owned.accept(origin, name, kind, functools.partial(
+                    owned_start_up.module_imports, source=origin, dirs=[d for _, d in search], owned=out.owned,
+                    modules=modules)) is not None:
                 continue
             if not plain:
-                out.refused_start_up.append({"name": origin.name if origin else name, "kind": name, "where": kind,
-                                             "symlink": False, "sha256": None, "owner": None,
-                                             "problems": ["not a plain source module: no owner installs one so"]})
+                out.owned.refuse(origin.name if origin else name, name, kind,
+                                 "not a plain source module: no owner installs one so")
             out.add(name, f"a {name} in {kind} runs at every start-up")
         loaded = modules.get(name)
-        if getattr(loaded, "__file__", None) and not _imported_accepted(loaded, name, out):
+        if getattr(loaded, "__file__", None) and not out.owned.imported(loaded, name):
             out.add(name, f"a {name} was imported into the gate's own process at start-up")
-
-
-def _imported_accepted(module, kind: str, out: Findings) -> bool:
-    """Whether the module this process imported at start-up is an accepted file of that kind, loaded from source
-    (its cached bytecode was compared with the source when it was accepted)."""
-    loader = getattr(module, "__loader__", None)
-    entry = out.accepted_files.get(os.path.realpath(module.__file__))
-    return entry is not None and entry["kind"] == kind and isinstance(loader, importlib.machinery.SourceFileLoader)
 
 
 def judge_environment(environments: list[dict[str, str]], out: Findings) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from core import remedies, start_up_rules
-from platform_runtime import start_up_owners, startup
+from platform_runtime import owned_start_up, start_up_owners, startup
 
 from tests.conftest import SCRIPTS
 from tests.gate import real_environments as envs
@@ -33,13 +33,13 @@ debian_only = pytest.mark.skipif(not (DEBIAN_SITECUSTOMIZE.is_symlink() and Path
 
 
 def judged_modules(directory: Path, where: str = "a site directory", owners=None) -> startup.Findings:
-    found = startup.Findings(**({"owners": owners} if owners is not None else {}))
+    found = startup.Findings(**({"owned": owned_start_up.Owned(owners)} if owners is not None else {}))
     startup.judge_start_up_modules([(where, directory)], found, modules={})
     return found
 
 
 def judged_pth(site: Path, owners=None, environment: dict | None = None) -> startup.Findings:
-    found = startup.Findings(**({"owners": owners} if owners is not None else {}))
+    found = startup.Findings(**({"owned": owned_start_up.Owned(owners)} if owners is not None else {}))
     startup.judge_pth_files([site], [site], environment or {}, found, modules={})
     return found
 
