@@ -141,8 +141,23 @@ def summary(result: dict) -> str:
              f"device {result['device'].get('resolved') or '-'}, file system {result['filesystem'].get('type') or '-'}"]
     for name, check in result["checks"].items():
         lines.append(f"  {'ok  ' if check['ok'] else 'FAIL'} {name:<20} {check['duration_s']:7.2f}s")
-    lines += [f"  - {failure}" for failure in result["failures"]]
+    for failure in result["failures"]:
+        lines += failure_lines(failure, result.get("isolation"))
     return "\n".join(lines)
+
+
+def failure_lines(failure: str, isolation: object) -> list[str]:
+    """A failure as the summary prints it. A requirement refused for injection vectors reads first what was found,
+    who owns it (or that nothing does) and what to do, one line each under 200 characters (core.remedies); the
+    full reason follows as the detail. Every other failure is printed as it is recorded."""
+    from core import remedies
+
+    head, marker, _ = failure.partition(" not met: injection vector(s) present")
+    found = remedies.headlines(isolation) if marker and head.startswith("requirement ") else []
+    if not found:
+        return [f"  - {failure}"]
+    return ([remedies.clip(f"  - {head} not met: {found[0]}")] + [f"      {line}" for line in found[1:]]
+            + [f"      detail: {failure[len(head) + len(' not met: '):]}"])
 
 
 class DeferredSignals:

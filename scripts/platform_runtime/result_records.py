@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core import collectives, training_stack, trust, verdicts
+from core import collectives, start_up_rules, training_stack, trust, verdicts
 from core.platforms import os_facts
 
 from platform_runtime import (
@@ -104,8 +104,9 @@ class ResultRecorder:
         result["device"]["build_cross_check"] = cross
         loaded = details.get("startup_modules")
         result["isolation"]["device_worker_loaded"] = loaded
+        accepted = start_up_rules.accepted_modules(result["isolation"])  # the platform's own (Debian's sitecustomize)
         for name in loaded if isinstance(loaded, list) else []:  # the judge derives `present` from it too
-            if name in startup.START_UP_MODULES and name not in result["isolation"]["present"]:
+            if name in startup.START_UP_MODULES and name not in result["isolation"]["present"] and name not in accepted:
                 result["isolation"]["present"].append(name)
                 result["isolation"]["findings"].append(f"a {name} was loaded into the device worker at start-up")
         return {k: details.get(k) for k in DEVICE_CHECK_FIELDS}
