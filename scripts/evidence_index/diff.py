@@ -6,7 +6,8 @@ platform. Each changed leaf is one record; `path` is its dotted path in the resu
 dicts with a unique `name` or `id` are keyed by it, lists of scalars compare whole). Its kind says what
 it is about:
 
-    environment  torch build, device, OS and runner image, Python, file system, arguments, installer
+    environment  torch build, device, OS and runner image, Python, file system, arguments, installer; the
+                 compiler, Triton, start method and shared memory the training-stack checks found
     source       a source file's SHA-256, the Git commit, the workflow ref
     check        a check's measurements (counts, errors, durations beyond the tolerance)
     verdict      ok / exit code / failures / requirements, a platform's or the index's verdict
@@ -53,7 +54,13 @@ _DEVICE_MEASURED = ("device.phases", "device.ran_on", "device.peak_allocated_byt
 # the NFS mount and server an NFS harness set up.
 _ENVIRONMENT_PATHS = ("execution.gpu_model", "execution.capability", "execution.total_memory_bytes",
                       "execution.arch_support", "execution.backend", "execution.device", "host_check.gpus",
-                      "setup.mount", "setup.nfsd_versions", "setup.nfsd_threads", "setup.package")
+                      "setup.mount", "setup.nfsd_versions", "setup.nfsd_threads", "setup.package",
+                      # what the training-stack checks found the runner to be: its compiler, Triton, start method,
+                      # shared memory, whether its GPU computes bfloat16 (rules.training_stack)
+                      "checks.compile.compiler", "checks.compile.triton", "checks.compile.precompiled_header",
+                      "checks.dataloader.start_method",
+                      "checks.dataloader.sharing_strategy", "checks.dataloader.shared_memory",
+                      "checks.autocast.bf16_supported")
 
 
 @dataclass(frozen=True)

@@ -10,54 +10,16 @@ worker loaded. Stdlib only.
 
 from __future__ import annotations
 
-import base64
-import csv
 import hashlib
-import io
 import os
 import sys
 import time
 from pathlib import Path
 
 from platform_runtime import bytecode
+from platform_runtime.record_rows import digest, parse_record, read_record  # noqa: F401 - its API
 
 MAX_NAMED = 5
-
-
-def digest(path: Path) -> tuple[str, int]:
-    """urlsafe-base64 SHA-256 without padding (the RECORD encoding, PEP 376/627) and the size read."""
-    with open(path, "rb") as handle:
-        value = hashlib.file_digest(handle, "sha256")  # C loop, GIL released: hides behind torch's import
-        size = handle.tell()
-    return base64.urlsafe_b64encode(value.digest()).rstrip(b"=").decode("ascii"), size
-
-
-def parse_record(text: str) -> list[tuple[str, str | None, int | None]]:
-    """(path, sha256 value, size) per RECORD row; the value is None for a row listed without a hash (RECORD
-    itself, and the .pyc files an installer compiled after unpacking)."""
-    rows: list[tuple[str, str | None, int | None]] = []
-    for row in csv.reader(io.StringIO(text)):
-        if not row or not row[0]:
-            continue
-        if len(row) < 3 or not row[1]:
-            rows.append((row[0], None, None))
-            continue
-        algorithm, _, value = row[1].partition("=")
-        if algorithm != "sha256":
-            rows.append((row[0], "", None))  # an algorithm we do not verify is a mismatch, never a pass
-            continue
-        rows.append((row[0], value, int(row[2]) if row[2].isdigit() else None))
-    return rows
-
-
-def read_record(site_dir: Path | None, dist_info: str | None) -> list[tuple[str, str | None, int | None]] | None:
-    """The rows of `site_dir/dist_info/RECORD`, or None when there is none or it cannot be read."""
-    if site_dir is None or not dist_info:
-        return None
-    try:
-        return parse_record((site_dir / dist_info / "RECORD").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, csv.Error):
-        return None
 
 
 def own_bytecode_source(relative: str) -> str | None:
@@ -112,6 +74,30 @@ def _recompiled(site_dir: Path, mismatched: list[str], listed: dict[str, str | N
     return found
 
 
+def installed_by_system(site_dir: Path, paths: list[str]) -> set[str]:
+    """The files, among `paths` that differ from their RECORD, whose bytes are exactly what the system's package
+    manager recorded when it installed them (dpkg's md5sums): Debian writes a package's RECORD before it strips
+    the package's binaries (python3-yaml's `_yaml.cpython-311-x86_64-linux-gnu.so`: RECORD names 1,157,616 bytes,
+    dpkg installed and lists the stripped file), so the file is the platform's own as installed, not an edit."""
+    from platform_runtime import start_up_owners  # read only when a RECORD disagrees
+
+    owners = start_up_owners.Owners()
+    found = set()
+    for path in paths:
+        resolved = Path(os.path.realpath(site_dir / path))
+        owner = owners.dpkg_owner(resolved)
+        if owner is None or owner.digest is None:
+            continue
+        try:
+            with open(resolved, "rb") as handle:
+                actual = hashlib.file_digest(handle, "md5").hexdigest()
+        except (OSError, ValueError):
+            continue
+        if actual == owner.digest:
+            found.add(path)
+    return found
+
+
 def named(count_of: list[str], label: str) -> str:
     shown = ", ".join(count_of[:MAX_NAMED]) + (f" and {len(count_of) - MAX_NAMED} more"
                                                if len(count_of) > MAX_NAMED else "")
@@ -120,9 +106,10 @@ def named(count_of: list[str], label: str) -> str:
 
 def verify_distribution(site_dir: Path | None, dist_info: str | None, name: str,
                         folders: list[str] | None = None) -> dict:
-    """{"verified", "files", "bytes", "duration_s", "problems", "bytecode_unlisted"} for the distribution `name`:
-    verified only when its RECORD exists, lists a file with its hash, every listed file has its size and hash,
-    and nothing unlisted lies in `folders` (default: every package folder the RECORD installs into)."""
+    """{"verified", "files", "bytes", "duration_s", "problems", "bytecode_unlisted", "package_manager_verified"} for
+    the distribution `name`: verified only when its RECORD exists, lists a file with its hash, every listed file has
+    its size and hash (or, where they differ, is byte for byte what dpkg installed: installed_by_system), and
+    nothing unlisted lies in `folders` (default: every package folder the RECORD installs into)."""
     started = time.monotonic()
     report: dict = {"verified": False, "files": 0, "bytes": 0, "duration_s": 0.0, "problems": []}
     problems: list[str] = report["problems"]
@@ -148,6 +135,9 @@ def verify_distribution(site_dir: Path | None, dist_info: str | None, name: str,
                 mismatched.append(path)
         rewritten = _recompiled(site_dir, mismatched, {path: expected for path, expected, _ in rows})
         mismatched = [path for path in mismatched if path not in rewritten]
+        by_system = installed_by_system(site_dir, mismatched) if mismatched else set()
+        mismatched = [path for path in mismatched if path not in by_system]
+        report["package_manager_verified"] = len(by_system)
         unlisted, report["bytecode_unlisted"] = _unlisted(
             site_dir, {**{path: expected for path, expected, _ in rows}, f"{dist_info}/RECORD": None},
             package_folders(rows) if folders is None else folders)

@@ -16,6 +16,7 @@ from rules.beside_checks import FS_CHECKS, HUNG_CLEANUP_S
 from rules.gate_parameters import MIN_DISTINCT_VERSIONS
 from rules.kinds import GATE_SCHEMA_ID
 from rules.result_format import SCHEMA_VERSION
+from rules.training_stack import CHECKS as TRAINING_CHECKS
 
 from platform_runtime import (
     budget,
@@ -262,6 +263,12 @@ class Gate:
         if self.options.collectives:
             launched.append(self._launch("collectives", self._collectives_command(workspace),
                                          self.options.collectives_deadline_s))
+        for name in TRAINING_CHECKS if self.options.training_stack else ():
+            # Each its own deadline, told to the worker so the data loader ends its own wait before the kill.
+            timeout, by_global = self.deadline.cap(self.options.training_stack_timeout_s)
+            started = time.monotonic()
+            command = self._training_command(name, workspace, time.time() + timeout)
+            launched.append(self._start(name, command, timeout, by_global, started=started))
         pool = ThreadPoolExecutor(max_workers=len(launched))  # each duration ends when its own child does
         try:
             return list(pool.map(self._collect, launched))
@@ -279,6 +286,12 @@ class Gate:
         if self.torch.site_dir is not None:
             args.append(str(self.torch.site_dir))
         return children.worker_command("collective_worker", *args)
+
+    def _training_command(self, name: str, workspace: Path, deadline_at: float) -> list[str]:
+        args = [name, str(workspace / "training_stack" / name), self.device_to_resolve(), f"{deadline_at:.3f}"]
+        if self.torch.site_dir is not None:
+            args.append(str(self.torch.site_dir))
+        return children.worker_command("training_worker", *args)
 
     def _cleanup(self, result: dict, workspace: Path, failures: list[str], after_global_timeout: bool,
                  hung: bool = False) -> None:

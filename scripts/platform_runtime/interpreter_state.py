@@ -106,10 +106,10 @@ def note_worker(isolation: dict, role: str, facts: dict | None) -> None:
     """Record a worker's start-up facts as `isolation.worker_startup[role]` (null: it reported none, and its
     check fails on its own) and name the vector (rules.interpreter_start) when it was not started as the gate
     starts every worker."""
-    from rules import interpreter_start
+    from rules import interpreter_start, start_up_code
 
     isolation.setdefault("worker_startup", {})[role] = facts
-    finding = interpreter_start.worker_finding(role, facts)
+    finding = interpreter_start.worker_finding(role, facts, start_up_code.accepted_modules(isolation))
     if finding is not None:
         if interpreter_start.WORKER_VECTOR not in isolation["present"]:
             isolation["present"].append(interpreter_start.WORKER_VECTOR)

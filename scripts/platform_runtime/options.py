@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rules.training_stack import DEFAULT_TIMEOUT_S as DEFAULT_TRAINING_TIMEOUT_S
+
 from platform_runtime import children
 from platform_runtime.claims import Requirements
 
@@ -36,6 +38,8 @@ class Options:
         """The collective check's own deadline: the group's timeout twice (init, then one op) and the time to
         start the launcher and the ranks, each importing torch; the whole group is killed at it."""
         return 2 * self.collectives_timeout_s + 20.0
+    training_stack: bool = False  # the compile, autocast and dataloader checks (rules.training_stack)
+    training_stack_timeout_s: float = DEFAULT_TRAINING_TIMEOUT_S  # each of those checks' own deadline
     allow_injection_vectors: bool = False
 
     def fs_check_timeout(self) -> float:
@@ -57,5 +61,7 @@ def arguments_of(options: Options) -> dict:
         "keep_workspace": options.keep_workspace, "timeout_s": options.timeout_s,
         "cleanup_timeout_s": options.cleanup_timeout_s, "collectives": options.collectives,
         "collectives_timeout_s": options.collectives_timeout_s if options.collectives else None,
+        "training_stack": options.training_stack,
+        "training_stack_timeout_s": options.training_stack_timeout_s if options.training_stack else None,
         "allow_injection_vectors": options.allow_injection_vectors,
     }

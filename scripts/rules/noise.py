@@ -28,6 +28,7 @@ from rules import (
     role_outcomes,
     sharing,
     times,
+    training_stack,
     trust,
     whole_result,
 )
@@ -110,7 +111,7 @@ def declared_by(modules: Iterable[ModuleType]) -> tuple[Noise, ...]:
 
 # The modules whose rules read a gate result, each declaring the noise of its fields.
 GATE_MODULES = (device_compute, trust, failing_writer, kill_record, sharing, role_outcomes, beside_checks,
-                times, whole_result)
+                times, whole_result, training_stack)
 # Result kind (rules.kinds.kind_of) -> its declared noise. A kind without an entry has none: every field of it
 # is compared (durations with diff's tolerance).
 BY_KIND: dict[str, tuple[Noise, ...]] = {"gate": declared_by(GATE_MODULES)}

@@ -46,6 +46,10 @@ RULES: tuple[tuple[str, str, str, str | None], ...] = (
     ("gate", "checks.workspace_cleanup", "rules.whole_result:workspace_cleanup", None),
     # optional: recorded only when --collectives asked for it
     ("gate", "checks.collectives", "rules.collectives:problems", None),
+    # optional, all three recorded only when --training-stack asked for them
+    ("gate", "checks.compile", "rules.training_stack:compile_problems", None),
+    ("gate", "checks.autocast", "rules.training_stack:autocast_problems", None),
+    ("gate", "checks.dataloader", "rules.training_stack:dataloader_problems", None),
     # The gate result's own facts, each rule taking the whole result. Agreement between the result's own records
     # first: the refusal's summary line names the first reasons, and a contradicted record is the most direct one
     # (the build and view rules then list what follows from it).
@@ -76,6 +80,8 @@ RULES: tuple[tuple[str, str, str, str | None], ...] = (
     ("gate", "isolation_flags", "rules.beside_checks:isolation_flags", None),
     ("gate", "collectives_ran", "rules.whole_result:collectives_ran", None),
     ("gate", "collectives_device", "rules.whole_result:collectives_device", None),
+    ("gate", "training_stack_ran", "rules.training_stack:asked_problems", None),
+    ("gate", "training_stack_device", "rules.training_stack:device_problems", None),
     ("gate", "gate_parameters", "rules.gate_parameters:gate_parameters", None),
     ("gate", "missing_fields", "rules.result_format:missing_fields", None),
     # Each requirement the arguments asked for, re-derived from the result's facts: (unmet, misrecorded).

@@ -92,6 +92,7 @@ EARLIER_PATHS: dict[str, str] = {
     "scripts/rules/kill_record.py": "scripts/core/kill_record.py",
     "scripts/rules/gpu_driver_files.py": "scripts/core/driver_facts.py",
     "scripts/rules/trust.py": "scripts/core/trust.py",
+    "scripts/rules/start_up_code.py": "scripts/core/start_up_rules.py",
 }
 
 

@@ -26,6 +26,7 @@ from tests.evidence_index.fake_github import (
     source_hashes,
     standard_run,
 )
+from tests.evidence_index.forged_evidence import made_at
 from tests.evidence_index.index_cli import index_cli
 
 CLI = SCRIPTS / "build_evidence_index.py"
@@ -34,8 +35,13 @@ TMPFS = "platform-runtime-cpu-tmpfs.json"
 
 
 def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """The CLI in-process; `local` over a folder of committed results is indexed against the checkout that made
+    them (forged_evidence.made_at), so what is judged is the folder, not the gate sources that moved on since."""
     environ = {k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"} if env is None else env
-    return index_cli(*map(str, args), env=environ)
+    args = tuple(map(str, args))
+    if args[:1] == ("local",) and "--source-root" not in args and "--results" in args:
+        args = (*args, "--source-root", str(made_at(Path(args[args.index("--results") + 1]))))
+    return index_cli(*args, env=environ)
 
 
 def records(path: Path) -> set[tuple]:

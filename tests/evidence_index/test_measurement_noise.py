@@ -166,10 +166,17 @@ def test_each_field_is_declared_once_with_a_known_class_and_a_reason():
         "x: class 'jitter' is not one of seed, timing, schedule", "y: no reason given"]
 
 
+# Checks the recorded run did not ask for: their declarations are held to a real run that did, where it is made
+# (tests/gate/test_gate_training_stack.py).
+NOT_IN_THE_RECORDED_RUN = ("rules.training_stack",)
+
+
 def test_each_declaration_is_made_beside_a_rule_and_names_a_field_a_real_gate_result_records():
     paths = leaf_paths(recorded())
     for declared in BY_KIND["gate"]:
         assert declared.owner.startswith("rules.") and declared.owner != "rules.noise", declared
+        if declared.owner in NOT_IN_THE_RECORDED_RUN:
+            continue
         assert any(matches(declared.path, path) for path in paths), f"{declared.path} ({declared.owner}) names no field"
     assert {module.__name__ for module in noise.GATE_MODULES} == {d.owner for d in BY_KIND["gate"]}
 

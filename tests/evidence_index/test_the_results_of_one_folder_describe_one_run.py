@@ -143,7 +143,7 @@ CROSS = [
     row("a diagnostic naming a sitecustomize its gate did not find", run_local_pair,
         in_file(DIAGNOSTIC, lambda d: d["runtime"].update(injection_vectors=[".pth", "sitecustomize"])),
         ("runtime.injection_vectors (names 'sitecustomize') is True, but platform-runtime-cpu.json records "
-         "isolation.present (names 'sitecustomize') False",), None),
+         "isolation.present or accepted_start_up (names 'sitecustomize') False",), None),
     row("a gate hiding the .pth files its diagnostic saw", run_local_pair,
         in_file(GATE, lambda d: d["isolation"].update(accepted_pth_files=[])),
         ("isolation.executing_pth_files/accepted_pth_files (a code-running .pth found) is False, but "
@@ -277,6 +277,12 @@ def test_an_untouched_committed_folder_is_one_run(tmp_path, folder: Any) -> None
         in_file(GATE, lambda d: d["isolation"].update(present=["sitecustomize"]))),
     row("environment vectors, each process's own", in_file(DIAGNOSTIC, lambda d: d["runtime"].update(
         injection_vectors=["PYTHONPATH", ".pth"]))),
+    # Debian's python3 imports its own sitecustomize in both: the gate accepts it as the platform's
+    # (isolation.accepted_start_up), the diagnostic lists it among its vectors; one file, no contradiction.
+    row("a sitecustomize the gate accepted as the platform's own, which the diagnostic saw imported",
+        lambda f: (in_file(GATE, lambda d: d["isolation"].update(accepted_start_up=[
+            {"name": "sitecustomize.py", "kind": "sitecustomize"}]))(f),
+                   in_file(DIAGNOSTIC, lambda d: d["runtime"].update(injection_vectors=[".pth", "sitecustomize"]))(f))),
 ])
 def test_what_one_file_does_not_compare_is_no_contradiction(tmp_path, edit: FolderEdit) -> None:
     """Not compared across the folder (the gate's own rules may still judge the edit): no one-run problem."""
