@@ -21,9 +21,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import BinaryIO, TypeVar
+
+if os.name == "nt":
+    import _winapi
+    import msvcrt
 
 T = TypeVar("T")
+FILE_SHARE_READ, FILE_SHARE_WRITE = 0x1, 0x2  # what CPython's open() shares a file with (the C runtime's _SH_DENYNO)
 
 # ERROR_ACCESS_DENIED, ERROR_SHARING_VIOLATION, ERROR_LOCK_VIOLATION: CPython opens files without
 # FILE_SHARE_DELETE, so os.replace fails while another process has the target open, and readers can fail
@@ -33,7 +38,13 @@ SHARING_WINERRORS = frozenset({5, 32, 33})
 # the same client is unlinking or renaming that name on the server, or after it was silly-renamed
 # (fs/nfs/dir.c, NFS_FSDATA_BLOCKED and DCACHE_NFSFS_RENAMED). Transient, like a sharing violation.
 BUSY_RENAME_ERRNOS = frozenset({errno.ETXTBSY, errno.EBUSY})
-RENAME_ATTEMPTS = 40  # the atomic writer's rename: at most 39 counted retries each (core.verdicts bounds the count)
+# The retries' budget: a short backoff, then a try every RETRY_MAX_DELAY_S, for about 10 s in all. A replace onto a
+# file that readers hold open succeeds only in the instants none holds it: under Wine, with the replace check's two
+# readers each holding the file 70 % of their loop, a writer needed up to 352 tries a millisecond apart (0.77 s), and
+# the former 40 tries backing off to 100 ms (3.4 s) failed every writer in three gates out of three. Polling finds
+# those instants; the time bound covers a Windows virus scanner or indexer holding a file for seconds.
+RETRY_MAX_DELAY_S = 0.01
+RENAME_ATTEMPTS = 1000  # the atomic writer's rename: at most 999 counted retries each (core.verdicts bounds the count)
 TEMP_SUFFIX = ".tmp"
 CHUNK = 1 << 20  # hash in 1 MiB blocks: checkpoints and artifacts can be larger than memory allows
 
@@ -84,10 +95,10 @@ def is_busy_rename(exc: BaseException) -> bool:
     return isinstance(exc, OSError) and not is_sharing_violation(exc) and exc.errno in BUSY_RENAME_ERRNOS
 
 
-def retry_sharing(action: Callable[[], T], counter: RetryCounter | None = None, attempts: int = 40,
-                  first_delay: float = 0.001, max_delay: float = 0.1, *, busy_rename: bool = False) -> T:
-    """Run action, retrying Windows sharing violations (and, for a rename, ETXTBSY/EBUSY) with a bounded
-    exponential backoff (about 3 s); each retry is counted, the last failure is raised."""
+def retry_sharing(action: Callable[[], T], counter: RetryCounter | None = None, attempts: int = RENAME_ATTEMPTS,
+                  first_delay: float = 0.001, max_delay: float = RETRY_MAX_DELAY_S, *, busy_rename: bool = False) -> T:
+    """Run action, retrying Windows sharing violations (and, for a rename, ETXTBSY/EBUSY) with a short backoff,
+    then a try every max_delay (about 10 s in all); each retry is counted, the last failure is raised."""
     delay = first_delay
     for attempt in range(attempts):
         try:
@@ -182,9 +193,28 @@ def sweep_temporaries(path: Path | str, *, exclusive: bool = False) -> int:
     return removed
 
 
+def open_for_reading(path: Path | str) -> BinaryIO:
+    """open(path, "rb"), sharing the file as open() does, except that on Windows a refused open keeps its Windows
+    error. CPython's open() goes through the C runtime's _wopen, which turns ERROR_SHARING_VIOLATION,
+    ERROR_LOCK_VIOLATION and ERROR_ACCESS_DENIED alike into errno EACCES and drops the Windows error, so a reader
+    refused while a writer replaces the file could not tell that from a file it may not read, and gave up at
+    once (under Wine every replace reader died so). CreateFileW with open()'s share mode (read and write, not
+    delete) raises the Windows error itself (winerror 32, 5...), which retry_sharing knows."""
+    if os.name != "nt":
+        return open(path, "rb")
+    handle = _winapi.CreateFile(os.fspath(path), _winapi.GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_WRITE, 0,
+                                _winapi.OPEN_EXISTING, 0, 0)
+    try:
+        fd = msvcrt.open_osfhandle(handle, os.O_RDONLY)
+    except BaseException:
+        _winapi.CloseHandle(handle)
+        raise
+    return open(fd, "rb")
+
+
 def read_bytes_retrying(path: Path | str, counter: RetryCounter | None = None) -> bytes:
     def read() -> bytes:
-        with open(path, "rb") as handle:
+        with open_for_reading(path) as handle:
             return handle.read()
 
     return retry_sharing(read, counter)
