@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from core import mount_options
+from core import mount_options, wine
 from core.facts import get
 from core.result_verdicts import NFS_TYPES  # not core.verdicts: core.record_rules, in its table, reads this module
 
@@ -175,7 +175,10 @@ def windows_problems(platform: dict[str, Any], fs: dict[str, Any], facts: dict[s
     system, fs_type = platform.get("system"), str(fs.get("type") or "")
     if system != "Windows":
         return [f"platform.system is {system!r}, not Windows"]
+    under_wine = wine.named(platform)
     wanted = [
+        (under_wine is None, f"this ran under {under_wine} (platform.wine), not Windows: Wine implements Windows' API "
+                             "on another OS, and its answers (NTFS for its Z: drive) are not Windows'"),
         (fs.get("method") == WINDOWS_FS_METHOD, f"the file system was not named by {WINDOWS_FS_METHOD} "
                                                 f"(method {fs.get('method')!r})"),
         (fs_type.casefold() in WINDOWS_FS_TYPES, f"filesystem.type {fs_type!r} is not a Windows file system"),
@@ -295,6 +298,9 @@ def filesystem_problems(wanted: str, fs: dict[str, Any], platform: dict[str, Any
     elif str(fs_type).casefold() in WINDOWS_ONLY_FS_TYPES and named_by != WINDOWS:
         problems.append(f"filesystem.type {fs_type!r} was named by {fs.get('method')!r}: only Windows' "
                         f"{WINDOWS_FS_METHOD} names it")
+    elif named_by == WINDOWS and wine.named(platform) is not None:
+        problems.append(f"filesystem.type {fs_type!r} was named by {wine.named(platform)}'s {WINDOWS_FS_METHOD}, "
+                        "which answers NTFS for its Z: drive whatever Linux file system lies under it")
     system = (platform or {}).get("system")
     if platform is not None and named_by and system not in named_by:
         problems.append(f"filesystem.method {fs.get('method')!r} is a {'/'.join(sorted(named_by))} probe, "

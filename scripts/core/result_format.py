@@ -72,6 +72,7 @@ VIEWS_SINCE: dict[str, tuple[str, ...]] = {
                                                  "device.views.driver.proc_files",
                                                  "device.views.driver.smi_file"),
     "scripts/core/driver_facts.py": ("device.torch_build.backend_files",),  # the build's libraries' own files
+    "scripts/core/wine.py": ("platform.wine",),  # whether the Windows it ran on is Wine (core.wine)
 }
 # Views recorded only inside an object the gate writes for some claims: required where that object is recorded
 # (a claim without it is refused by its own rule: core.driver_views names a missing driver_access or driver list).

@@ -28,6 +28,7 @@ from core import (
     record_rules,
     result_format,
     time_views,
+    wine,
 )
 from core.device_verdicts import (  # noqa: F401 - re-exported
     FORWARD_TOLERANCE,
@@ -113,6 +114,7 @@ GATE_RESULT_RULES: dict[str, Rule] = {
     "collectives_device": collectives_device,
     "gate_parameters": gate_parameters.gate_parameters,  # the values the gate always runs with
     "missing_fields": result_format.missing_fields,  # a current result lacks no field its gate always writes
+    "wine_record": wine.record_problems,  # both Wine answers on Windows, none elsewhere (core.wine)
 }
 
 

@@ -44,7 +44,8 @@ def _get(document: dict, path: str):
 def _as_windows(linux: dict, keep: str | None) -> dict:
     """The real Linux result with every OS fact made Windows's but `keep`, and `windows` asked and held."""
     document = copy.deepcopy(linux)
-    document["platform"].update(system="Windows", windows_version="10.0.22631")
+    document["platform"].update(system="Windows", windows_version="10.0.22631",
+                                wine={"ntdll_version": None, "registry_key": False})  # Windows' own answers
     document["filesystem"].update(type="ntfs", method=platforms.WINDOWS_FS_METHOD, mount_id=None)
     for path, value in WINDOWS_VALUES.items():
         if path != keep:
@@ -75,6 +76,35 @@ def test_a_linux_result_edited_to_claim_windows_is_refused_by_the_linux_fact_lef
     assert verified.returncode == 3, verified.stdout
     assert any("requirements[windows].ok is recorded True, its facts say False" in p and kept in p
                for p in report["problems"]), report["problems"]
+
+
+@pytest.mark.parametrize("answers, named", [
+    ({"ntdll_version": "8.0", "registry_key": True}, "this ran under Wine 8.0 (platform.wine), not Windows"),
+    ({"ntdll_version": "8.0", "registry_key": False}, "this ran under Wine 8.0"),
+    ({"ntdll_version": None, "registry_key": True}, "this ran under Wine (its registry key HKLM\\Software\\Wine)"),
+])
+def test_a_result_recording_wine_proves_no_windows_whatever_else_says_windows(real, answers, named):  # noqa: F811
+    """Under Wine every other fact says Windows (its NTFS for Z: included): either Wine answer refutes it."""
+    document = _as_windows(real, keep=None)
+    document["platform"]["wine"] = answers
+    refused = requirements.problems_of(document, "windows")
+    assert refused and refused[0].startswith(named), refused
+    assert any(named in why for why in prove_platform("windows", document))
+    assert any("Z: drive" in why for why in requirements.problems_of(document, "filesystem=ntfs"))
+
+
+def test_the_wine_answers_are_recorded_as_the_gate_records_them(real):  # noqa: F811
+    from core import wine
+
+    assert real["platform"]["wine"] == {"ntdll_version": None, "registry_key": None}  # off Windows: not looked for
+    assert wine.record_problems(real) == []
+    looked = copy.deepcopy(real)
+    looked["platform"]["wine"]["registry_key"] = True
+    assert wine.record_problems(looked)  # a Linux result answering the Windows registry was edited
+    windows = _as_windows(real, keep=None)
+    assert wine.record_problems(windows) == []
+    windows["platform"]["wine"]["registry_key"] = None
+    assert wine.record_problems(windows)  # on Windows the gate always looks
 
 
 def test_a_linux_result_edited_to_claim_mps_is_refused_by_its_linux_facts(real):  # noqa: F811
