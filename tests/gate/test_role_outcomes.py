@@ -92,10 +92,10 @@ def test_an_error_is_described_without_paths(tmp_path):
     except OSError as exc:
         error = describe_error(exc)
     assert error["type"] == "FileNotFoundError" and error["errno"] == "ENOENT"
-    assert error["operation"] == 'files.open_for_reading: return open(path, "rb")'  # the innermost call of ours
+    assert error["operation"] == 'files.read_whole: with open(path, "rb") as handle:'  # the innermost call of ours
     assert str(tmp_path) not in json.dumps(error)
-    assert error_text(error) == ('FileNotFoundError ENOENT (No such file or directory) in files.open_for_reading: '
-                                 'return open(path, "rb")')
+    assert error_text(error) == ('FileNotFoundError ENOENT (No such file or directory) in files.read_whole: '
+                                 'with open(path, "rb") as handle:')
 
 
 @pytest.mark.parametrize("answer", ["no-answer", "failed", "no-result", None, "bogus"])
