@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 # after that start, beside the worker's torch import (platform_runtime.early_start).
 from core.collectives import MAX_WORLD  # noqa: E402
 from core.names import EXIT_USAGE  # noqa: E402
+from core.training_stack import DEFAULT_TIMEOUT_S as DEFAULT_TRAINING_TIMEOUT_S  # noqa: E402
 from platform_runtime import early_start  # noqa: E402
 from platform_runtime.request import DEVICE_TYPES, REQUIRABLE, Requirements  # noqa: E402
 
@@ -98,6 +99,13 @@ def build_parser() -> Parser:
                              "at twice that plus 20 s")
     parser.add_argument("--collectives-port", type=port_number,
                         help="the loopback port of the group's store (default: a free one)")
+    parser.add_argument("--training-stack", action="store_true",
+                        help="also run the training stack's checks: compile (torch.compile against eager), autocast "
+                             "(low-precision training) and dataloader (worker processes, shared memory); see "
+                             "docs/training-stack.md")
+    parser.add_argument("--training-stack-timeout", type=positive_seconds, default=DEFAULT_TRAINING_TIMEOUT_S,
+                        help=f"each training-stack check's own deadline ({DEFAULT_TRAINING_TIMEOUT_S:.0f} s), inside "
+                             "--timeout")
     parser.add_argument("--output", type=output_path, help="write the JSON result here, atomically (checked before "
                         "anything runs: a folder, another kind of file, or a folder that takes no new file is refused)")
     parser.add_argument("--allow-injection-vectors", action="store_true",
@@ -137,8 +145,23 @@ def summary(result: dict) -> str:
              + (f", under {under_wine} (not Windows)" if under_wine else "")]
     for name, check in result["checks"].items():
         lines.append(f"  {'ok  ' if check['ok'] else 'FAIL'} {name:<20} {check['duration_s']:7.2f}s")
-    lines += [f"  - {failure}" for failure in result["failures"]]
+    for failure in result["failures"]:
+        lines += failure_lines(failure, result.get("isolation"))
     return "\n".join(lines)
+
+
+def failure_lines(failure: str, isolation: object) -> list[str]:
+    """A failure as the summary prints it. A requirement refused for injection vectors reads first what was found,
+    who owns it (or that nothing does) and what to do, one line each under 200 characters (core.remedies); the
+    full reason follows as the detail. Every other failure is printed as it is recorded."""
+    from core import remedies
+
+    head, marker, _ = failure.partition(" not met: injection vector(s) present")
+    found = remedies.headlines(isolation) if marker and head.startswith("requirement ") else []
+    if not found:
+        return [f"  - {failure}"]
+    return ([remedies.clip(f"  - {head} not met: {found[0]}")] + [f"      {line}" for line in found[1:]]
+            + [f"      detail: {failure[len(head) + len(' not met: '):]}"])
 
 
 class DeferredSignals:
@@ -210,6 +233,7 @@ def options_of(options_type: type, args: argparse.Namespace, requirements: Requi
         # --require collectives alone asks for the check as auto would.
         collectives=args.collectives or ("auto" if "collectives" in args.require else None),
         collectives_timeout_s=args.collectives_timeout, collectives_port=args.collectives_port or 0,
+        training_stack=args.training_stack, training_stack_timeout_s=args.training_stack_timeout,
         allow_injection_vectors=args.allow_injection_vectors,
     )
 

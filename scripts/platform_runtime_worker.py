@@ -13,7 +13,7 @@ import runpy
 import sys
 from pathlib import Path
 
-WORKERS = ("fs_worker", "collective_worker", "killed_writer", "torch_record")
+WORKERS = ("fs_worker", "collective_worker", "killed_writer", "torch_record", "training_worker")
 
 
 def yield_cpu_to_the_device_worker() -> None:

@@ -24,6 +24,13 @@ CHECKPOINT_LOAD = 'torch.load(map_location="cpu", weights_only=True)'
 LOAD_CALL = 'torch.load(path, map_location="cpu", weights_only=True)'
 # Known weaknesses of the weights_only unpickler, by the first release that fixed them.
 LOAD_ADVISORIES = (("CVE-2025-32434", (2, 6)), ("CVE-2026-24747", (2, 10)))
+# Measurement noise: the fields of the device worker's record that differ between two honest runs on one machine
+# (core.noise; `diff` counts their changes apart, never as differences), as (path, class, why[, the only values it
+# varies among]). Any field not listed is compared.
+MEASUREMENT_NOISE = (
+    ("checks.device_compute.duration_s", "timing", "the device worker's wall time, start to answer"),
+    ("device.torch.import_s", "timing", "how long `import torch` took in the device worker"),
+)
 
 
 def device_kind(check: dict[str, Any]) -> str | None:

@@ -15,6 +15,7 @@ Stdlib only.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 PYCACHE_VECTOR = "PYTHONPYCACHEPREFIX"
@@ -42,9 +43,12 @@ def interpreter_vectors(interpreter: Any) -> list[tuple[str, str]]:
     return found
 
 
-def worker_finding(role: str, facts: Any) -> str | None:
+def worker_finding(role: str, facts: Any, accepted: Collection[str] = ()) -> str | None:
     """Why a worker was not started as the gate starts it (its own report of its start-up); None when it was.
-    A worker that reported nothing of its start-up (facts None) is not judged here: its check fails on its own."""
+    A worker that reported nothing of its start-up (facts None) is not judged here: its check fails on its own.
+    accepted: the start-up modules the platform's owner installed unchanged (core.start_up_rules.accepted_modules):
+    `python -I` still imports a sitecustomize of the standard library (Debian's), so a worker loading one of
+    those was started as the gate starts it."""
     if facts is None:
         return None
     if not isinstance(facts, dict):
@@ -52,6 +56,8 @@ def worker_finding(role: str, facts: Any) -> str | None:
     wrong = []
     for name, want in WORKER_EXPECTED.items():
         got = facts.get(name)
+        if name == "startup_modules" and isinstance(got, list) and all(m in accepted for m in got):
+            continue
         if got != want and not (name == "executable_is_image" and got is None):  # None: no /proc/self/exe here
             wrong.append(f"{name} {got!r}")
     if not wrong:
@@ -59,13 +65,13 @@ def worker_finding(role: str, facts: Any) -> str | None:
     return f"the {role} worker was not started as the gate starts it: {', '.join(wrong)}"
 
 
-def worker_vectors(worker_startup: Any) -> list[tuple[str, str]]:
+def worker_vectors(worker_startup: Any, accepted: Collection[str] = ()) -> list[tuple[str, str]]:
     """(vector, finding) for each worker whose reported start-up is not the gate's (`isolation.worker_startup`)."""
     if not isinstance(worker_startup, dict):
         return []
     found = []
     for role in sorted(worker_startup):
-        finding = worker_finding(str(role), worker_startup[role])
+        finding = worker_finding(str(role), worker_startup[role], accepted)
         if finding is not None:
             found.append((WORKER_VECTOR, finding))
     return found

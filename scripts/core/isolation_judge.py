@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from core import interpreter_rules, process_views
+from core import interpreter_rules, process_views, start_up_rules
 
 START_UP_MODULES = ("sitecustomize", "usercustomize")
 # Fields only a gate that records `isolation.allowed` writes (platform_runtime.gate, .startup, .device_views).
@@ -55,7 +55,9 @@ _FINDINGS = (
 # A gate hashing this source records `isolation.interpreter` and `isolation.worker_startup` for each check a
 # worker of its own ran (platform_runtime.interpreter_state, .gate).
 INTERPRETER_SOURCE = "scripts/platform_runtime/interpreter_state.py"
-WORKER_CHECKS = ("device_compute", "failing_writer", "concurrent_replace", "jsonl_append", "collectives")
+START_UP_SOURCE = "scripts/core/start_up_rules.py"  # a gate hashing it records isolation.accepted_start_up
+WORKER_CHECKS = ("device_compute", "failing_writer", "concurrent_replace", "jsonl_append", "collectives", "compile",
+                 "autocast", "dataloader")
 
 
 WORKER_LOADED = re.compile(r"^a (sitecustomize|usercustomize) was loaded into the device worker at start-up$")
@@ -106,12 +108,15 @@ def derived_vectors(isolation: dict[str, Any]) -> tuple[list[str], list[str]]:
         if vector not in vectors:
             vectors.append(vector)
     loaded = isolation.get("device_worker_loaded")
+    # A start-up module the platform's owner installed unchanged is not a vector where a worker loads it (Debian's
+    # sitecustomize runs under -I too): core.start_up_rules re-derives that from the accepted entries themselves.
+    accepted = start_up_rules.accepted_modules(isolation)
     for name in loaded if isinstance(loaded, list) else []:
-        if name in START_UP_MODULES and name not in vectors:
+        if name in START_UP_MODULES and name not in vectors and name not in accepted:
             vectors.append(str(name))
     # The interpreters' own start-up facts (core.interpreter_rules): each vector they give, whatever the findings say.
     for vector, _ in (interpreter_rules.interpreter_vectors(isolation.get("interpreter"))
-                      + interpreter_rules.worker_vectors(isolation.get("worker_startup"))):
+                      + interpreter_rules.worker_vectors(isolation.get("worker_startup"), accepted)):
         if vector not in vectors:
             vectors.append(vector)
     # The gate writes this finding from the worker's own list (platform_runtime.result_records): the module
@@ -153,6 +158,13 @@ def isolation_forgeries(result: dict[str, Any]) -> list[str]:
                         f"{INTERPRETER_SOURCE}, which records it: its facts cannot be deleted to hide a vector")
     if isinstance(files, dict) and INTERPRETER_SOURCE in files:
         problems += worker_startup_missing(result, isolation)
+    # Start-up code accepted as the platform's own (core.start_up_rules): each entry must be its owner's bytes, and a
+    # gate that hashes the rule records the list (empty or not), so deleting it cannot pass for an older result.
+    accepted = isolation.get("accepted_start_up")
+    if isinstance(files, dict) and START_UP_SOURCE in files and not isinstance(accepted, list):
+        problems.append(f"isolation.accepted_start_up is {accepted!r} on a result of a gate that hashes "
+                        f"{START_UP_SOURCE}, which records it")
+    problems += start_up_rules.forged_entries(isolation)
     allowed = isolation.get("allowed")
     if not isinstance(allowed, bool):
         problems.append(f"isolation.allowed is {allowed!r} on {why}: a current result is never exempt as an older one")

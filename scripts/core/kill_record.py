@@ -20,6 +20,22 @@ from core.facts import count
 FOUND = ("old", "new", "torn", "lost", "unexpected")
 # The totals the stage keeps, each the count of kills whose `found` is this value.
 FOUND_TOTALS = {"kills_mid_replace": "new", "torn": "torn", "lost": "lost", "unexpected": "unexpected"}
+# Measurement noise: the fields of the per-kill record that differ between two honest runs on one machine
+# (core.noise; `diff` counts their changes apart, never as differences), as (path, class, why[, the only values it
+# varies among]). Any field not listed is compared.
+# Where each kill lands (before or after the writer's rename) is the scheduler's: "old" and "new" are both a
+# whole version; "torn", "lost" and "unexpected", and their totals, are damage and always compared.
+_K = "checks.failing_writer.killed_writer"
+MEASUREMENT_NOISE = (
+    (f"{_K}.per_kill.*.found", "schedule", "whether the kill landed before or after the writer's rename",
+     ("old", "new")),
+    (f"{_K}.per_kill.*.committed", "schedule", "how many versions the writer committed before its kill"),
+    (f"{_K}.per_kill.*.temporaries", "schedule", "whether the kill left the writer's temporary (before its rename)"),
+    (f"{_K}.commits", "schedule", "the sum of per_kill committed"),
+    (f"{_K}.kills_after_commit", "schedule", "the kills that landed after a first commit"),
+    (f"{_K}.kills_mid_replace", "schedule", "the kills that found the new version (per_kill found \"new\")"),
+    (f"{_K}.temporaries_left_by_kills", "schedule", "the planted temporary and those the kills left"),
+)
 
 
 def entry(committed: int, found: str, temporaries: int) -> dict[str, Any]:

@@ -91,13 +91,36 @@ def _lists(path: str, name: str, only_when_named: bool = False) -> Callable[[Any
     return read
 
 
+def _accepted_kinds(document: Any) -> set[str] | None:
+    """The kinds of start-up code the gate accepted as the platform's own (isolation.accepted_start_up), or None
+    where the list is not a list (absent in results of gates before that rule: none accepted)."""
+    entries = get(document, "isolation.accepted_start_up")
+    if entries is None:
+        return set()
+    if not isinstance(entries, list):
+        return None
+    return {str(entry.get("kind")) for entry in entries if isinstance(entry, dict)}
+
+
 def _gate_pth(document: Any) -> bool | None:
     """Whether the gate found any code-running .pth (an accepted one is still one: its import line is there)."""
     executing = get(document, "isolation.executing_pth_files")
     accepted = get(document, "isolation.accepted_pth_files")
-    if not isinstance(executing, list) or not isinstance(accepted, (list, type(None))):
+    owned = _accepted_kinds(document)
+    if not isinstance(executing, list) or not isinstance(accepted, (list, type(None))) or owned is None:
         return None
-    return bool(executing or accepted)
+    return bool(executing or accepted or ".pth" in owned)
+
+
+def _gate_module(name: str) -> Callable[[Any], bool | None]:
+    """Whether the gate found a start-up module of that name: named a vector, or accepted as the platform's own
+    (Debian's sitecustomize, which the diagnostic sees imported, is the same file either way)."""
+    def read(document: Any) -> bool | None:
+        present, owned = get(document, "isolation.present"), _accepted_kinds(document)
+        if not isinstance(present, list) or owned is None:
+            return None
+        return name in present or name in owned
+    return read
 
 
 # A record of the NFS VM (tools/nfsvm, kind nfsvm-record or nfsvm-run) by its schema id: the guest's kernel, which
@@ -137,7 +160,7 @@ VM_FIELDS: dict[str, dict[str, Any]] = {
 START_UP_FIELDS: dict[str, dict[str, Any]] = {
     "gate": {
         "pth_code": ("isolation.executing_pth_files/accepted_pth_files (a code-running .pth found)", _gate_pth, 0),
-        **{name: (f"isolation.present (names {name!r})", _lists("isolation.present", name), 0)
+        **{name: (f"isolation.present or accepted_start_up (names {name!r})", _gate_module(name), 0)
            for name in ("sitecustomize", "usercustomize")},
     },
     "diagnostic": {

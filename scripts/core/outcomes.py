@@ -28,6 +28,16 @@ ROUNDING_S = 0.0005  # every recorded time is rounded to the millisecond
 KILL_GRACE_S = 3.0
 ROLE_RESERVE_S = KILL_GRACE_S + 2.0
 LEAST_WAIT_S = 0.01
+# Measurement noise: the fields of a check's role processes that differ between two honest runs on one machine
+# (core.noise; `diff` counts their changes apart, never as differences), as (path, class, why[, the only values it
+# varies among]). Any field not listed is compared.
+MEASUREMENT_NOISE = (
+    ("checks.*.roles.*.ran_s", "timing", "a role process's wall time"),
+    ("checks.*.roles.*.deadline_s", "timing", "a role's deadline: what its check's deadline left at its start"),
+    ("checks.*.lock_probe.*.ran_s", "timing", "a lock attempt's wall time"),
+    ("checks.*.lock_probe.*.deadline_s", "timing", "a lock attempt's deadline: what its check's left at its start"),
+    ("checks.*.lock_probe.*.waited_s", "timing", "how long a lock attempt slept between its tries"),
+)
 DEADLINE_SLACK_S = LEAST_WAIT_S + 4 * ROUNDING_S
 
 

@@ -37,6 +37,14 @@ ROUNDING_S = 0.0005
 # The file-system checks in the order the gate launches them (platform_runtime.gate), each with the same timeout
 # capped by what its budget has left: a check launched later never gets a longer one.
 FS_CHECKS = ("failing_writer", "concurrent_replace", "jsonl_append")
+# Measurement noise: the fields of the file-system checks' times that differ between two honest runs on one machine
+# (core.noise; `diff` counts their changes apart, never as differences), as (path, class, why[, the only values it
+# varies among]). Any field not listed is compared.
+MEASUREMENT_NOISE = tuple(
+    [(f"checks.{name}.{key}", "timing", why) for name in FS_CHECKS for key, why in (
+        ("deadline_s", "what the run's --timeout had left when the check started"),
+        ("duration_s", "the check's wall time"))]
+    + [("checks.failing_writer.killed_writer.deadline_s", "timing", "what its check's deadline left at its start")])
 # The methods each system's file-system probe writes (platform_runtime.filesystem.detect, which picks the probe by
 # platform.system()): the first of each names a type (Linux: mountinfo by mount id or, failing that, by st_dev),
 # the others name none. Any other system is "unsupported-system"; "not-probed" is the result's skeleton, written

@@ -18,6 +18,10 @@ CLEANUP_PASSING = ("cleaned", "retained")  # retained: --keep-workspace, whoever
 # The workspace the gate makes in the work dir (scripts/platform_runtime/gate.py): one name, never a path.
 WORKSPACE_NAME = re.compile(re.escape(WORKSPACE_PREFIX) + r"[0-9a-f]{12}")
 NFS_TYPES = ("nfs", "nfs4")  # where a name can vanish for an instant while it is replaced (re-exported by contract)
+# Measurement noise: the fields of the workspace_cleanup check that differ between two honest runs on one machine
+# (core.noise; `diff` counts their changes apart, never as differences), as (path, class, why[, the only values it
+# varies among]). Any field not listed is compared.
+MEASUREMENT_NOISE = (("checks.workspace_cleanup.duration_s", "timing", "the workspace removal's wall time"),)
 
 
 def workspace_cleanup(check: dict[str, Any]) -> list[str]:

@@ -13,6 +13,16 @@ from core.facts import count, need, number, obj
 from core.files import RENAME_ATTEMPTS
 from core.gate_parameters import READER_PAUSE_S
 
+# Measurement noise: the fields these rules read that differ between two honest runs on one machine (core.noise;
+# `diff` counts their changes apart, never as differences), as (path, class, why[, the only values it varies among]).
+# Any field not listed is compared.
+MEASUREMENT_NOISE = (
+    ("checks.concurrent_replace.reads", "schedule", "how many reads the readers made while the writers ran"),
+    ("checks.concurrent_replace.distinct_versions_seen", "schedule",
+     "which versions the readers happened to read (min_distinct_versions, compared, is the bound)"),
+    ("checks.concurrent_replace.final_version", "schedule", "which writer's last replace landed last"),
+)
+
 
 def _roles(p: str, check: dict[str, Any], expected: dict[str, Any]) -> tuple[list[str], bool]:
     """The role processes' outcomes (recorded since issue 25): NO ANSWER, a failure naming its error, or an

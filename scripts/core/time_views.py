@@ -24,6 +24,10 @@ CLOCK_SKEW_S = 120.0  # a bound between two clocks (runner and indexer, runner a
 # the millisecond duration_s is rounded to. 2 s leaves a second for an NTP step mid-run; a larger step is a
 # clock that was wrong for part of the run, and that run fails by this rule (every committed result is within 1 s).
 OWN_CLOCK_SLACK_S = 2.0
+# Measurement noise: the fields of the result's own times that differ between two honest runs on one machine
+# (core.noise; `diff` counts their changes apart, never as differences), as (path, class, why[, the only values it
+# varies among]). Any field not listed is compared.
+MEASUREMENT_NOISE = (("duration_s", "timing", "the run's wall time (started_at and finished_at are timestamps)"),)
 
 
 def parse(value: Any) -> dt.datetime | None:

@@ -19,6 +19,15 @@ ALLOW_FLAG = "--allow-injection-vectors"
 # CUDA worker maps both. ROCm's libc10_hip.so is not required: no ROCm wheel's contents were checked.
 BACKEND_LIBRARIES = {"cpu": ("libtorch_cpu.so",), "cuda": ("libtorch_cpu.so", "libtorch_cuda.so", "libc10_cuda.so"),
                      "rocm": ("libtorch_cpu.so", "libtorch_hip.so")}
+# Measurement noise: the fields of the device's views that differ between two honest runs on one machine (core.noise;
+# `diff` counts their changes apart, never as differences), as (path, class, why[, the only values it varies among]).
+# Any field not listed is compared.
+MEASUREMENT_NOISE = (
+    ("device.views.record.duration_s", "timing", "the time to hash every file torch's RECORD lists"),
+    ("device.views.distributions.duration_s", "timing", "the time to hash the distributions the worker loaded"),
+    ("device.views.distributions.after_report_s", "timing",
+     "the time to match the loaded files, after the device worker's report"),
+)
 
 
 def _isolation(document: Any) -> dict[str, Any]:

@@ -10,8 +10,8 @@ measurements determine, its derivation to GATE_CHECK_FLAGS), with a test that ed
 
 The rules live by check family: core.device_verdicts (device_compute), core.writer_verdicts (failing_writer and
 its killed-writer stage), core.sharing_verdicts (concurrent_replace, jsonl_append), core.result_verdicts (the
-result-level facts and workspace_cleanup), core.collectives; core.facts holds the accessors they share. This
-module is the table, and re-exports the names other modules read from it.
+result-level facts and workspace_cleanup), core.collectives, core.training_stack; core.facts holds the accessors
+they share. This module is the table, and re-exports the names other modules read from it.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from core import (
     record_rules,
     result_format,
     time_views,
+    training_stack,
     wine,
 )
 from core.device_verdicts import (  # noqa: F401 - re-exported
@@ -71,6 +72,10 @@ GATE_CHECK_RULES: dict[str, Rule] = {
     "jsonl_append": jsonl_append,
     "workspace_cleanup": workspace_cleanup,
     "collectives": collectives.problems,  # optional: present only when --collectives asked for it (issue 23)
+    # optional, all three present only when --training-stack asked for them
+    "compile": training_stack.compile_problems,
+    "autocast": training_stack.autocast_problems,
+    "dataloader": training_stack.dataloader_problems,
 }
 # Sub-flags a check records that its measurements determine: {path under the check: recomputed value}.
 GATE_CHECK_FLAGS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
@@ -112,6 +117,8 @@ GATE_RESULT_RULES: dict[str, Rule] = {
     "isolation_flags": record_rules.isolation_flags,
     "collectives_ran": collectives_ran,
     "collectives_device": collectives_device,
+    "training_stack_ran": training_stack.asked_problems,  # --training-stack asked means its three checks recorded
+    "training_stack_device": training_stack.device_problems,  # each ran where the device worker did
     "gate_parameters": gate_parameters.gate_parameters,  # the values the gate always runs with
     "missing_fields": result_format.missing_fields,  # a current result lacks no field its gate always writes
     "wine_record": wine.record_problems,  # both Wine answers on Windows, none elsewhere (core.wine)

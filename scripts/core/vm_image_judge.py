@@ -13,8 +13,8 @@ from typing import Any
 
 # tools/nfsvm/recipe.py: what each image asks debootstrap for (recipe.packages(init)), and the package the systemd
 # image carries as .debs instead (recipe.OFFLINE_PACKAGE). recipe.py is hashed into the image's recipe digest,
-# so it cannot import these without rebuilding every image: tests/evidence_index/test_nfs_run_facts_forgery.py
-# holds the two equal.
+# so it cannot import these without rebuilding every image: tests/evidence_index/
+# test_the_judge_and_what_it_judges_share_one_definition.py holds the two equal.
 IMAGE_PACKAGES = {
     "busybox": ("nfs-kernel-server", "python3", "kmod", "util-linux", "procps", "iproute2", "sudo"),
     "systemd": ("python3", "kmod", "util-linux", "procps", "iproute2", "sudo", "systemd", "systemd-sysv", "dbus"),
@@ -27,8 +27,8 @@ INITRAMFS_TARGETS = ("virtio_pci", "9pnet_virtio", "9p", "overlay")
 IMAGE_BLOCK = ("recipe_sha256", "kernel_package", "kernel_package_version", "kernel_deb_sha256", "packages_sha256",
                "vmlinuz_sha256")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
-# tools/nfsvm/recipe.SUITE (held equal by tests/evidence_index/test_r6_forgery.py, like IMAGE_PACKAGES), and the
-# packages tools/nfsvm/phases.versions asks dpkg-query for: each is installed in every image (nfs-common with
+# tools/nfsvm/recipe.SUITE (held equal like IMAGE_PACKAGES, by the same test), and the packages
+# tools/nfsvm/phases.versions asks dpkg-query for: each is installed in every image (nfs-common with
 # nfs-kernel-server, python3 by the recipe), so a versions.json without one lost it.
 SUITE = "bookworm"
 VERSION_PACKAGES = ("nfs-kernel-server", "nfs-common", "python3")

@@ -156,8 +156,9 @@ def steps_problems(steps_record: dict[str, Any] | None, gate: dict[str, Any] | N
     return problems + step_clock_problems(steps_record, gate) + negative_seconds(steps_record)
 
 
-# tools/nfsvm/phases.py's GATE_STEP_MARGIN_S and WarmUp (tests/evidence_index/test_action_steps_forgery.py holds
-# them equal): the guest kills the gate step at the gate's --timeout plus this margin, and the warm-up is one
+# tools/nfsvm/phases.py's GATE_STEP_MARGIN_S and WarmUp (tests/evidence_index/
+# test_the_judge_and_what_it_judges_share_one_definition.py holds them equal): the guest kills the gate step at
+# the gate's --timeout plus this margin, and the warm-up is one
 # `import torch`, waited for at most WARM_UP_LIMIT_S before it is killed.
 GATE_STEP_MARGIN_S = 60.0
 WARM_UP_WHAT = "import torch once (page cache)"

@@ -18,6 +18,16 @@ FAILURE_STAGES = ("before-data", "partial-write", "fsync", "replace")
 INJECTED_ERROR = "OSError"
 # The temporaries the killed-writer stage plants before its first writer (killed_writer.stage): one.
 PLANTED = 1
+# Measurement noise: the fields of the killed-writer stage these rules read that differ between two honest runs on
+# one machine (core.noise; `diff` counts their changes apart, never as differences), as (path, class, why[, the only
+# values it varies among]). Any field not listed is compared.
+MEASUREMENT_NOISE = (
+    ("checks.failing_writer.killed_writer.seed", "seed", "the stage draws a new seed for its kill delays"),
+    ("checks.failing_writer.killed_writer.delays_ms", "seed", "the kill delays, drawn from the seed"),
+    ("checks.failing_writer.killed_writer.seconds", "timing", "the killed-writer stage's wall time"),
+    ("checks.failing_writer.killed_writer.temporaries_swept", "schedule",
+     "what the next writers swept: the temporaries the kills happened to leave"),
+)
 
 
 def failing_writer(check: dict[str, Any]) -> list[str]:

@@ -6,21 +6,29 @@ platform. Each changed leaf is one record; `path` is its dotted path in the resu
 dicts with a unique `name` or `id` are keyed by it, lists of scalars compare whole). Its kind says what
 it is about:
 
-    environment  torch build, device, OS and runner image, Python, file system, arguments, installer
+    environment  torch build, device, OS and runner image, Python, file system, arguments, installer; the
+                 compiler, Triton, start method and shared memory the training-stack checks found
     source       a source file's SHA-256, the Git commit, the workflow ref
     check        a check's measurements (counts, errors, durations beyond the tolerance)
     verdict      ok / exit code / failures / requirements, a platform's or the index's verdict
 
 Noise is not a difference: timestamps, run/job ids and attempts, process ids, kernel mount ids and random
 workspace names, absent against null, and durations within the tolerance (both more than `seconds`
-apart and more than `ratio` of the old value apart to count).
+apart and more than `ratio` of the old value apart to count). Measurement noise is not a difference either:
+the fields a result kind's rule modules declare as varying between two honest runs (seeds, timings, what the
+scheduler decided: core.noise, read here, never listed here). Its changes are kept apart, each marked with its
+class, so they are counted and can be listed; every field not declared is compared.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
+
+from core.noise import BY_KIND, Noise, noise_of
 
 KINDS = ("environment", "source", "check", "verdict")  # the order a summary reads: likely cause first
 ABSENT = None
@@ -46,7 +54,13 @@ _DEVICE_MEASURED = ("device.phases", "device.ran_on", "device.peak_allocated_byt
 # the NFS mount and server an NFS harness set up.
 _ENVIRONMENT_PATHS = ("execution.gpu_model", "execution.capability", "execution.total_memory_bytes",
                       "execution.arch_support", "execution.backend", "execution.device", "host_check.gpus",
-                      "setup.mount", "setup.nfsd_versions", "setup.nfsd_threads", "setup.package")
+                      "setup.mount", "setup.nfsd_versions", "setup.nfsd_threads", "setup.package",
+                      # what the training-stack checks found the runner to be: its compiler, Triton, start method,
+                      # shared memory, whether its GPU computes bfloat16 (core.training_stack)
+                      "checks.compile.compiler", "checks.compile.triton", "checks.compile.precompiled_header",
+                      "checks.dataloader.start_method",
+                      "checks.dataloader.sharing_strategy", "checks.dataloader.shared_memory",
+                      "checks.autocast.bf16_supported")
 
 
 @dataclass(frozen=True)
@@ -68,12 +82,24 @@ class Change:
     old: Any
     new: Any
     result: str | None = None  # which result of the platform (its name), when it has one
+    noise: str | None = None  # a change of declared measurement noise: its class (core.noise.CLASSES)
 
     def as_dict(self) -> dict[str, Any]:
         record = {"platform": self.platform, "kind": self.kind, "path": self.path, "old": self.old, "new": self.new}
         if self.result is not None and self.result != self.platform:
             record["result"] = self.result
+        if self.noise is not None:
+            record["noise"] = self.noise
         return record
+
+
+class Leaf(NamedTuple):
+    """One changed leaf: its dotted path, both values, and the declaration that makes it noise (None: compared)."""
+
+    path: str
+    old: Any
+    new: Any
+    noise: Noise | None = None
 
 
 @dataclass
@@ -143,19 +169,27 @@ def _within(old: Any, new: Any, tolerance: Tolerance) -> bool:
     return apart <= tolerance.seconds or apart <= tolerance.ratio * abs(old)
 
 
-def leaf_changes(old: Any, new: Any, path: str, tolerance: Tolerance) -> list[tuple[str, Any, Any]]:
-    """(path, old, new) for every changed leaf below `path`; noise left out."""
+def leaf_changes(old: Any, new: Any, path: str, tolerance: Tolerance,
+                 declared: Sequence[Noise] = ()) -> list[Leaf]:
+    """Every changed leaf below `path`; identifiers of a run and durations within the tolerance left out. A
+    field `declared` measurement noise is one leaf marked with its declaration (a whole list or object when the
+    declaration names one), whatever its values."""
     key = path.rsplit(".", 1)[-1]
     if path and is_noise_key(key):
         return []
+    if path and declared:
+        noise = noise_of(declared, path, old, new)
+        if noise is not None:
+            return [] if old == new else [Leaf(path, old, new, noise)]
     if isinstance(old, dict) or isinstance(new, dict):
         left = old if isinstance(old, dict) else {}
         right = new if isinstance(new, dict) else {}
         if not isinstance(old, (dict, type(None))) or not isinstance(new, (dict, type(None))):
-            return [(path, old, new)]  # a dict became a scalar (or the reverse): one change, whole
+            return [Leaf(path, old, new)]  # a dict became a scalar (or the reverse): one change, whole
         found = []
         for name in sorted(set(left) | set(right), key=str):
-            found += leaf_changes(left.get(name), right.get(name), f"{path}.{name}" if path else str(name), tolerance)
+            found += leaf_changes(left.get(name), right.get(name), f"{path}.{name}" if path else str(name), tolerance,
+                                  declared)
         return found
     if isinstance(old, list) and isinstance(new, list):
         left_keyed, right_keyed = _keyed(old), _keyed(new)
@@ -164,14 +198,14 @@ def leaf_changes(old: Any, new: Any, path: str, tolerance: Tolerance) -> list[tu
             for name in sorted(set(left_keyed) | set(right_keyed)):
                 where = f"{path}.{name}"
                 if name in left_keyed and name in right_keyed:
-                    found += leaf_changes(left_keyed[name], right_keyed[name], where, tolerance)
+                    found += leaf_changes(left_keyed[name], right_keyed[name], where, tolerance, declared)
                 else:  # an item (a requirement, say) only one run has: one record, the item whole
-                    found.append((where, left_keyed.get(name), right_keyed.get(name)))
+                    found.append(Leaf(where, left_keyed.get(name), right_keyed.get(name)))
             return found
         if any(isinstance(item, (dict, list)) for item in old + new) and len(old) == len(new):
             found = []
             for index, (left_item, right_item) in enumerate(zip(old, new)):
-                found += leaf_changes(left_item, right_item, f"{path}.{index}", tolerance)
+                found += leaf_changes(left_item, right_item, f"{path}.{index}", tolerance, declared)
             return found
     if old == new and (type(old) is type(new) or _number(old) and _number(new)):
         return []  # 600 and 600.0 are one number (jq prints one as the other); true is never 1
@@ -179,14 +213,16 @@ def leaf_changes(old: Any, new: Any, path: str, tolerance: Tolerance) -> list[tu
         return []
     if is_duration(key) and _within(old, new, tolerance):
         return []
-    return [(path, old, new)]
+    return [Leaf(path, old, new)]
 
 
 def diff_documents(old: Any, new: Any, tolerance: Tolerance, platform: str | None,
-                   result: str | None = None) -> list[Change]:
-    """Every change between two results of one kind, each with its kind."""
-    return [Change(platform, kind_of(path), path, left, right, result)
-            for path, left, right in leaf_changes(old, new, "", tolerance)]
+                   result: str | None = None, result_kind: str | None = None) -> list[Change]:
+    """Every change between two results of one kind (`result_kind`, core.contract.kind_of's name: its declared
+    measurement noise is marked), each with its kind."""
+    return [Change(platform, kind_of(leaf.path), leaf.path, leaf.old, leaf.new, result,
+                   leaf.noise.kind if leaf.noise else None)
+            for leaf in leaf_changes(old, new, "", tolerance, BY_KIND.get(result_kind or "", ()))]
 
 
 def _pair(old: dict[str, Any], new: dict[str, Any], kind_of_item: Any) -> list[tuple[str | None, str | None]]:
@@ -211,9 +247,9 @@ def _platform_changes(name: str, old: PlatformSide | None, new: PlatformSide | N
     changes: list[Change] = []
     if old is None or new is None:
         return [Change(name, "verdict", "selected", old is not None or ABSENT, new is not None or ABSENT)]
-    for path, left, right in leaf_changes(old.verdict or {}, new.verdict or {}, "verdict", tolerance):
+    for path, left, right, _ in leaf_changes(old.verdict or {}, new.verdict or {}, "verdict", tolerance):
         changes.append(Change(name, "verdict", path, left, right))
-    for path, left, right in leaf_changes(old.runner or {}, new.runner or {}, "runner", tolerance):
+    for path, left, right, _ in leaf_changes(old.runner or {}, new.runner or {}, "runner", tolerance):
         changes.append(Change(name, "environment", path, left, right))
     for left_name, right_name in _pair(old.results, new.results, lambda item: item[0]):
         if left_name is None or right_name is None:
@@ -227,7 +263,7 @@ def _platform_changes(name: str, old: PlatformSide | None, new: PlatformSide | N
         if left_kind != right_kind:
             changes.append(Change(name, "verdict", "kind", left_kind, right_kind, right_name))
             continue
-        changes += diff_documents(left_doc, right_doc, tolerance, name, right_name)
+        changes += diff_documents(left_doc, right_doc, tolerance, name, right_name, left_kind)
     return changes
 
 
@@ -237,13 +273,18 @@ def _order(change: Change) -> tuple:
 
 
 def diff_sides(old: Side, new: Side, tolerance: Tolerance) -> list[Change]:
-    """Every change between two runs: the index's own (platform None), then platform by platform, each in
-    the order environment, source, check, verdict."""
+    """Every difference between two runs (measurement noise left out: compare_sides keeps it)."""
+    return compare_sides(old, new, tolerance)[0]
+
+
+def compare_sides(old: Side, new: Side, tolerance: Tolerance) -> tuple[list[Change], list[Change]]:
+    """(differences, measurement noise) between two runs: the index's own (platform None), then platform by
+    platform, each in the order environment, source, check, verdict."""
     changes: list[Change] = []
-    for path, left, right in leaf_changes(old.verdict or {}, new.verdict or {}, "verdict", tolerance):
+    for path, left, right, _ in leaf_changes(old.verdict or {}, new.verdict or {}, "verdict", tolerance):
         if not path.startswith("verdict.platforms"):  # each platform's own verdict is that platform's
             changes.append(Change(None, "verdict", path, left, right))
-    for path, left, right in leaf_changes(old.context, new.context, "", tolerance):
+    for path, left, right, _ in leaf_changes(old.context, new.context, "", tolerance):
         changes.append(Change(None, kind_of(path), path, left, right))
     def single_kind(side: PlatformSide) -> str | None:
         kinds = {kind for kind, _ in side.results.values()}
@@ -255,20 +296,37 @@ def diff_sides(old: Side, new: Side, tolerance: Tolerance) -> list[Change]:
         assert name is not None
         changes += _platform_changes(name, old.platforms.get(left_name or ""), new.platforms.get(right_name or ""),
                                      tolerance)
-    return sorted(changes, key=_order)
+    ordered = sorted(changes, key=_order)
+    return [c for c in ordered if c.noise is None], [c for c in ordered if c.noise is not None]
 
 
-def _show(value: Any, limit: int = 40) -> str:
+def noise_counts(noise: Sequence[Change]) -> dict[str, int]:
+    """{class: how many changes}, by class name."""
+    return dict(sorted(Counter(c.noise for c in noise if c.noise is not None).items()))
+
+
+def noise_words(noise: Sequence[Change]) -> str:
+    """`N measurement(s) varied within noise (schedule 3, timing 40)`, or "" when none did."""
+    if not noise:
+        return ""
+    classes = ", ".join(f"{name} {count}" for name, count in noise_counts(noise).items())
+    return f"{len(noise)} measurement(s) varied within noise ({classes})"
+
+
+def show_value(value: Any, limit: int = 40) -> str:
     text = "absent" if value is None else value if isinstance(value, str) else repr(value)
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
-def summary_line(platform: str | None, changes: list[Change], max_listed: int = 3) -> str:
-    """One line: the verdict's move if any, then the kinds in the order environment, source, check."""
+def summary_line(platform: str | None, changes: list[Change], max_listed: int = 3,
+                 noise: Sequence[Change] = ()) -> str:
+    """One line: the verdict's move if any, then the kinds in the order environment, source, check, then how
+    many measurements varied within noise."""
     mine = [c for c in changes if c.platform == platform]
     label = platform or "index"
+    varied = noise_words([c for c in noise if c.platform == platform])
     if not mine:
-        return f"{label}: no differences"
+        return f"{label}: no differences" + (f"; {varied}" if varied else "")
     parts = []
     moved = [c for c in mine if c.kind == "verdict" and c.path in ("verdict.ok", "verdict.pass", "selected")]
     for change in moved:
@@ -280,10 +338,10 @@ def summary_line(platform: str | None, changes: list[Change], max_listed: int = 
         of_kind = [c for c in mine if c.kind == kind and c not in moved]
         if not of_kind:
             continue
-        listed = "; ".join(f"{c.path} {_show(c.old)} -> {_show(c.new)}" for c in of_kind[:max_listed])
+        listed = "; ".join(f"{c.path} {show_value(c.old)} -> {show_value(c.new)}" for c in of_kind[:max_listed])
         more = f" (+{len(of_kind) - max_listed} more)" if len(of_kind) > max_listed else ""
         parts.append(f"{kind}: {listed}{more}")
-    return f"{label}: " + " | ".join(parts)
+    return f"{label}: " + " | ".join(parts + ([varied] if varied else []))
 
 
 def _word(value: Any) -> str:
@@ -292,10 +350,10 @@ def _word(value: Any) -> str:
     return str(value)
 
 
-def summaries(changes: list[Change], old: Side, new: Side) -> dict[str, str]:
+def summaries(changes: list[Change], old: Side, new: Side, noise: Sequence[Change] = ()) -> dict[str, str]:
     """{platform or "index": its one line}, for every platform either run has."""
     # A platform of the old run only is named by its records ("selected"); one paired under a new name is not
     # listed twice.
     names: list[str | None] = ([None] if old.kind == "index" else []) + sorted(
         set(new.platforms) | {c.platform for c in changes if c.platform is not None})
-    return {name or "index": summary_line(name, changes) for name in dict.fromkeys(names)}
+    return {name or "index": summary_line(name, changes, noise=noise) for name in dict.fromkeys(names)}

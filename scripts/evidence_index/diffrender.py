@@ -3,25 +3,28 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from core.markdown import markdown_cell
 
-from .diff import Change, Side, Tolerance
+from .diff import Change, Side, Tolerance, noise_words
 
 DIFF_SCHEMA_ID = "kernodeck.evidence-diff/v1"
 MAX_ROWS = 300  # a step summary holds 1 MiB: the JSON file keeps every record
 
 
 def as_document(changes: list[Change], lines: dict[str, str], old: Side, new: Side,
-                tolerance: Tolerance) -> dict[str, Any]:
-    """The diff's JSON: its inputs by SHA-256 (no paths), the tolerance, one line per platform, the records."""
+                tolerance: Tolerance, noise: Sequence[Change] = ()) -> dict[str, Any]:
+    """The diff's JSON: its inputs by SHA-256 (no paths), the tolerance, one line per platform, the records, and
+    the measurements that varied within noise (each record with its `noise` class)."""
     def side(s: Side) -> dict[str, Any]:
         return {"kind": s.kind, "sha256": s.sha256, "verdict": (s.verdict or {}).get("pass"),
                 "platforms": sorted(s.platforms)}
 
     return {"schema": DIFF_SCHEMA_ID, "old": side(old), "new": side(new), "tolerance": tolerance.as_dict(),
-            "differences": len(changes), "summary": lines, "changes": [c.as_dict() for c in changes]}
+            "differences": len(changes), "summary": lines, "changes": [c.as_dict() for c in changes],
+            "within_noise": len(noise), "noise": [c.as_dict() for c in noise]}
 
 
 def _value(value: Any) -> str:
@@ -46,11 +49,13 @@ def code_span(text: str) -> str:
 
 
 def markdown(changes: list[Change], lines: dict[str, str], old: Side, new: Side, tolerance: Tolerance,
-             title: str = "What changed since the baseline") -> str:
+             title: str = "What changed since the baseline", noise: Sequence[Change] = ()) -> str:
     out = [f"## {title}: {len(changes)} difference(s)", ""]
+    varied = noise_words(noise)
     out.append(f"Old `{old.sha256[:12]}` ({old.kind}, verdict {_verdict(old)}), new `{new.sha256[:12]}` "
                f"({new.kind}, verdict {_verdict(new)}). Noise left out: timestamps, run and job ids, durations "
-               f"within {tolerance.seconds:g} s or {tolerance.ratio:.0%}.")
+               f"within {tolerance.seconds:g} s or {tolerance.ratio:.0%}"
+               + (f"; {varied}, as the rules that read them declare (each in the diff's JSON)." if varied else "."))
     out.append("")
     # Everything from results (names, values) is inside a code span: it renders as the very characters.
     out += [f"- {code_span(line)}" for line in lines.values()]

@@ -16,7 +16,7 @@ import html
 import json
 from typing import Any
 
-from .diff import PlatformSide
+from .diff import PlatformSide, noise_words
 from .diffload import Loaded
 
 MAX_MEASURED = 40  # leaves listed per check; the JSON keeps the rest
@@ -73,12 +73,44 @@ def _object(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+# The training-stack checks record a list per step and per sample (core.training_stack); their rows show what a
+# reviewer reads first, the JSON keeps every value.
+TRAINING_SHOWN = {
+    "compile": ("device", "backend", "compiler.name", "compiler.version", "triton", "kernels_built", "graphs",
+                "first_step_s", "precompiled_header", "later_steps_s", "eager_steps_s", "tolerance", "stage", "error",
+                "deadline_s"),
+    "autocast": ("device", "dtype", "bf16_supported", "output_dtype", "loss_dtype", "parameter_dtype",
+                 "gradient_dtype", "grad_scaler", "steps_s", "stage", "error", "deadline_s"),
+    "dataloader": ("device", "start_method", "sharing_strategy", "num_workers", "pin_memory",
+                   "shared_memory.total_bytes", "batches", "batches_in_shared_memory", "batches_pinned", "iterate_s",
+                   "loader_deadline_s", "stage", "error", "hung", "deadline_s"),
+}
+
+
+def _training_measured(name: str, check: dict[str, Any]) -> list[tuple[str, Any]]:
+    leaves = dict(_leaves(check))
+    shown = [(path, leaves[path]) for path in TRAINING_SHOWN[name] if path in leaves]
+    for key in ("compiled_losses", "losses"):  # the loss over the steps: first and last
+        losses = check.get(key)
+        if isinstance(losses, list) and losses:
+            shown.append((f"{key} (first, last of {len(losses)})", [losses[0], losses[-1]]))
+    errors = check.get("output_errors")
+    if isinstance(errors, list) and errors and all(isinstance(e, (int, float)) for e in errors):
+        shown.append(("output_errors (largest)", max(errors)))
+    received = check.get("received")
+    if isinstance(received, list):
+        shown.append(("received (samples)", len(received)))
+    return shown
+
+
 def _checks(document: dict[str, Any]) -> str:
     rows = []
     for name, check in sorted(_object(document.get("checks")).items()):
         if not isinstance(check, dict):
             continue
         measured = [(p, v) for p, v in _leaves(check) if p not in ("ok", "reason")]
+        if name in TRAINING_SHOWN:
+            measured = _training_measured(name, check)
         items = "".join(f"<li><code>{esc(p)}</code>: {esc(v)}</li>" for p, v in measured[:MAX_MEASURED])
         if len(measured) > MAX_MEASURED:
             items += f"<li>... {len(measured) - MAX_MEASURED} more</li>"
@@ -176,7 +208,9 @@ def _diff(compared: Any) -> str:
              f"<code>{esc(c.old)}</code>", f"<code>{esc(c.new)}</code>"] for c in compared.changes]
     return (f"<h2 id=\"diff\">What changed since the baseline: {len(compared.changes)} difference(s)</h2>"
             f"<p class=\"meta\">Baseline <code>{esc(compared.old.side.sha256)}</code>; noise left out (timestamps, "
-            f"run ids, durations within {compared.tolerance.seconds:g} s or {compared.tolerance.ratio:.0%}).</p>"
+            f"run ids, durations within {compared.tolerance.seconds:g} s or {compared.tolerance.ratio:.0%}"
+            + (f"; {esc(noise_words(compared.noise))}, as the rules that read them declare" if compared.noise else "")
+            + ").</p>"
             f"<ul>{lines}</ul>" + (_table(["platform", "kind", "path", "old", "new"], rows) if rows else ""))
 
 

@@ -1,7 +1,7 @@
 """The `diff` and `report` commands of build_evidence_index.py: argument parsing and wiring only.
 
     diff OLD NEW [--old-artifacts DIR --old-logs DIR] [--new-artifacts DIR --new-logs DIR]
-         [--json FILE] [--markdown FILE] [--duration-seconds S] [--duration-ratio R]
+         [--json FILE] [--markdown FILE] [--duration-seconds S] [--duration-ratio R] [--verbose]
     report INDEX --artifacts DIR [--logs DIR] --html FILE [--baseline OLD --baseline-artifacts DIR ...]
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 from core.files import atomic_write_bytes, encode_json
 
 from .common import InputError
-from .diff import Change, Side, Tolerance, diff_sides, summaries
+from .diff import Change, Side, Tolerance, compare_sides, noise_words, show_value, summaries
 from .diffload import Loaded, Unauthentic, load
 from .diffrender import as_document, markdown
 
@@ -26,7 +26,9 @@ Each difference is one record {platform, kind, path, old, new} (kind: environmen
 path: the dotted path in the result); one line per platform puts the likely cause first.
 
 Noise is not a difference: timestamps, run/job ids and attempts, process and mount ids, random workspace
-names, and durations (fields *_s) within the tolerance.
+names, and durations (fields *_s) within the tolerance. Nor is measurement noise, the fields the rules that read
+them declare as varying between two honest runs (seeds, timings, what the scheduler decided; scripts/core/noise.py):
+how many varied is printed, --verbose lists each, the JSON keeps each under "noise". Any other field is compared.
 
 exit codes (as git diff --exit-code):
   0  no differences
@@ -67,6 +69,8 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
     add_baseline_arguments(diff, "new-", "NEW (an index)")
     diff.add_argument("--json", type=Path, metavar="FILE", help="write the records here")
     diff.add_argument("--markdown", type=Path, metavar="FILE", help="append the Markdown here (a step summary)")
+    diff.add_argument("--verbose", "-v", action="store_true",
+                      help="also list each measurement that varied within noise, with its class")
     add_tolerance(diff)
 
     report = commands.add_parser("report", help="one self-contained HTML page of an index, for a reviewer")
@@ -96,6 +100,7 @@ class Compared:
     changes: list[Change]
     lines: dict[str, str]
     tolerance: Tolerance
+    noise: list[Change]  # declared measurement noise that varied: never a difference, counted and listed
 
 
 def compare(old: Loaded, new: Loaded, tolerance: Tolerance) -> Compared:
@@ -105,8 +110,8 @@ def compare(old: Loaded, new: Loaded, tolerance: Tolerance) -> Compared:
         raise InputError(f"the results are of two kinds ({old.side.kind}, {new.side.kind}): diff two of one kind")
     if old.side.kind != "index":
         _one_platform(old.side, new.side)
-    changes = diff_sides(old.side, new.side, tolerance)
-    return Compared(old, new, changes, summaries(changes, old.side, new.side), tolerance)
+    changes, noise = compare_sides(old.side, new.side, tolerance)
+    return Compared(old, new, changes, summaries(changes, old.side, new.side, noise), tolerance, noise)
 
 
 def _one_platform(old: Side, new: Side) -> None:
@@ -138,13 +143,21 @@ def run_diff(args: argparse.Namespace) -> int:
     compared = compare(old, new, tolerance)
     for line in compared.lines.values():
         print(line)
-    print(f"{len(compared.changes)} difference(s)")
+    if args.verbose and compared.noise:
+        print("within noise (class: platform path old -> new):")
+        for change in compared.noise:
+            print(f"  {change.noise}: {change.platform or 'index'} {change.path} {show_value(change.old)} -> "
+                  f"{show_value(change.new)}")
+    varied = noise_words(compared.noise)
+    more = "" if args.verbose or not varied else "; --verbose lists them"
+    print(f"{len(compared.changes)} difference(s)" + (f"; {varied}{more}" if varied else ""))
     if args.json is not None:
         atomic_write_bytes(args.json, encode_json(as_document(compared.changes, compared.lines, old.side, new.side,
-                                                              tolerance)), parents=True)
+                                                              tolerance, compared.noise)), parents=True)
     if args.markdown is not None:
         with open(args.markdown, "a", encoding="utf-8", newline="\n") as handle:
-            handle.write(markdown(compared.changes, compared.lines, old.side, new.side, tolerance))
+            handle.write(markdown(compared.changes, compared.lines, old.side, new.side, tolerance,
+                                  noise=compared.noise))
     return DIFF_EXIT["different" if compared.changes else "same"]
 
 

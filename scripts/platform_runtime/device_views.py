@@ -178,6 +178,7 @@ class DeviceViews:
                 "files": sum(r["files"] for r in checked), "bytes": sum(r["bytes"] for r in checked),
                 "loaded_files": loaded["loaded_files"],
                 "bytecode_compared": sum(r["bytecode_compared"] for r in checked) + loaded["bytecode_compared"],
+                "package_manager_verified": sum(r.get("package_manager_verified", 0) for r in checked),
                 "not_checked": sorted(set(loaded["not_checked"]) | set(required.get("without_record") or [])),
                 "problems": problems,
                 "duration_s": round(required.get("duration_s", 0.0) + loaded["duration_s"], 3),

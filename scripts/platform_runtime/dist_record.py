@@ -112,6 +112,30 @@ def _recompiled(site_dir: Path, mismatched: list[str], listed: dict[str, str | N
     return found
 
 
+def installed_by_system(site_dir: Path, paths: list[str]) -> set[str]:
+    """The files, among `paths` that differ from their RECORD, whose bytes are exactly what the system's package
+    manager recorded when it installed them (dpkg's md5sums): Debian writes a package's RECORD before it strips
+    the package's binaries (python3-yaml's `_yaml.cpython-311-x86_64-linux-gnu.so`: RECORD names 1,157,616 bytes,
+    dpkg installed and lists the stripped file), so the file is the platform's own as installed, not an edit."""
+    from platform_runtime import start_up_owners  # read only when a RECORD disagrees
+
+    owners = start_up_owners.Owners()
+    found = set()
+    for path in paths:
+        resolved = Path(os.path.realpath(site_dir / path))
+        owner = owners.dpkg_owner(resolved)
+        if owner is None or owner.digest is None:
+            continue
+        try:
+            with open(resolved, "rb") as handle:
+                actual = hashlib.file_digest(handle, "md5").hexdigest()
+        except (OSError, ValueError):
+            continue
+        if actual == owner.digest:
+            found.add(path)
+    return found
+
+
 def named(count_of: list[str], label: str) -> str:
     shown = ", ".join(count_of[:MAX_NAMED]) + (f" and {len(count_of) - MAX_NAMED} more"
                                                if len(count_of) > MAX_NAMED else "")
@@ -120,9 +144,10 @@ def named(count_of: list[str], label: str) -> str:
 
 def verify_distribution(site_dir: Path | None, dist_info: str | None, name: str,
                         folders: list[str] | None = None) -> dict:
-    """{"verified", "files", "bytes", "duration_s", "problems", "bytecode_unlisted"} for the distribution `name`:
-    verified only when its RECORD exists, lists a file with its hash, every listed file has its size and hash,
-    and nothing unlisted lies in `folders` (default: every package folder the RECORD installs into)."""
+    """{"verified", "files", "bytes", "duration_s", "problems", "bytecode_unlisted", "package_manager_verified"} for
+    the distribution `name`: verified only when its RECORD exists, lists a file with its hash, every listed file has
+    its size and hash (or, where they differ, is byte for byte what dpkg installed: installed_by_system), and
+    nothing unlisted lies in `folders` (default: every package folder the RECORD installs into)."""
     started = time.monotonic()
     report: dict = {"verified": False, "files": 0, "bytes": 0, "duration_s": 0.0, "problems": []}
     problems: list[str] = report["problems"]
@@ -148,6 +173,9 @@ def verify_distribution(site_dir: Path | None, dist_info: str | None, name: str,
                 mismatched.append(path)
         rewritten = _recompiled(site_dir, mismatched, {path: expected for path, expected, _ in rows})
         mismatched = [path for path in mismatched if path not in rewritten]
+        by_system = installed_by_system(site_dir, mismatched) if mismatched else set()
+        mismatched = [path for path in mismatched if path not in by_system]
+        report["package_manager_verified"] = len(by_system)
         unlisted, report["bytecode_unlisted"] = _unlisted(
             site_dir, {**{path: expected for path, expected, _ in rows}, f"{dist_info}/RECORD": None},
             package_folders(rows) if folders is None else folders)

@@ -39,7 +39,8 @@ def driver_devices(link_targets: list[str]) -> list[str]:
 
 
 def open_targets(pid: int | str) -> list[str] | None:
-    """What each open file descriptor of a process names; None when /proc/<pid>/fd cannot be read."""
+    """What each open file descriptor of a process names, those opened with O_PATH left out (they hold a name,
+    not the file: driver_files.path_only); None when /proc/<pid>/fd cannot be read."""
     folder = PROC / str(pid) / "fd"
     try:
         entries = os.listdir(folder)
@@ -48,9 +49,11 @@ def open_targets(pid: int | str) -> list[str] | None:
     targets = []
     for entry in entries:
         try:
-            targets.append(os.readlink(folder / entry))
+            target = os.readlink(folder / entry)
         except OSError:
             continue
+        if not driver_files.path_only(pid, entry):
+            targets.append(target)
     return targets
 
 

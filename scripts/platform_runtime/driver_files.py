@@ -7,7 +7,9 @@ core.driver_facts:
 - device_nodes: each driver device the worker held open, stat(2) of /proc/<pid>/fd/N (the very file the worker
   holds, whatever its path reads): whether it is a character device, its major and minor. A char device can only
   be opened where a driver registered its major, so a node made with mknod on a machine without the driver fails
-  to open (ENXIO), and a regular file or another driver's node (/dev/null's 1:3) shows what it is.
+  to open (ENXIO), and a regular file or another driver's node (/dev/null's 1:3) shows what it is. A descriptor
+  opened with O_PATH is not counted: open(2) then never calls the driver, so a node with major 195 made with
+  mknod on a machine without the driver is held that way and stats as the driver's (fdinfo `flags`).
 - registered: the kernel's own numbers for the drivers whose major is dynamic (/proc/devices' "nvidia-uvm" and
   "kfd" lines) and WSL's misc device (/proc/misc's "dxg" minor).
 - libraries: for each backend library the worker mapped (libtorch_cuda.so, libc10_cuda.so, the driver's
@@ -40,6 +42,16 @@ MISC_NAMES = ("dxg",)
 WSL_DRIVER_STORE = "/usr/lib/wsl"  # where WSL mounts the Windows driver's libraries (a mount of its own)
 
 
+O_PATH = getattr(os, "O_PATH", 0o10000000)  # the Linux flag; fdinfo prints a descriptor's flags in octal
+
+
+def path_only(pid: int | str, entry: str) -> bool:
+    """Whether the process opened this descriptor with O_PATH (a handle to the name: the file is not opened, a
+    device's driver is never asked), from /proc/<pid>/fdinfo/N's `flags:` line."""
+    match = re.search(r"^flags:\s*([0-7]+)\s*$", _read(PROC / str(pid) / "fdinfo" / entry), re.MULTILINE)
+    return match is not None and int(match.group(1), 8) & O_PATH != 0
+
+
 def device_nodes(pid: int | str, wanted: re.Pattern[str]) -> list[dict] | None:
     """{"name", "char", "major", "minor"} of each driver device (`wanted` matches its name under /dev) the process
     holds open, from stat of /proc/<pid>/fd/N; None when its fd folder cannot be read."""
@@ -52,7 +64,7 @@ def device_nodes(pid: int | str, wanted: re.Pattern[str]) -> list[dict] | None:
     for entry in entries:
         try:
             target = os.readlink(folder / entry)
-            if not target.startswith("/dev/") or not wanted.fullmatch(target[len("/dev/"):]):
+            if not target.startswith("/dev/") or not wanted.fullmatch(target[len("/dev/"):]) or path_only(pid, entry):
                 continue
             info = os.stat(folder / entry)  # follows the fd's own link: the file the worker holds
         except OSError:

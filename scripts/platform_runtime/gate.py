@@ -17,6 +17,8 @@ from core.gate_parameters import MIN_DISTINCT_VERSIONS
 from core.provenance import git_state, github_facts, platform_facts
 from core.record_rules import FS_CHECKS, HUNG_CLEANUP_S
 from core.result_format import SCHEMA_VERSION
+from core.training_stack import CHECKS as TRAINING_CHECKS
+from core.training_stack import DEFAULT_TIMEOUT_S as DEFAULT_TRAINING_TIMEOUT_S
 
 from platform_runtime import (
     budget,
@@ -44,6 +46,10 @@ from platform_runtime.result import (
 )
 from platform_runtime.sources import REPO_ROOT, hash_sources
 
+# The device worker's deadline with the default --timeout (600 s) is Options.device_timeout_s (300 s); it grows with
+# a longer --timeout by this share, as each file-system check's does (children.FS_CHECK_SHARE).
+DEVICE_CHECK_SHARE = 0.5
+
 
 @dataclass
 class Options:
@@ -66,11 +72,19 @@ class Options:
         """The collective check's own deadline: the group's timeout twice (init, then one op) and the time to
         start the launcher and the ranks, each importing torch; the whole group is killed at it."""
         return 2 * self.collectives_timeout_s + 20.0
+    training_stack: bool = False  # the compile, autocast and dataloader checks (core.training_stack)
+    training_stack_timeout_s: float = DEFAULT_TRAINING_TIMEOUT_S  # each of those checks' own deadline
     allow_injection_vectors: bool = False
 
     def fs_check_timeout(self) -> float:
         """Each file-system check's own deadline: its default, or its share of a longer --timeout."""
         return max(self.fs_timeout_s, self.timeout_s * children.FS_CHECK_SHARE)
+
+    def device_check_timeout(self) -> float:
+        """The device worker's own deadline: its default, or its share of a longer --timeout, as the file-system
+        checks' (a slow machine given more time, such as a loaded host's VM importing torch under emulation, gives
+        it to the device check too instead of ending it with no answer at a fixed deadline)."""
+        return max(self.device_timeout_s, self.timeout_s * DEVICE_CHECK_SHARE)
 
 
 def arguments_of(options: Options) -> dict:
@@ -81,6 +95,8 @@ def arguments_of(options: Options) -> dict:
         "keep_workspace": options.keep_workspace, "timeout_s": options.timeout_s,
         "cleanup_timeout_s": options.cleanup_timeout_s, "collectives": options.collectives,
         "collectives_timeout_s": options.collectives_timeout_s if options.collectives else None,
+        "training_stack": options.training_stack,
+        "training_stack_timeout_s": options.training_stack_timeout_s if options.training_stack else None,
         "allow_injection_vectors": options.allow_injection_vectors,
     }
 
@@ -233,9 +249,9 @@ class Gate:
         workspace = self.options.work_dir / workspace_name
         if self.early is None:
             device = self._launch("device_compute", early_start.device_worker_command(
-                self.device_to_resolve(), workspace, self.torch), self.options.device_timeout_s, hold=True)
+                self.device_to_resolve(), workspace, self.torch), self.options.device_check_timeout(), hold=True)
         else:  # its duration and deadline count from its own start
-            capped, by_global = self.deadline.cap(self.options.device_timeout_s)
+            capped, by_global = self.deadline.cap(self.options.device_check_timeout())
             device = ("device_compute", self.early.process, self.early.started, capped, by_global)
         self.views.start_record_check()  # torch's files hashed while the worker imports torch
         if not self.options.keep_workspace:
@@ -302,6 +318,12 @@ class Gate:
         if self.options.collectives:
             launched.append(self._launch("collectives", self._collectives_command(workspace),
                                          self.options.collectives_deadline_s))
+        for name in TRAINING_CHECKS if self.options.training_stack else ():
+            # Each its own deadline, told to the worker so the data loader ends its own wait before the kill.
+            timeout, by_global = self.deadline.cap(self.options.training_stack_timeout_s)
+            started = time.monotonic()
+            command = self._training_command(name, workspace, time.time() + timeout)
+            launched.append(self._start(name, command, timeout, by_global, started=started))
         pool = ThreadPoolExecutor(max_workers=len(launched))  # each duration ends when its own child does
         try:
             return list(pool.map(self._collect, launched))
@@ -319,6 +341,12 @@ class Gate:
         if self.torch.site_dir is not None:
             args.append(str(self.torch.site_dir))
         return children.worker_command("collective_worker", *args)
+
+    def _training_command(self, name: str, workspace: Path, deadline_at: float) -> list[str]:
+        args = [name, str(workspace / "training_stack" / name), self.device_to_resolve(), f"{deadline_at:.3f}"]
+        if self.torch.site_dir is not None:
+            args.append(str(self.torch.site_dir))
+        return children.worker_command("training_worker", *args)
 
     def _cleanup(self, result: dict, workspace: Path, failures: list[str], after_global_timeout: bool,
                  hung: bool = False) -> None:

@@ -106,10 +106,10 @@ def note_worker(isolation: dict, role: str, facts: dict | None) -> None:
     """Record a worker's start-up facts as `isolation.worker_startup[role]` (null: it reported none, and its
     check fails on its own) and name the vector (core.interpreter_rules) when it was not started as the gate
     starts every worker."""
-    from core import interpreter_rules
+    from core import interpreter_rules, start_up_rules
 
     isolation.setdefault("worker_startup", {})[role] = facts
-    finding = interpreter_rules.worker_finding(role, facts)
+    finding = interpreter_rules.worker_finding(role, facts, start_up_rules.accepted_modules(isolation))
     if finding is not None:
         if interpreter_rules.WORKER_VECTOR not in isolation["present"]:
             isolation["present"].append(interpreter_rules.WORKER_VECTOR)

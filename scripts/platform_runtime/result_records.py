@@ -13,10 +13,18 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core import collectives, trust, verdicts
+from core import collectives, start_up_rules, training_stack, trust, verdicts
 from core.platforms import os_facts
 
-from platform_runtime import children, collective_record, device_views, isolation, startup, torch_build
+from platform_runtime import (
+    children,
+    collective_record,
+    device_views,
+    isolation,
+    startup,
+    torch_build,
+    training_record,
+)
 from platform_runtime.claims import MPS_FALLBACK, evaluate
 from platform_runtime.early_start import wall_now
 from platform_runtime.result import EXIT_FAILED, EXIT_OK, EXIT_USAGE, redact_local_paths
@@ -54,6 +62,9 @@ class ResultRecorder:
     def record(self, result: dict, failures: list[str], outcome: children.ChildOutcome, workspace: Path) -> None:
         if outcome.name == "collectives":
             self._record_collectives(result, failures, outcome, workspace / "collectives")
+            return
+        if outcome.name in training_stack.CHECKS:
+            self._record_training(result, failures, outcome, workspace / "training_stack" / outcome.name)
             return
         check: dict = {"ok": False, "duration_s": outcome.duration_s, "reason": None}
         if outcome.blocked:
@@ -93,8 +104,9 @@ class ResultRecorder:
         result["device"]["build_cross_check"] = cross
         loaded = details.get("startup_modules")
         result["isolation"]["device_worker_loaded"] = loaded
+        accepted = start_up_rules.accepted_modules(result["isolation"])  # the platform's own (Debian's sitecustomize)
         for name in loaded if isinstance(loaded, list) else []:  # the judge derives `present` from it too
-            if name in startup.START_UP_MODULES and name not in result["isolation"]["present"]:
+            if name in startup.START_UP_MODULES and name not in result["isolation"]["present"] and name not in accepted:
                 result["isolation"]["present"].append(name)
                 result["isolation"]["findings"].append(f"a {name} was loaded into the device worker at start-up")
         return {k: details.get(k) for k in DEVICE_CHECK_FIELDS}
@@ -118,6 +130,13 @@ class ResultRecorder:
             check["reason"] = redact_local_paths(collective_record.summary_reason(check, problems), self.private)
             failures.append(f"collectives: {check['reason']}")
         result["checks"]["collectives"] = check
+
+    def _record_training(self, result: dict, failures: list[str], outcome: children.ChildOutcome,
+                         folder: Path) -> None:
+        check = training_check(outcome, folder, self.private)
+        if not check["ok"]:
+            failures.append(f"{outcome.name}: {check['reason']}")
+        result["checks"][outcome.name] = check
 
     def judge(self, result: dict, failures: list[str], started: float) -> None:
         """The requirements, on what ran, and every result-level rule but the final times' (finish() applies
@@ -143,6 +162,28 @@ class ResultRecorder:
             exit_code = EXIT_FAILED
         result.update(ok=not failures and exit_code == EXIT_OK, exit_code=exit_code, failures=failures)
         return result
+
+
+def training_check(outcome: children.ChildOutcome, folder: Path, private: list[Path]) -> dict:
+    """A training-stack check's record: its worker's measurements (or, after a kill, the stage its progress files
+    name), `ok` by the check's rule in core.training_stack (which the judge recomputes), and a reason when not ok."""
+    measured = training_record.record(outcome.name, folder, outcome.payload, outcome.timed_out,
+                                      round(outcome.timeout_s, 3))
+    check: dict = {"ok": False, "duration_s": outcome.duration_s, "reason": None, **measured}
+    if outcome.blocked:
+        check["blocked_at_deadline"] = outcome.blocked
+    if outcome.abandoned:
+        check["abandoned"] = True
+        check["abandoned_processes"] = outcome.stuck
+    if outcome.global_deadline:  # the gate's --timeout cut it before its own deadline
+        check["killed_by"] = "the gate's --timeout"
+    problems = verdicts.check_problems(outcome.name, check)
+    if outcome.payload is None and not outcome.timed_out:
+        problems.insert(0, reason(outcome, private))
+    check["ok"] = not problems
+    if problems:
+        check["reason"] = redact_local_paths("; ".join(problems[:4]), private)[:1500]
+    return check
 
 
 def stamp_times(result: dict, started: float) -> None:

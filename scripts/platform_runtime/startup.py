@@ -20,6 +20,7 @@ overwriting its own environ memory) is beyond any in-process view: docs/gate.md#
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.machinery
 import os
@@ -29,7 +30,7 @@ import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core import interpreter_rules, record_rules
+from core import interpreter_rules, record_rules, start_up_rules
 
 from platform_runtime import (
     bytecode,
@@ -37,6 +38,7 @@ from platform_runtime import (
     interpreter_layout,
     interpreter_state,
     ld_library_path,
+    owned_start_up,
     path_config,
     procmaps,
     site_owners,
@@ -86,7 +88,9 @@ WORKER_ENVIRONMENT = record_rules.WORKER_ENVIRONMENT
 # from every worker's environment (the loader's own are judged instead: a CUDA box needs LD_LIBRARY_PATH).
 # OpenSSL loads the config OPENSSL_CONF names (and the provider or engine modules it lists) when hashlib
 # starts it; glibc's iconv loads modules from GCONV_PATH; git reads GIT_CONFIG_* (core.fsmonitor runs a command).
-WORKER_REMOVED = LIBRARY_MODULE_VARIABLES
+# coverage's a1_coverage.pth, accepted when coverage's RECORD lists it, starts coverage in any process that has one
+# of start_up_rules.ACTIVATION_VARIABLES: no worker gets them.
+WORKER_REMOVED = LIBRARY_MODULE_VARIABLES + start_up_rules.ACTIVATION_VARIABLES
 WORKER_REMOVED_PREFIXES = ("GIT_", "PYTHON")
 
 
@@ -124,6 +128,17 @@ class Findings:
     executing_pth_files: list[str] = field(default_factory=list)
     accepted_pth_files: list[dict] = field(default_factory=list)
     interpreter: dict = field(default_factory=dict)  # isolation.interpreter (core.interpreter_rules)
+    # Start-up code the platform's owner installed, its bytes what the owner recorded (core.start_up_rules), and
+    # the start-up code refused, with who owns it (or None) and why: the facts a person acts on.
+    owned: owned_start_up.Owned = field(default_factory=owned_start_up.Owned, repr=False)
+
+    @property
+    def accepted_start_up(self) -> list[dict]:
+        return self.owned.accepted
+
+    @property
+    def refused_start_up(self) -> list[dict]:
+        return self.owned.refused
 
     def add(self, vector: str, finding: str) -> None:
         if vector not in self.present:
@@ -177,20 +192,27 @@ def _distutils_hack_ran(default: str, environment: dict[str, str]) -> bool:
 
 def judge_pth_files(site_dirs: list[Path], search: list[Path], environment: dict[str, str], out: Findings,
                     modules: dict | None = None) -> None:
-    """Every code-running .pth in the directories site processes is a vector, except setuptools' own
-    (known bytes) whose one import is off in the workers and, where it ran here, imported a known file."""
+    """Every code-running .pth in the directories site processes is a vector, except setuptools' own (known
+    bytes) whose one import is off in the workers and, where it ran here, imported a known file; and one an
+    installed distribution or the system's package manager owns, with its bytes and those of every module its
+    import lines name what that owner recorded (core.start_up_rules)."""
+    modules = sys.modules if modules is None else modules
     for directory in site_dirs:
         try:
             candidates = sorted(directory.glob("*.pth"))
         except OSError:
             continue
         for pth in candidates:
-            if not code_lines(pth):
+            lines = code_lines(pth)
+            if not lines:
                 continue
             default = KNOWN_SETUPTOOLS_PTH.get(_sha256(pth) or "") if pth.name == SETUPTOOLS_PTH else None
             if default is None:
-                out.executing_pth_files.append(pth.name)
-                out.add(".pth", f"{pth.name} in a site directory runs code at every start-up")
+                if out.owned.accept(pth, ".pth", "a site directory", functools.partial(
+                        owned_start_up.pth_imports, lines=lines, dirs=[directory, *search], owned=out.owned,
+                        modules=modules)) is None:
+                    out.executing_pth_files.append(pth.name)
+                    out.add(".pth", f"{pth.name} in a site directory runs code at every start-up")
                 continue
             if not _distutils_hack_ran(default, environment):
                 out.accepted_pth_files.append({"name": pth.name, "why": "setuptools' own, byte for byte; its "
@@ -199,7 +221,7 @@ def judge_pth_files(site_dirs: list[Path], search: list[Path], environment: dict
                 continue
             spec = _find("_distutils_hack", search)
             release = KNOWN_DISTUTILS_HACK.get(_sha256(Path(spec.origin)) or "") if spec and spec.origin else None
-            release, why_not = _check_distutils_hack(spec, release, sys.modules if modules is None else modules)
+            release, why_not = _check_distutils_hack(spec, release, modules)
             if release is None:
                 out.executing_pth_files.append(pth.name)
                 out.add(".pth", f"{pth.name} imported _distutils_hack into the gate's own process, and {why_not}")
@@ -207,6 +229,18 @@ def judge_pth_files(site_dirs: list[Path], search: list[Path], environment: dict
                 out.accepted_pth_files.append({"name": pth.name, "why": f"setuptools' own, byte for byte; the "
                                                f"_distutils_hack it imported here is setuptools {release}'s; "
                                                "off in every worker"})
+    judge_activation(environment, out)
+
+
+def judge_activation(environment: dict[str, str], out: Findings) -> None:
+    """A variable an accepted .pth reads to start its owner's code (coverage's), set for the gate's own process:
+    that code then ran here, with a configuration the caller named (coverage imports the plugins it lists)."""
+    for name in start_up_rules.ACTIVATION_VARIABLES:
+        readers = [entry["name"] for entry in out.accepted_start_up
+                   if entry["kind"] == ".pth" and name in entry.get("reads", [])]
+        if readers and (environment.get(name) or os.environ.get(name)):
+            out.add(name, f"{name} is set: the accepted {readers[0]} starts its owner's code in the gate's own "
+                          "process with the configuration it names (no worker gets it)")
 
 
 def _check_distutils_hack(spec, release: str | None, modules: dict) -> tuple[str | None, str]:
@@ -231,26 +265,33 @@ def _check_distutils_hack(spec, release: str | None, modules: dict) -> tuple[str
     return release, ""
 
 
-def _find(name: str, directories: list[Path]):
-    for directory in directories:
-        try:
-            spec = importlib.machinery.PathFinder.find_spec(name, [str(directory)])
-        except (ImportError, OSError, ValueError):
-            continue
-        if spec is not None:
-            return spec
-    return None
+_find = owned_start_up.find
 
 
-def judge_start_up_modules(search: list[tuple[str, Path]], out: Findings) -> None:
+def judge_start_up_modules(search: list[tuple[str, Path]], out: Findings, modules: dict | None = None) -> None:
     """A sitecustomize or usercustomize file (module, package, .pyc or extension) anywhere site imports it
-    from, found as a file; and one still in sys.modules, for a file since deleted."""
+    from, found as a file; and one still in sys.modules, for a file since deleted. A source module its owner
+    installed unchanged (core.start_up_rules) is accepted, and so is this process having imported that very file."""
+    modules = sys.modules if modules is None else modules
     for name in START_UP_MODULES:
         for kind, directory in search:
             in_zip = directory.is_file() and name in path_config.zip_holds(directory, START_UP_MODULES)
-            if in_zip or _find(name, [directory]) is not None:
-                out.add(name, f"a {name} in {kind} runs at every start-up")
-        if getattr(sys.modules.get(name), "__file__", None):
+            spec = None if in_zip else _find(name, [directory])
+            if not in_zip and spec is None:
+                continue
+            origin = Path(spec.origin) if spec is not None and spec.origin else None
+            plain = origin is not None and origin.name == f"{name}.py" and \
+                isinstance(spec.loader, importlib.machinery.SourceFileLoader)
+            if plain and out.owned.accept(origin, name, kind, functools.partial(
+                    owned_start_up.module_imports, source=origin, dirs=[d for _, d in search], owned=out.owned,
+                    modules=modules)) is not None:
+                continue
+            if not plain:
+                out.owned.refuse(origin.name if origin else name, name, kind,
+                                 "not a plain source module: no owner installs one so")
+            out.add(name, f"a {name} in {kind} runs at every start-up")
+        loaded = modules.get(name)
+        if getattr(loaded, "__file__", None) and not out.owned.imported(loaded, name):
             out.add(name, f"a {name} was imported into the gate's own process at start-up")
 
 
@@ -380,7 +421,8 @@ def record(allowed: bool) -> dict:
     and whether --allow-injection-vectors let the run go on with them."""
     found = scan()
     return {"present": found.present, "findings": found.findings, "executing_pth_files": found.executing_pth_files,
-            "accepted_pth_files": found.accepted_pth_files, "parent_flags": parent_flags(), "allowed": allowed,
+            "accepted_pth_files": found.accepted_pth_files, "accepted_start_up": found.accepted_start_up,
+            "refused_start_up": found.refused_start_up, "parent_flags": parent_flags(), "allowed": allowed,
             "interpreter": found.interpreter,
             "workers": "python -I", "worker_environment": dict(WORKER_ENVIRONMENT),
             "worker_site_dirs": record_rules.WORKER_SITE_DIRS}

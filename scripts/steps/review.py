@@ -123,9 +123,9 @@ def run(args: argparse.Namespace, env: dict[str, str]) -> int:
     if compared is not None:
         old, new = compared.old.side, compared.new.side
         atomic_write_bytes(args.out_dir / "baseline-diff.json", encode_json(
-            as_document(compared.changes, compared.lines, old, new, compared.tolerance)), parents=True)
+            as_document(compared.changes, compared.lines, old, new, compared.tolerance, compared.noise)), parents=True)
         text = markdown(compared.changes, compared.lines, old, new, compared.tolerance,
-                        f"What changed since baseline run {env['BASELINE_RUN_ID'].strip()}")
+                        f"What changed since baseline run {env['BASELINE_RUN_ID'].strip()}", noise=compared.noise)
         atomic_write_bytes(args.out_dir / "baseline-diff.md", text.encode("utf-8"), parents=True)
         append_summary(text)
     atomic_write_bytes(args.out_dir / REPORT_NAME, render_report(current, compared).encode("utf-8"), parents=True)

@@ -3,7 +3,7 @@
 
     python scripts/steps/run_gate.py --output FILE [--device cpu] [--require-list "cuda nfs"]
         [--require-device cpu] [--work-dir DIR] [--keep-workspace true|false] [--timeout S]
-        [--lock FILE] [--title TEXT]
+        [--collectives N|auto] [--training-stack true|false] [--lock FILE] [--title TEXT]
 
 Inputs arrive as plain arguments from `env:` in the YAML (never `${{ }}` in `run:`). The gate's
 own exit code and JSON decide; this exits 1 when the result is not ok, 2 on bad arguments.
@@ -66,6 +66,8 @@ def gate_command(args: argparse.Namespace) -> list[str]:
         command += ["--timeout", args.timeout]
     if args.collectives:  # N or auto: the gate itself refuses anything else (exit 2, with its message)
         command += ["--collectives", args.collectives]
+    if args.training_stack == "true":
+        command.append("--training-stack")
     return command
 
 
@@ -80,6 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep-workspace", default="false", choices=("true", "false"))
     parser.add_argument("--timeout", default="")
     parser.add_argument("--collectives", default="", help="the gate's --collectives (N or auto); empty: not run")
+    parser.add_argument("--training-stack", default="false", choices=("true", "false", ""),
+                        help="'true' adds the gate's --training-stack (compile, autocast, dataloader); empty: false")
     parser.add_argument("--lock", default="", help="hold an exclusive lock on this file while the gate runs")
     parser.add_argument("--title", default="platform runtime gate")
     args = parser.parse_args(argv)

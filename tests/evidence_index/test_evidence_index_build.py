@@ -28,6 +28,7 @@ from tests.evidence_index.fake_github import (
     source_hashes,
     standard_run,
 )
+from tests.evidence_index.index_cli import index_cli
 
 CLI = SCRIPTS / "build_evidence_index.py"
 SOURCES = FAKE_SOURCES  # the fake gate results are version-1 shaped, compared with fake_source_root()
@@ -78,7 +79,7 @@ FAKE = Path("fake-source-root")  # build()'s default: fake_source_root(), made w
 def build(fake: FakeGitHub, out: Path, *extra: str, source_root: Path | None = FAKE, token: str | None = None,
           run_id: int | None = None, keep: bool = True) -> Built:
     env = dict(os.environ, GITHUB_API_URL=fake.api_url, GITHUB_TOKEN=token or fake.token or "")
-    args = [sys.executable, "-B", str(CLI), "build", "--repository", fake.repository,
+    args = ["build", "--repository", fake.repository,
             "--run-id", str(run_id or fake.run_id),
             "--output", str(out / "index.json"), "--summary", str(out / "summary.md"), *extra]
     if "--log-patience" not in extra:
@@ -89,7 +90,7 @@ def build(fake: FakeGitHub, out: Path, *extra: str, source_root: Path | None = F
         args += ["--download-dir", str(out / "artifacts")]
     if source_root is not None:
         args += ["--source-root", str(fake_source_root() if source_root == FAKE else source_root)]
-    completed = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
+    completed = index_cli(*args, env=env)
     built = Built(completed, out)
     if built.index is not None:
         validate(built.index, "evidence-index.schema.json")
@@ -349,9 +350,8 @@ def test_a_platform_s_gate_result_naming_another_list_than_the_head_commit_s_gat
     assert built.code == 1
     assert any("the gate at the source root hashes (GATE_SOURCES) 20: missing 1: scripts/core/facts.py" in r
                for r in built.verdict["reasons"]), built.verdict["reasons"]
-    verify = [sys.executable, "-B", str(CLI), "verify", str(tmp_path / "index.json"), "--artifacts",
-              str(tmp_path / "artifacts"), "--logs", str(tmp_path / "logs")]
-    refused = subprocess.run(verify, capture_output=True, text=True, timeout=120)
+    refused = index_cli("verify", str(tmp_path / "index.json"), "--artifacts", str(tmp_path / "artifacts"), "--logs",
+                        str(tmp_path / "logs"))
     assert refused.returncode == 3 and "missing 1: scripts/core/facts.py" in refused.stdout, refused.stdout
 
 
@@ -506,11 +506,10 @@ def test_offline_under_act_the_artifacts_and_job_outputs_are_judged_without_an_a
     assert set(built.subjects()) == {"artifacts/platform-runtime-linux-attempt-1/platform-runtime-linux.json",
                                      "artifacts/platform-runtime-windows-attempt-1/platform-runtime-windows.json"}
     # a reviewer's verify does not take an offline index for a proven run unless told to
-    verify = [sys.executable, "-B", str(CLI), "verify", str(tmp_path / "out" / "index.json"), "--artifacts",
-              str(downloaded)]
-    plain = subprocess.run(verify, capture_output=True, text=True, timeout=60)
+    verify = ["verify", str(tmp_path / "out" / "index.json"), "--artifacts", str(downloaded)]
+    plain = index_cli(*verify)
     assert plain.returncode == 1 and "built --offline: no job log was read" in plain.stdout
-    assert subprocess.run([*verify, "--allow-offline"], capture_output=True, text=True, timeout=60).returncode == 0
+    assert index_cli(*verify, "--allow-offline").returncode == 0
 
 
 def test_offline_a_failed_job_or_a_platform_without_outputs_fails(fake, sources, tmp_path):
@@ -570,8 +569,8 @@ def test_verify_rechecks_a_built_index_and_fails_on_a_changed_log_zip_or_result(
     index, artifacts, logs = tmp_path / "index.json", tmp_path / "artifacts", tmp_path / "logs"
 
     def verify(*extra: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-B", str(CLI), "verify", str(index), "--artifacts", str(artifacts),
-                               "--logs", str(logs), *extra], capture_output=True, text=True, timeout=60)
+        return index_cli("verify", str(index), "--artifacts", str(artifacts),
+                               "--logs", str(logs), *extra)
 
     clean = verify()
     # 3 of them the API answers, 1 the plan job's log
@@ -594,9 +593,8 @@ def test_verify_reads_entries_from_the_zip_when_only_zips_were_kept(fake, source
     standard_run(fake, ("linux",), sources)
     build(fake, tmp_path)
     shutil.rmtree(tmp_path / "artifacts" / "platform-runtime-linux-attempt-1")
-    completed = subprocess.run([sys.executable, "-B", str(CLI), "verify", str(tmp_path / "index.json"),
-                                "--artifacts", str(tmp_path / "artifacts"), "--logs", str(tmp_path / "logs")],
-                               capture_output=True, text=True, timeout=60)
+    completed = index_cli("verify", str(tmp_path / "index.json"),
+                                "--artifacts", str(tmp_path / "artifacts"), "--logs", str(tmp_path / "logs"))
     assert completed.returncode == 0, completed.stdout
     assert "1 subject(s) read inside their artifact's zip" in completed.stdout
 

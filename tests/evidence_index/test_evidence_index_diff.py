@@ -10,7 +10,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -27,6 +26,8 @@ from tests.evidence_index.fake_github import (
     source_hashes,
     standard_run,
 )
+from tests.evidence_index.forged_evidence import made_at
+from tests.evidence_index.index_cli import index_cli
 
 CLI = SCRIPTS / "build_evidence_index.py"
 FILESYSTEMS = ROOT / "evidence" / "local" / "filesystems"
@@ -34,9 +35,13 @@ TMPFS = "platform-runtime-cpu-tmpfs.json"
 
 
 def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """The CLI in-process; `local` over a folder of committed results is indexed against the checkout that made
+    them (forged_evidence.made_at), so what is judged is the folder, not the gate sources that moved on since."""
     environ = {k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"} if env is None else env
-    return subprocess.run([sys.executable, "-B", str(CLI), *map(str, args)], capture_output=True, text=True,
-                          timeout=120, env=environ)
+    args = tuple(map(str, args))
+    if args[:1] == ("local",) and "--source-root" not in args and "--results" in args:
+        args = (*args, "--source-root", str(made_at(Path(args[args.index("--results") + 1]))))
+    return index_cli(*args, env=environ)
 
 
 def records(path: Path) -> set[tuple]:
@@ -142,19 +147,41 @@ def test_a_number_written_as_600_or_600_0_is_the_same_number(tmp_path):
     assert done.returncode == 3 and "checks.jsonl_append.unterminated_tail is 0" in done.stderr, done.stderr
 
 
-def test_a_duration_beyond_the_stated_tolerance_is_a_check_difference(tmp_path):
+def test_a_duration_no_rule_declares_noise_is_a_check_difference_beyond_the_stated_tolerance(tmp_path):
+    # A reprise verification's durations are declared by no rule module (core.noise): compared, within the
+    # tolerance only.
+    verification = next((ROOT / "evidence" / "local" / "run-local").glob("reprise-*/verification.json"))
+    recorded = json.loads(verification.read_text())
+    document = copy.deepcopy(recorded)
+    document["timing"]["wall_s"] = round(recorded["timing"]["wall_s"] * 3, 3)
+    (tmp_path / "new.json").write_text(json.dumps(document))
+    assert cli("diff", verification, tmp_path / "new.json", "--json", tmp_path / "d.json").returncode == 1
+    assert records(tmp_path / "d.json") == {
+        ("local", "check", "timing.wall_s", json.dumps(recorded["timing"]["wall_s"]),
+         json.dumps(document["timing"]["wall_s"]))}
+    assert cli("diff", verification, tmp_path / "new.json", "--duration-seconds", "100").returncode == 0
+    tolerance = json.loads((tmp_path / "d.json").read_text())["tolerance"]
+    assert tolerance == {"duration_seconds": 0.5, "duration_ratio": 0.5}
+
+
+def test_a_gate_check_twice_as_slow_is_timing_noise_counted_and_listed_not_a_difference(tmp_path):
+    # core.record_rules declares a file-system check's duration_s timing noise: a loaded machine doubles it.
     def edit(document: dict) -> None:  # as long as the whole run (a check never outlasts it: core.record_rules)
         document["checks"]["concurrent_replace"]["duration_s"] = document["duration_s"]
 
     new = seeded_tmpfs(edit, tmp_path)
-    assert cli("diff", FILESYSTEMS / TMPFS, new, "--json", tmp_path / "d.json").returncode == 1
+    done = cli("diff", FILESYSTEMS / TMPFS, new, "--json", tmp_path / "d.json", "--markdown", tmp_path / "d.md")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "0 difference(s); 1 measurement(s) varied within noise (timing 1)" in done.stdout
+    document = json.loads((tmp_path / "d.json").read_text())
     recorded = json.loads((FILESYSTEMS / TMPFS).read_text())
-    assert records(tmp_path / "d.json") == {("linux", "check", "checks.concurrent_replace.duration_s",
-                                             json.dumps(recorded["checks"]["concurrent_replace"]["duration_s"]),
-                                             json.dumps(recorded["duration_s"]))}
-    assert cli("diff", FILESYSTEMS / TMPFS, new, "--duration-seconds", "10").returncode == 0
-    tolerance = json.loads((tmp_path / "d.json").read_text())["tolerance"]
-    assert tolerance == {"duration_seconds": 0.5, "duration_ratio": 0.5}
+    assert document["changes"] == [] and document["within_noise"] == 1
+    assert document["noise"] == [{"platform": "linux", "kind": "check", "path": "checks.concurrent_replace.duration_s",
+                                  "old": recorded["checks"]["concurrent_replace"]["duration_s"],
+                                  "new": recorded["duration_s"], "result": "new.json", "noise": "timing"}]
+    assert "1 measurement(s) varied within noise (timing 1)" in (tmp_path / "d.md").read_text()
+    verbose = cli("diff", FILESYSTEMS / TMPFS, new, "--verbose")
+    assert verbose.returncode == 0 and "  timing: linux checks.concurrent_replace.duration_s " in verbose.stdout
 
 
 def test_the_runner_image_is_recorded_in_results_and_named_by_diff(tmp_path):
@@ -298,12 +325,14 @@ def test_two_run_indexes_are_diffed_platform_by_platform_without_run_ids(tmp_pat
     assert done.returncode == 1, done.stdout + done.stderr
     measured = measured_checks("cuda", True)["jsonl_append"]["duration_s"]  # the fake's real measurements
     assert records(tmp_path / "d.json") == {
-        ("cuda", "environment", "device.torch.version", '"2.11.0+cu130"', '"2.14.0+cu130"'),
-        ("cuda", "check", "checks.jsonl_append.duration_s", json.dumps(measured),
-         json.dumps(gate_result("cuda")["duration_s"])),
-    }
+        ("cuda", "environment", "device.torch.version", '"2.11.0+cu130"', '"2.14.0+cu130"')}
+    # a check's duration is timing noise (core.record_rules declares it): counted apart, never a difference
+    noise = json.loads((tmp_path / "d.json").read_text())["noise"]
+    assert [(n["platform"], n["path"], n["old"], n["new"], n["noise"]) for n in noise] == [
+        ("cuda", "checks.jsonl_append.duration_s", measured, gate_result("cuda")["duration_s"], "timing")]
     summary = dict(line.split(": ", 1) for line in done.stdout.splitlines() if ": " in line)
     assert summary["linux"] == "no differences" and summary["cuda"].startswith("environment: device.torch")
+    assert summary["cuda"].endswith(" | 1 measurement(s) varied within noise (timing 1)")
     # the same run against itself: nothing, exit 0
     assert cli("diff", old / "index.json", old / "index.json", "--old-artifacts", old / "artifacts", "--old-logs",
                old / "logs", "--new-artifacts", old / "artifacts", "--new-logs", old / "logs").returncode == 0

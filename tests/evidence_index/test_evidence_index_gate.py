@@ -14,6 +14,7 @@ import pytest
 
 from tests.conftest import ROOT, SCRIPTS
 from tests.evidence_index.fake_github import FakeArtifact, FakeGitHub, FakeJob, job_times, make_zip, runner_log
+from tests.evidence_index.index_cli import index_cli
 
 CLI = SCRIPTS / "build_evidence_index.py"
 
@@ -42,10 +43,9 @@ def test_a_real_gate_result_is_bound_to_this_checkout_and_a_changed_source_is_ca
         api = dict(os.environ, GITHUB_API_URL=fake.api_url, GITHUB_TOKEN=fake.token)
 
         def build(source_root, out):
-            done = subprocess.run([sys.executable, "-B", str(CLI), "build", "--repository", fake.repository,
+            done = index_cli("build", "--repository", fake.repository,
                                    "--run-id", str(fake.run_id), "--platforms", "linux", "--source-root",
-                                   str(source_root), "--output", str(out)], env=api, capture_output=True, text=True,
-                                  timeout=120)
+                                   str(source_root), "--output", str(out), env=api)
             return done.returncode, json.loads(out.read_text())
 
         code, index = build(ROOT, tmp_path / "index.json")

@@ -20,6 +20,7 @@ from tests.evidence_index.fake_github import (
     runner_log,
     standard_run,
 )
+from tests.evidence_index.index_cli import index_cli
 from tests.evidence_index.test_evidence_index_build import build, fake, sources  # noqa: F401 - fixtures
 
 
@@ -86,19 +87,15 @@ def test_the_index_of_attempt_one_is_still_attempt_ones_jobs(fake, sources, tmp_
 @pytest.mark.parametrize("carry_over", CARRY_OVER)
 def test_verify_rederives_the_same_selection_from_the_bound_job_list(fake, sources, tmp_path,  # noqa: F811
                                                                      carry_over):
-    import subprocess
-    import sys
 
-    from tests.evidence_index.test_evidence_index_build import CLI
 
     fake.carry_over = carry_over
     (tmp_path / "pa.json").write_text(json.dumps(rerun_failed_windows(fake, sources)))
     built = build(fake, tmp_path / "out", "--attempt", "2", "--platform-artifacts", str(tmp_path / "pa.json"))
     assert built.code == 0, built.stdout
     out = tmp_path / "out"
-    verified = subprocess.run([sys.executable, "-B", str(CLI), "verify", str(out / "index.json"),
-                               "--logs", str(out / "logs"), "--artifacts", str(out / "artifacts")],
-                              capture_output=True, text=True, timeout=60)
+    verified = index_cli("verify", str(out / "index.json"),
+                               "--logs", str(out / "logs"), "--artifacts", str(out / "artifacts"))
     assert verified.returncode == 0, verified.stdout + verified.stderr
 
 

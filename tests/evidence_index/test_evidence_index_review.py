@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,7 @@ from evidence_index.results import read_result_bytes
 
 from tests.conftest import ROOT, SCRIPTS
 from tests.evidence_index.fake_github import FAKE_SOURCES, fake_source_root, gate_result, source_hashes
+from tests.evidence_index.index_cli import index_cli
 
 CLI = SCRIPTS / "build_evidence_index.py"
 SOURCES = FAKE_SOURCES  # the fake gate results are version-1 shaped: compared with fake_source_root()
@@ -32,7 +32,7 @@ def cli(*args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"}
     if args[:1] == ("local",) and "--source-root" not in args:
         args = (*args, "--source-root", str(fake_source_root()))
-    return subprocess.run([sys.executable, "-B", str(CLI), *args], capture_output=True, text=True, timeout=60, env=env)
+    return index_cli(*args, env=env)
 
 
 def local(folder: Path, *extra: str) -> tuple[subprocess.CompletedProcess, Path]:

@@ -1,5 +1,6 @@
 """`local` (index local results, no GitHub) and `verify` (recompute every digest and judgement from the bytes).
-Forgeries of real indexes are in test_evidence_index_forgery.py."""
+Forgeries of real indexes are in test_a_forged_evidence_index_is_refused.py and
+test_an_online_index_is_held_to_what_github_says.py."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 
 from tests.conftest import ROOT, SCRIPTS, validate
 from tests.evidence_index.fake_github import FAKE_SOURCES, fake_source_root, gate_result, source_hashes
+from tests.evidence_index.index_cli import index_cli
 
 CLI = SCRIPTS / "build_evidence_index.py"
 SOURCES = FAKE_SOURCES  # the fake gate results are version-1 shaped: compared with fake_source_root()
@@ -27,7 +29,7 @@ def cli(*args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"}
     if args[:1] == ("local",) and "--source-root" not in args:
         args = (*args, "--source-root", str(fake_source_root()))
-    return subprocess.run([sys.executable, "-B", str(CLI), *args], capture_output=True, text=True, timeout=60, env=env)
+    return index_cli(*args, env=env)
 
 
 def local_gate(sources: dict) -> dict:

@@ -2,7 +2,8 @@
 the index compares with (core.source_sets reads its GATE_SOURCES, result format version and reprise lists as
 literals), so a result naming another list, or declaring another version, than that checkout's is not authentic
 (exit 3), the field and both values named. Real results only: a gate run made now on this CPU (the `real`
-fixture) against this checkout, and the committed CUDA run against the checkout of the commit that ran it."""
+fixture, tests/evidence_index/conftest.py) against this checkout, and the committed CUDA run against the checkout
+of the commit that ran it."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ import copy
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,15 +22,14 @@ from platform_runtime.sources import GATE_SOURCES
 
 from tests.conftest import ROOT, SCRIPTS
 from tests.evidence_index.checkouts import CUDA_COMMIT, checkout_of
-from tests.evidence_index.test_verdicts_forgery import real  # noqa: F401 - the fixture: a gate result made now
+from tests.evidence_index.index_cli import index_cli
 
 CLI = SCRIPTS / "build_evidence_index.py"
 CUDA = ROOT / "evidence" / "cuda" / "run"
 
 
 def cli(*args: object) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-B", str(CLI), *map(str, args)], capture_output=True, text=True,
-                          timeout=180)
+    return index_cli(*map(str, args))
 
 
 @pytest.fixture(scope="module")

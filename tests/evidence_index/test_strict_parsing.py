@@ -7,8 +7,6 @@ from __future__ import annotations
 import copy
 import json
 import math
-import subprocess
-import sys
 
 import pytest
 from core.contract import judge_bytes, parse_strict
@@ -17,7 +15,8 @@ from core.strict_json import NotStrict
 from platform_runtime.children import parse_last_json
 
 from tests.conftest import ROOT, SCRIPTS
-from tests.evidence_index.test_verdicts_forgery import index_and_verify, real  # noqa: F401 - the fixture
+from tests.evidence_index.forged_evidence import index_and_verify
+from tests.evidence_index.index_cli import index_cli
 
 CLI = SCRIPTS / "build_evidence_index.py"
 
@@ -96,8 +95,8 @@ def test_an_index_with_a_duplicate_key_is_refused_by_verify(tmp_path, real):  # 
     index = tmp_path / "index.json"
     text = index.read_text()
     index.write_text(text[:text.rstrip().rindex("}")] + ', "predicateType": "x"}\n')
-    again = subprocess.run([sys.executable, "-B", str(CLI), "verify", str(index), "--artifacts",
-                            str(tmp_path / "results")], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    again = index_cli("verify", str(index), "--artifacts",
+                            str(tmp_path / "results"), cwd=ROOT)
     assert again.returncode == 2 and "duplicate key 'predicateType'" in again.stderr + again.stdout
 
 

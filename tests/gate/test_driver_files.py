@@ -328,6 +328,46 @@ def test_the_gate_in_a_namespace_with_a_fake_cuda_torch_refuses_require_cuda(tmp
     assert driver_facts.library_problems("cuda", seen["driver_access"])
 
 
+PATH_HOLDER = """import errno, json, os, sys
+sys.path.insert(0, sys.argv[1])
+from platform_runtime import driver_access, driver_files
+by_name = [os.open("/dev/nvidia0", os.O_PATH), os.open("/dev/nvidiactl", os.O_PATH)]
+opened = os.open("/dev/nvidia1", os.O_RDWR)
+try:
+    os.open("/dev/nvidia0", os.O_RDWR)
+    refused = None
+except OSError as exc:
+    refused = errno.errorcode[exc.errno]
+pid = os.getpid()
+print(json.dumps({"devices_open": driver_access.driver_devices(driver_access.open_targets(pid)), "refused": refused,
+                  "device_nodes": driver_files.device_nodes(pid, driver_access.DRIVER_DEVICE)}))
+"""
+
+
+@needs_namespace
+def test_a_driver_node_held_by_name_only_is_not_a_device_held_open(tmp_path):
+    # open(2) with O_PATH never calls the driver, so a node with the driver's major made with mknod where no driver
+    # is loaded can be held that way, and stat of the descriptor reads 195:0 like the driver's own node
+    (tmp_path / "holder.py").write_text(PATH_HOLDER)
+    script = """set -eu
+mount -t tmpfs tmpfs /dev
+mknod /dev/null c 1 3; mknod /dev/nvidia0 c 195 0; mknod /dev/nvidiactl c 195 255; mknod /dev/nvidia1 c 1 5
+exec "$0" -I "$1" "$2"
+"""
+    done = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script, sys.executable,
+                           str(tmp_path / "holder.py"), str(ROOT / "scripts")], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert seen["refused"] == "ENXIO"  # no driver behind major 195 here
+    # only the device really opened is held (another driver's node: the rules refuse it by its numbers)
+    assert seen["devices_open"] == ["nvidia1"]
+    assert seen["device_nodes"] == [{"name": "nvidia1", "char": True, "major": 1, "minor": 5}]
+    access = {**REAL_ACCESS, "devices_open": seen["devices_open"], "device_nodes": seen["device_nodes"]}
+    problems = driver_views.driver_access_problems("cuda", cuda_views(access))
+    assert any("names no genuine cuda driver device the worker held (nvidia1)" in p for p in problems), problems
+
+
 @needs_namespace
 def test_a_procfs_file_bound_over_the_drivers_information_is_not_the_drivers_list():
     # a real procfs file (f_type 0x9fa0, type proc) bound where the driver's information file would be

@@ -87,7 +87,7 @@ def test_the_worker_entry_point_runs_only_the_file_system_worker(module):
     completed = subprocess.run([sys.executable, "-I", "-B", str(SCRIPTS / "platform_runtime_worker.py"), *module],
                                capture_output=True, text=True, timeout=60)
     assert completed.returncode == 2 and completed.stdout == ""
-    usage = "usage: platform_runtime_worker.py {fs_worker,collective_worker,killed_writer,torch_record}"
+    usage = "usage: platform_runtime_worker.py {fs_worker,collective_worker,killed_writer,torch_record,training_worker}"
     assert usage in completed.stderr
 
 

@@ -161,3 +161,13 @@ def _state(pid: int) -> str | None:
     except OSError:
         return None
     return stat["state"] if stat else None
+
+
+@pytest.mark.parametrize("timeout, device, file_system", [(600.0, 300.0, 120.0), (300.0, 300.0, 120.0),
+                                                          (900.0, 450.0, 180.0)])
+def test_each_checks_deadline_grows_with_a_longer_timeout_and_never_falls_below_its_default(timeout, device,
+                                                                                             file_system):
+    from platform_runtime.gate import Options
+
+    options = Options(timeout_s=timeout)
+    assert (options.device_check_timeout(), options.fs_check_timeout()) == (device, file_system)

@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 from core.vm_judge import judge_install  # noqa: E402
 from nfsvm import run_checks  # noqa: E402
 
-pytestmark = MARKS
+pytestmark = [*MARKS, pytest.mark.full]  # a second image and boot: `python3 dev.py test --full`
 KEPT = ROOT / "outputs" / "nfs-systemd-test"  # git-ignored; a failed run's outputs stay here until the next failure
 
 

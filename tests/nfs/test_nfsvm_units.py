@@ -308,3 +308,10 @@ def test_the_two_client_tasks_run_the_gate_workers_roles_as_the_gate_starts_them
         assert done.returncode == 0, (task["name"], done.stderr[-500:])
     assert jsonl.verify_records((workspace / "locked.jsonl").read_bytes(), 2, 5)["ok"] is True
     assert fs_worker.parse_version((workspace / "replace.json").read_bytes()) == (0, 2)
+
+
+@pytest.mark.parametrize("limit, timeout", [(2400.0, 720.0), (4000.0, 1200.0), (600.0, 420.0)])
+def test_each_guest_gate_has_its_share_of_the_vms_own_limit_and_never_less_than_the_floor(limit, timeout):
+    assert job.gate_timeout_for(limit) == timeout
+    made, _ = job.make_job(ROOT, ["action"], job.gate_timeout_for(limit))
+    assert made["gate_timeout"] == made["fault_gate_timeout"] == timeout

@@ -208,14 +208,16 @@ def test_a_passing_result_reports_no_failure_texts(tmp_path, github_files):
 def test_gate_command_passes_each_requirement_and_the_work_dir(tmp_path):
     args = run_gate.main.__globals__["argparse"].Namespace(
         device="cpu", output=tmp_path / "r.json", require_list="nfs\nwindows", require_device="cpu",
-        require_filesystem="", work_dir="/mnt/x", keep_workspace="true", timeout="", collectives="")
+        require_filesystem="", work_dir="/mnt/x", keep_workspace="true", timeout="", collectives="",
+        training_stack="")
     command = run_gate.gate_command(args)
     assert command[command.index("--work-dir") + 1] == "/mnt/x" and "--keep-workspace" in command
     assert [command[i + 1] for i, part in enumerate(command) if part == "--require"] == ["nfs", "windows"]
     assert "--collectives" not in command  # not asked: the check is absent from the result
-    args.collectives = "2"
+    assert "--training-stack" not in command  # empty (a push, where inputs are empty) is not asked
+    args.collectives, args.training_stack = "2", "true"
     command = run_gate.gate_command(args)
-    assert command[command.index("--collectives") + 1] == "2"
+    assert command[command.index("--collectives") + 1] == "2" and "--training-stack" in command
 
 
 def test_unknown_requirement_or_an_existing_result_is_a_usage_error(tmp_path, capsys):

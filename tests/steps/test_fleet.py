@@ -31,6 +31,32 @@ def test_a_bad_fleet_is_refused_saying_which_entry(text, words):
     assert words in str(error.value)
 
 
+@pytest.mark.parametrize("labels", [
+    ["ubuntu-latest"], ["ubuntu-24.04"], ["Ubuntu-22.04"], ["ubuntu-24.04-arm"], ["ubuntu-slim"], ["windows-2025"],
+    ["windows-11-arm"], ["macos-15"], ["macos-15-intel"], ["macos-latest-xlarge"], ["ubuntu-latest", "gpu"],
+])
+def test_a_box_whose_labels_name_a_github_hosted_image_is_refused(labels):
+    # GitHub sends the job to a fresh hosted VM of that image: no NVIDIA GPU, so the job could only fail there
+    with pytest.raises(fleet.FleetError) as error:
+        fleet.parse_runners(json.dumps([["self-hosted", "a100"], {"name": "h", "labels": labels}]))
+    assert str(error.value).startswith(f"cuda-runners[1] {json.dumps(labels, separators=(',', ':'))} names GitHub's "
+                                       f"hosted image {labels[0]}, which has no NVIDIA GPU: give your GPU runner's "
+                                       'labels, e.g. ["self-hosted","linux","gpu"]')
+    with pytest.raises(fleet.FleetError, match=r"^cuda-runner \["):
+        fleet.single_box(labels)
+
+
+@pytest.mark.parametrize("labels", [
+    ["self-hosted"], ["self-hosted", "linux", "x64", "gpu"], ["SELF-HOSTED", "ubuntu-latest"],  # its own custom label
+    ["arc-gpu-runners"],  # an Actions Runner Controller scale set, addressed by its name alone
+    ["linux", "a100"],  # a runner made with --no-default-labels, or custom labels without self-hosted
+    ["ubuntu-22.04-gpu-t4"],  # a GitHub-hosted larger runner with a GPU, named by its owner
+])
+def test_labels_that_name_no_hosted_image_are_accepted(labels):
+    assert fleet.single_box(labels) == {"name": "", "labels": labels}
+    assert fleet.parse_runners(json.dumps([labels]))[0]["labels"] == labels
+
+
 def test_a_box_is_read_back_from_its_job_name_and_names_its_artifact():
     assert fleet.box_of("cuda (a100-2)") == "a100-2" and fleet.box_of("caller / cuda (h100)") == "h100"
     assert fleet.box_of("cuda") is None and fleet.box_of("linux (x)") is None
@@ -69,11 +95,16 @@ def test_without_cuda_the_matrix_holds_one_placeholder_for_the_skipped_job(tmp_p
     (["--cuda-runner", '["a"]', "--cuda-runners", '[["b"]]'], "not both"),
     (["--cuda-runners", '[["a"]]', "--max-parallel", "0"], "max-parallel '0'"),
     (["--cuda-runners", "[[]]"], "cuda-runners[0]"),
+    (["--cuda-runners", '[["self-hosted","a100"],["ubuntu-latest"]]'], "cuda-runners[1] [\"ubuntu-latest\"] names"),
+    (["--cuda-runner", '["ubuntu-latest"]'], "cuda-runner [\"ubuntu-latest\"] names GitHub's hosted image"),
+    (["--cuda-runner", '"windows-latest"'], "cuda-runner [\"windows-latest\"] names GitHub's hosted image"),
 ])
 def test_fleet_mistakes_stop_the_plan_with_one_error_line(tmp_path, args, words):
-    proc, _ = plan(tmp_path, *args)
+    proc, outputs = plan(tmp_path, *args)
     errors = [line for line in proc.stdout.splitlines() if line.startswith("::error")]
     assert proc.returncode == 2 and len(errors) == 1 and words in errors[0], proc.stdout
+    assert proc.stderr.splitlines()[0].startswith("error: ") and words in proc.stderr.splitlines()[0]
+    assert "Traceback" not in proc.stderr and outputs == {}
 
 
 def test_the_record_names_each_box_s_artifact_by_name_not_the_one_box_the_matrix_outputs_show(tmp_path):

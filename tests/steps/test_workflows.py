@@ -291,6 +291,24 @@ def test_root_action_inputs_and_outputs():
     assert {"ok", "result-path", "result-sha256"} <= set(doc["outputs"])
 
 
+def test_training_stack_reaches_every_gate_from_the_workflow_through_env():
+    """The workflow's boolean input goes to every platform's action; each action hands it to run_gate.py through
+    env: (never an expression in run:), defaulting to false; on a push (inputs empty) it is '' and not asked."""
+    on = load(WORKFLOW)["on"]
+    for trigger in ("workflow_dispatch", "workflow_call"):
+        assert on[trigger]["inputs"]["training-stack"] == {
+            **on[trigger]["inputs"]["training-stack"], "type": "boolean", "default": False}
+    jobs = load(WORKFLOW)["jobs"]
+    for name in PLATFORMS:
+        assert jobs[name]["steps"][2]["with"]["training-stack"] == "${{ inputs.training-stack }}"
+    for path in ACTION_FILES:
+        doc = load(path)
+        assert doc["inputs"]["training-stack"]["default"] == "false", path
+        gate = next(step for step in doc["runs"]["steps"] if "run_gate.py" in step.get("run", ""))
+        assert gate["env"]["TRAINING_STACK"] == "${{ inputs.training-stack }}", path
+        assert '--training-stack "$TRAINING_STACK"' in gate["run"], path
+
+
 def test_windows_action_runs_tests_the_windows_gate_and_a_checked_training():
     doc = load(ROOT / "actions" / "windows" / "action.yml")
     text = "\n".join(step.get("run", "") for step in doc["runs"]["steps"])

@@ -324,8 +324,8 @@ def test_dispatch_mps_on_a_linux_host_fails_honestly_and_still_uploads_its_json(
 def test_dispatch_cuda_without_a_gpu_fails_in_the_diagnostic_and_the_gate_under_the_lock(tmp_path, node_modules):
     lock = tmp_path / "gpu.lock"
     run = run_act(tmp_path, node_modules, "workflow_dispatch", "-W", WORKFLOW, "--input", "platform=cuda",
-                  "--input", 'cuda-runner=["ubuntu-latest"]', "--input", f"cuda-lock-file={lock}",
-                  extra_env={"GITHUB_REPOSITORY": REPOSITORY})
+                  "--input", 'cuda-runner=["self-hosted","gpu"]', "--input", f"cuda-lock-file={lock}",
+                  "-P", "gpu=-self-hosted", extra_env={"GITHUB_REPOSITORY": REPOSITORY})
     results = run.job_results()
     assert results.get("cuda") == "failure" and results.get("evidence") == "failure", run.log[-4000:]
     archive = run.artifact("platform-runtime-cuda-attempt-1")

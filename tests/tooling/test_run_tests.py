@@ -155,3 +155,42 @@ def test_busy_processes_end_when_the_run_is_killed(tmp_path, signal_number):
 def test_under_load_refuses_a_value_that_is_not_a_count(tmp_path, value):
     completed = run_all(tmp_path, "--under-load", value)
     assert completed.returncode != 0 and "--under-load needs a number of busy processes" in completed.stderr
+
+
+BESIDE_SUITE = ("import os, pathlib, time\nimport pytest\n\n"
+                "def test_quick():\n    pathlib.Path(os.environ['MARK'] + '-quick').write_text(str(time.time()))\n\n"
+                "@pytest.mark.beside\ndef test_long_and_apart():\n"
+                "    pathlib.Path(os.environ['MARK'] + '-apart').write_text(str(time.time()))\n"
+                "    time.sleep(float(os.environ.get('HOLD', '0')))\n"
+                "    assert os.environ.get('FAIL') != '1'\n")
+
+
+def run_with_beside_marker(tmp_path, *args: str, **env: str) -> subprocess.CompletedProcess:
+    suite = tmp_path / "test_streams.py"
+    suite.write_text(BESIDE_SUITE)
+    return subprocess.run([sys.executable, str(ROOT / "tools" / "run_tests.py"), "--no-lint", *args, str(suite), "-v",
+                           "-p", "no:cacheprovider", "--rootdir", str(tmp_path)], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "MARK": str(tmp_path / "mark"), **env})
+
+
+def test_the_tests_marked_beside_run_in_a_second_process_at_the_same_time_and_are_printed_after(tmp_path):
+    completed = run_with_beside_marker(tmp_path, HOLD="2")
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    out = completed.stdout
+    assert out.index("test_quick PASSED") < out.index("== pytest, the tests marked `beside`") < out.index(
+        "test_long_and_apart PASSED")
+    quick, apart = (float((tmp_path / f"mark-{name}").read_text()) for name in ("quick", "apart"))
+    assert abs(quick - apart) < 2, "the second stream started only after the first ended"
+    assert "== the 2 slowest tests" in out
+
+
+def test_a_failure_in_the_second_stream_fails_the_run(tmp_path):
+    completed = run_with_beside_marker(tmp_path, FAIL="1")
+    assert completed.returncode == 1 and "test_long_and_apart FAILED" in completed.stdout
+
+
+def test_markers_the_caller_chose_run_in_one_stream(tmp_path):
+    completed = run_with_beside_marker(tmp_path, "-m", "beside")
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert "test_long_and_apart PASSED" in completed.stdout and "test_quick" not in completed.stdout
+    assert "tests marked `beside`" not in completed.stdout

@@ -28,6 +28,18 @@ ALL_PHASES = PHASES + OPTIONAL_PHASES
 # (nfs-kernel-server from its .debs under systemd: tools/nfsvm/postinst.py).
 SYSTEMD_PHASES = ("action",)
 INSTALL_PHASE = "install"
+# Each gate the guest runs (the action's, the server-restart phase's) has this share of the VM's wall-clock limit as
+# its --timeout, and never less than GATE_TIMEOUT_MIN_S: the guest's gate imports torch under TCG (about 20 s on an
+# idle host, many times that on a loaded one), and a fixed deadline turned a loaded host's slower run into a red one
+# (device_compute killed at its deadline with no answer). The gate's own checks take their shares of its --timeout
+# (scripts/platform_runtime/gate.py), so a VM given more time gives it to every deadline inside.
+GATE_SHARE_OF_LIMIT = 0.3
+GATE_TIMEOUT_MIN_S = 420.0
+
+
+def gate_timeout_for(limit_s: float) -> float:
+    """The --timeout of each gate the guest runs, from the VM's own wall-clock limit."""
+    return round(max(GATE_TIMEOUT_MIN_S, limit_s * GATE_SHARE_OF_LIMIT), 1)
 
 
 def python_prefixes(python: Path) -> dict[str, str]:
@@ -75,9 +87,11 @@ def make_job(repo: Path, phases: list[str], gate_timeout: float, init: str = "bu
     return job, shares
 
 
-def run(image: Path, cache: Path, phases: list[str], limit_s: float, gate_timeout: float = 420.0,
+def run(image: Path, cache: Path, phases: list[str], limit_s: float, gate_timeout: float | None = None,
         repo: Path = ROOT, init: str = "busybox") -> tuple[dict, Path]:
-    """Boot one VM for the phases; returns the boot facts and the folder holding what the guest wrote."""
+    """Boot one VM for the phases; returns the boot facts and the folder holding what the guest wrote. The guest's
+    gates run with `gate_timeout`, by default their share of `limit_s` (gate_timeout_for)."""
+    gate_timeout = gate_timeout_for(limit_s) if gate_timeout is None else gate_timeout
     runs = cache / "runs"
     runs.mkdir(parents=True, exist_ok=True)
     job_dir = Path(tempfile.mkdtemp(prefix="run-", dir=runs)) / "job"

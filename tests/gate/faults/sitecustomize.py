@@ -25,6 +25,8 @@ def _role_of(argv):
         return script, "rank", []
     if script == "platform_runtime_worker.py" and argv[1:3] == ["killed_writer", "writer"]:
         return script, "killed-writer", argv[3:]
+    if script == "platform_runtime_worker.py" and argv[1:2] == ["training_worker"] and len(argv) > 2:
+        return script, f"training-{argv[2]}", argv[3:]
     return script, ("device" if script == "device_worker.py" else ""), []
 
 
@@ -135,6 +137,58 @@ def init_then_report_another_device(real, *args, **kwargs):
     return result
 
 
+def _training_faults():
+    """Break, in a training-stack check's worker, what its check must catch, through torch or the interpreter."""
+    import multiprocessing
+
+    if FAULT == "autocast-ignored":
+        # An autocast that silently does nothing (the region runs in float32), as on a device without it.
+        def patch(module):
+            real_init = module.autocast.__init__
+
+            def init(self, device_type, dtype=None, enabled=True, cache_enabled=None):
+                real_init(self, device_type, dtype=dtype, enabled=False, cache_enabled=cache_enabled)
+
+            module.autocast.__init__ = init
+
+        _after_import("torch.amp.autocast_mode", patch)
+    elif FAULT == "loader-worker-hangs":
+        # Loader worker 1 hangs inside its first sample (a read from a mount that stopped answering): the forked
+        # worker's torch.frombuffer, which the dataset calls, never returns there.
+        def hang_in_worker_one():
+            torch = sys.modules.get("torch")
+            if torch is None:
+                return
+            real = torch.frombuffer
+
+            def frombuffer(*args, **kwargs):
+                info = torch.utils.data.get_worker_info()
+                if info is not None and info.id == 1:
+                    import time
+
+                    time.sleep(3600)
+                return real(*args, **kwargs)
+
+            torch.frombuffer = frombuffer
+
+        os.register_at_fork(after_in_child=hang_in_worker_one)
+    elif FAULT in ("loader-start-method-spawn", "loader-dataset-unpicklable"):
+        # The platform's default start method is spawn (macOS, Windows) ...
+        multiprocessing.set_start_method("spawn", force=True)
+        if FAULT == "loader-dataset-unpicklable":
+            # ... and the dataset holds what pickle refuses (an open file), as datasets that open theirs early do.
+            def patch(module):
+                real_init = module.DataLoader.__init__
+
+                def init(self, dataset, *args, **kwargs):
+                    dataset.handle = open(os.devnull, "rb")  # noqa: SIM115 - held by the dataset
+                    real_init(self, dataset, *args, **kwargs)
+
+                module.DataLoader.__init__ = init
+
+            _after_import("torch.utils.data.dataloader", patch)
+
+
 def _killed_writer_fault():
     """A faulty writer for the killed-writer stage (in its writer processes only)."""
     import tempfile
@@ -189,6 +243,8 @@ def _inject():
         os.kill(os.getpid(), signal.SIGKILL)
     elif ROLE == "device" and FAULT:
         _torch_faults()
+    elif ROLE.startswith("training-") and FAULT:
+        _training_faults()
     elif ROLE == "probe" and FAULT == "probe-killed-after-report":
         # The probe's own report is written, then a signal ends it (as a racer that wrote a line into its stdout
         # and SIGKILLed it would): a report from a child that did not exit by itself must not count.
