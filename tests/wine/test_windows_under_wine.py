@@ -27,6 +27,7 @@ from wine import build, jobs, session  # noqa: E402
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.beside,  # long and self-contained: tools/run_tests.py runs it beside the rest of the suite
     pytest.mark.skipif(sys.platform != "linux" or platform.machine() != "x86_64",
                        reason="Wine runs the win_amd64 build on x86-64 Linux only"),
     pytest.mark.skipif(shutil.which("wine") is None or shutil.which("wineserver") is None,
