@@ -20,7 +20,7 @@ import pytest
 from core import contract, requirements
 
 from tests.conftest import ROOT, SCRIPTS, validate
-from tests.evidence_index.test_verdicts_forgery import index_and_verify
+from tests.evidence_index.forged_evidence import index_and_verify
 
 sys.path.insert(0, str(ROOT / "tools"))
 from wine import build, jobs, session  # noqa: E402
