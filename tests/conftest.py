@@ -100,7 +100,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Without --full, the tests marked `full` are deselected, counted and named in the summary: never dropped
-    silently."""
+    silently. The tests marked `beside` (long, self-contained emulation: the NFS VM, Windows under Wine) are
+    collected first, so that on tools/run_tests.py's workers (one file at a time, in collection order) they start
+    at once and the rest of the suite fills the other worker around them."""
+    items.sort(key=lambda item: item.get_closest_marker("beside") is None)  # stable: the order otherwise kept
     if config.getoption("--full"):
         return
     full = [item for item in items if item.get_closest_marker("full")]
@@ -108,9 +111,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         config.hook.pytest_deselected(items=full)
         items[:] = [item for item in items if not item.get_closest_marker("full")]
     config.stash[_FULL_ONLY] = [item.nodeid for item in full]
+    if hasattr(config, "workeroutput"):  # a pytest-xdist worker: the controller prints the summary
+        config.workeroutput["full_only"] = config.stash[_FULL_ONLY]
 
 
 _FULL_ONLY = pytest.StashKey[list]()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    """pytest-xdist's controller collects nothing itself: it takes the `full` tests a worker left out."""
+    left = getattr(node, "workeroutput", {}).get("full_only")
+    if left:
+        node.config.stash[_FULL_ONLY] = left
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:

@@ -5,15 +5,17 @@ own: --no-lint (pytest only), --fail-on-skip (a skipped test fails the run, for 
 such as the root mount tests) and --under-load N (N CPU-bound busy processes run beside the whole run, linters
 and pytest, and are stopped however it ends: the suite must not depend on a quiet machine). --full reaches
 pytest (tests/conftest.py): it also runs the tests marked `full`, the slower variants CI leaves out, which are
-otherwise counted and named, never dropped silently. The tests marked `beside` run in a second pytest process at
-the same time as the others (its output is printed when it ends), unless the caller chose markers with -m. Every
-skip is counted and printed with its reason after pytest, so a test that silently stopped running shows; the run
-ends with its wall time and the 20 slowest tests.
+otherwise counted and named, never dropped silently.
+
+The tests run on two pytest-xdist workers, one test file at a time on each, the long emulated ones (marked
+`beside`: the NFS VM, Windows under Wine) first: one test at a time, the suite left one of CI's two cores idle
+much of the time. PLATFORM_RUNTIME_TEST_WORKERS=0 (or -n 0) runs one process. Every skip is counted and printed
+with its reason after pytest, so a test that silently stopped running shows; the run ends with its wall time and
+the 20 slowest tests.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import subprocess
@@ -28,10 +30,6 @@ from cpu_load import CpuLoad  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
-# Tests marked so (the NFS VM, Windows' Python under Wine: long, self-contained, mostly emulation) run in a second
-# pytest process at the same time as the rest: the rest, one test at a time, leaves one core of a 2-core machine
-# idle much of the time, and the two together end minutes sooner than one after the other.
-BESIDE = "beside"
 
 
 def _rel(pattern: str) -> list[str]:
@@ -130,12 +128,17 @@ def run(argv: list[str]) -> int:
         print(f"== wall time: {time.monotonic() - started:.0f} s", flush=True)
 
 
-def _streams(pytest_args: list[str]) -> list[tuple[str, list[str]]]:
-    """(name, marker expression) of each pytest process: the tests marked `beside` in one, every other test in
-    the other, run at the same time; one process where the caller chose the markers (-m) itself."""
-    if any(arg == "-m" or arg.startswith("-m") and not arg.startswith("--") for arg in pytest_args):
-        return [("pytest", [])]
-    return [("pytest", ["-m", f"not {BESIDE}"]), (f"pytest, the tests marked `{BESIDE}`", ["-m", BESIDE])]
+def workers(pytest_args: list[str], cpus: int | None = None) -> list[str]:
+    """The pytest-xdist options this run adds: two workers (one where the machine has one core), each taking
+    one test file at a time in collection order (the tests marked `beside` are collected first:
+    tests/conftest.py); none where the caller chose its own (-n, --numprocesses, -p no:xdist) or
+    PLATFORM_RUNTIME_TEST_WORKERS says otherwise (0: one process)."""
+    if any(arg in ("-n", "--numprocesses", "no:xdist") or arg.startswith(("-n", "--numprocesses=", "--dist"))
+           for arg in pytest_args):
+        return []
+    wanted = os.environ.get("PLATFORM_RUNTIME_TEST_WORKERS", "")
+    count = int(wanted) if wanted.isdigit() else min(2, cpus if cpus is not None else (os.cpu_count() or 1))
+    return ["-n", str(count), "--dist", "loadfile", "--no-loadscope-reorder"] if count > 1 else []
 
 
 def _run(argv: list[str]) -> int:
@@ -147,17 +150,15 @@ def _run(argv: list[str]) -> int:
         if subprocess.run(command, cwd=ROOT).returncode != 0:
             print(f"lint failed: {name}", flush=True)
             return 1
+    parallel = workers(pytest_args)
+    print("== pytest" + (f" on {parallel[1]} workers" if parallel else ""), flush=True)
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-    streams = _streams(pytest_args)
     with tempfile.TemporaryDirectory() as scratch:
-        folder = Path(scratch)
-        junits = [folder / f"junit-{index}.xml" for index in range(len(streams))]
-        commands = [[sys.executable, "-m", "pytest", f"--junitxml={junit}", *marks, *pytest_args]
-                    for junit, (_, marks) in zip(junits, streams)]
-        codes = _run_streams(streams, commands, env, folder)
-        skipped = [skip for junit in junits for skip in skipped_tests(junit)]
-        slowest = sorted((case for junit in junits for case in slowest_tests(junit)), reverse=True)[:20]
-    code = _combined(codes)
+        junit = Path(scratch) / "junit.xml"
+        code = subprocess.run([sys.executable, "-m", "pytest", f"--junitxml={junit}", *parallel, *pytest_args],
+                              cwd=ROOT, env=env).returncode
+        skipped = skipped_tests(junit)
+        slowest = slowest_tests(junit)
     report_skips(skipped)
     if slowest:
         print(f"== the {len(slowest)} slowest tests", flush=True)
@@ -167,43 +168,6 @@ def _run(argv: list[str]) -> int:
         print("--fail-on-skip: every selected test had to run", flush=True)
         return 1
     return code
-
-
-def _run_streams(streams: list[tuple[str, list[str]]], commands: list[list[str]], env: dict[str, str],
-                 folder: Path) -> list[int]:
-    """The first stream prints as it goes; the others write to a log each, printed whole once the first ends
-    and they have ended too. Whatever ends this run (a failure, a signal) ends every stream's process group."""
-    logs = [folder / f"stream-{index}.log" for index in range(len(streams))]
-    beside: list[subprocess.Popen] = []
-    try:
-        for command, log in zip(commands[1:], logs[1:]):
-            with log.open("wb") as out:
-                beside.append(subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                               start_new_session=True))
-        print(f"== {streams[0][0]}" + (f" (and, beside it, {len(beside)} more: printed when they end)"
-                                        if beside else ""), flush=True)
-        codes = [subprocess.run(commands[0], cwd=ROOT, env=env).returncode]
-        for (name, _), process, log in zip(streams[1:], beside, logs[1:]):
-            codes.append(process.wait())
-            print(f"== {name}", flush=True)
-            sys.stdout.write(log.read_text(encoding="utf-8", errors="replace"))
-            sys.stdout.flush()
-        return codes
-    finally:
-        for process in beside:
-            if process.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
-
-
-def _combined(codes: list[int]) -> int:
-    """The run's exit code: the first failing stream's; 5 (pytest: no tests collected) only when every stream
-    collected nothing, since a selection may hold no test of one stream."""
-    failing = [code for code in codes if code not in (0, 5)]
-    if failing:
-        return failing[0]
-    return 5 if all(code == 5 for code in codes) else 0
 
 
 if __name__ == "__main__":
