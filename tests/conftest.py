@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -10,6 +12,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,6 +22,19 @@ SCRIPTS = ROOT / "scripts"
 SCHEMAS = ROOT / "schemas"
 FAULTS = Path(__file__).resolve().parent / "gate" / "faults"
 sys.path.insert(0, str(SCRIPTS))
+
+
+@contextlib.contextmanager
+def made_once(folder: Path) -> Iterator[None]:
+    """Hold an exclusive lock on `folder`'s lock file while a one-time install into it (npm ci, uv's tool venv)
+    is checked and made: the suite's workers (tools/run_tests.py) may reach the same folder at once."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder.parent / f".{folder.name}.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def load_schema(name: str) -> dict:
