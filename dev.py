@@ -4,6 +4,7 @@
     python3 dev.py check   # every local check on this machine -> outputs/, one-screen summary
     python3 dev.py test    # lint + the whole test suite (what .ci/run runs)
     python3 dev.py nfs     # the NFS job on a real Linux 6.1 kernel in a qemu VM -> outputs/nfs/ (root, Linux)
+    python3 dev.py wine    # Windows' CPython and the pinned runtime under Wine: the gate, the diagnostic, the reprise
 
 Standard library only, so it runs on a machine that has nothing but Python 3.10+.
 The venv lives in .venv/ and is reinstalled only when requirements/*.txt change, with uv (pinned in
@@ -24,7 +25,8 @@ ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 REQUIREMENTS = ROOT / "requirements" / "dev.txt"
 STAMP = VENV / ".requirements.sha256"
-SCRIPTS = {"check": "scripts/run_local.py", "test": "tools/run_tests.py", "nfs": "tools/nfsvm/cli.py"}
+SCRIPTS = {"check": "scripts/run_local.py", "test": "tools/run_tests.py", "nfs": "tools/nfsvm/cli.py",
+           "wine": "tools/wine/cli.py"}
 
 
 def venv_python() -> Path:

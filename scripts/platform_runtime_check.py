@@ -137,8 +137,12 @@ def write_output(path: Path, result: dict) -> bool:
 
 
 def summary(result: dict) -> str:
+    from rules import wine
+
+    under_wine = wine.named(result.get("platform"))  # said wherever it shows: Wine is not Windows
     lines = [f"platform runtime gate: {'PASS' if result['ok'] else 'FAIL'} (exit {result['exit_code']}), "
-             f"device {result['device'].get('resolved') or '-'}, file system {result['filesystem'].get('type') or '-'}"]
+             f"device {result['device'].get('resolved') or '-'}, file system {result['filesystem'].get('type') or '-'}"
+             + (f", under {under_wine} (not Windows)" if under_wine else "")]
     for name, check in result["checks"].items():
         lines.append(f"  {'ok  ' if check['ok'] else 'FAIL'} {name:<20} {check['duration_s']:7.2f}s")
     for failure in result["failures"]:

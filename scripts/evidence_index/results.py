@@ -106,7 +106,8 @@ def _gate_claims(document: dict[str, Any]) -> dict[str, Any]:
     checks = document.get("checks")
     claims = {
         "exit_code": document.get("exit_code"),
-        "platform": pick(document.get("platform"), "system", "release", "machine", "python", "windows_version"),
+        "platform": pick(document.get("platform"), "system", "release", "machine", "python", "windows_version",
+                         "wine"),
         "ok": document.get("ok"),
         "device": pick(document.get("device"), "requested", "resolved", "type"),
         "filesystem": pick(document.get("filesystem"), "type", "method", "nfs_version", "mount_id"),

@@ -19,6 +19,7 @@ from platform_runtime import (
     dependencies,
     driver_access,
     driver_files,
+    interpreter_layout,
     interpreter_state,
     loaded_files,
     nvidia_driver,
@@ -128,7 +129,7 @@ class DeviceViews:
         paths = [p for p in worker if isinstance(p, str)] if isinstance(worker, list) else []
         paths += [m.path for m in self.mappings or []]
         paths += [f for m in list(sys.modules.values()) if isinstance(f := getattr(m, "__file__", None), str)]
-        loaded = loaded_files.check(paths, torch_search_dirs(), self._required)
+        loaded = loaded_files.check(paths, torch_search_dirs(), self._required, interpreter_layout.stdlib_dirs())
         if not isinstance(worker, list):
             loaded["problems"].append("the device worker reported no list of the files it loaded")
         loaded["after_report_s"] = round(time.monotonic() - started, 3)

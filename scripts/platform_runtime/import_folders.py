@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import os
 import sys
-import sysconfig
 from pathlib import Path
 
+from platform_runtime import interpreter_layout
 from platform_runtime.site_owners import module_name
 
 SCRIPTS_DIR = Path(__file__).resolve().parent.parent
@@ -46,19 +46,11 @@ def unlisted_script_entries(folder: Path = SCRIPTS_DIR, known: frozenset[str] = 
     return [name for name, is_dir in _entries(folder) if name not in known and module_name(name, is_dir)]
 
 
-def _stdlib_dirs() -> set[Path]:
-    paths = sysconfig.get_paths()
-    dirs = {Path(paths["stdlib"]), Path(paths["platstdlib"]), Path(paths["platstdlib"]) / "lib-dynload"}
-    libdir = sysconfig.get_config_var("LIBDIR")
-    if libdir:
-        dirs.add(Path(libdir) / f"python{sys.version_info[0]}{sys.version_info[1]}.zip")
-    return {d.resolve() for d in dirs}
-
-
-def stdlib_shadows(path: list[str] | None = None, skip: Path = SCRIPTS_DIR) -> list[str]:
+def stdlib_shadows(path: list[str] | None = None, skip: Path = SCRIPTS_DIR,
+                   stdlib_dirs: list[Path] | None = None) -> list[str]:
     """File names of standard-library-named modules on sys.path entries before the first standard-library one
     (`skip`, the gate's folder, is judged whole by unlisted_script_entries)."""
-    stdlib = _stdlib_dirs()
+    stdlib = {d.resolve() for d in (interpreter_layout.stdlib_dirs() if stdlib_dirs is None else stdlib_dirs)}
     names = set(sys.stdlib_module_names)
     found: set[str] = set()
     for entry in sys.path if path is None else path:

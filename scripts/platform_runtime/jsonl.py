@@ -10,6 +10,7 @@ write. So every append takes an exclusive lock, seeks to the end and writes the 
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -28,6 +29,16 @@ else:
     import fcntl
 
 METHOD = LOCK_METHOD_WINDOWS if os.name == "nt" else LOCK_METHOD_POSIX  # written once in rules.gate_parameters
+# How msvcrt.locking says the byte is another's: the C runtime's _locking sets EACCES (a locking violation; EDEADLOCK
+# after LK_LOCK's own retries), and EBADF or EINVAL for a call that is wrong, which is no refusal and is raised.
+# Wine 8's _locking sets no errno at all when LockFile refuses (errno 0, which Windows never gives): a refusal too.
+WINDOWS_REFUSED_ERRNOS = frozenset({errno.EACCES, getattr(errno, "EDEADLOCK", errno.EDEADLK), 0})
+
+
+def refused(exc: OSError) -> bool:
+    """Whether a failed lock attempt was refused because another holds the lock (any failure off Windows, as
+    before: fcntl's EACCES/EAGAIN, and what an NFS client answers)."""
+    return os.name != "nt" or exc.errno in WINDOWS_REFUSED_ERRNOS
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -57,8 +68,8 @@ class LockedAppender:
             try:
                 msvcrt.locking(self.lock_fd, msvcrt.LK_NBLCK, 1)
                 return
-            except OSError:
-                if time.monotonic() > give_up:
+            except OSError as exc:
+                if not refused(exc) or time.monotonic() > give_up:
                     raise
                 self.lock_waits += 1
                 time.sleep(0.001)
@@ -78,7 +89,9 @@ class LockedAppender:
             else:
                 os.lseek(self.lock_fd, 0, os.SEEK_SET)
                 msvcrt.locking(self.lock_fd, msvcrt.LK_NBLCK, 1)
-        except OSError:
+        except OSError as exc:
+            if not refused(exc):
+                raise
             return False
         self.unlock()
         return True

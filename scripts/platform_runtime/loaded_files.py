@@ -67,14 +67,24 @@ def _name(dist_info: str) -> str:
     return dependencies.normalize(dist_info[:-len(".dist-info")].split("-", 1)[0])
 
 
-def check(paths: list[str], site_dirs: list[Path], checked: Callable[[], list[dict]]) -> dict:
+def _in_stdlib(path: str, site: Path, stdlib: list[str]) -> bool:
+    """Whether `path` is the standard library's: in one of its folders, and not in a site dir inside that folder
+    (Windows' `Lib\\site-packages` lies in `Lib`)."""
+    return any(path.startswith(folder) and not (str(site).rstrip(os.sep) + os.sep).startswith(folder)
+               for folder in stdlib)
+
+
+def check(paths: list[str], site_dirs: list[Path], checked: Callable[[], list[dict]],
+          stdlib_dirs: list[Path] = ()) -> dict:
     """{"loaded_files", "bytecode_compared", "late", "not_checked", "problems", "duration_s"}: `paths` (absolute,
     as loaded) judged against the distributions already checked (`checked()`, dependencies.verify_one's reports,
     asked for only once the bytecode is compared: it may still be hashing); `late` holds the reports of the
-    distributions checked here because a loaded file belongs to them."""
+    distributions checked here because a loaded file belongs to them. A file in `stdlib_dirs` (interpreter_layout)
+    is the standard library's even inside a site dir: on Windows `sys.prefix`, which holds `Lib` and `DLLs`, is one."""
     started = time.monotonic()
     resolved = [str(Path(site).resolve()) for site in site_dirs]
     sites = [Path(site) for site in dict.fromkeys(resolved)]
+    stdlib = [str(Path(folder).resolve()).rstrip(os.sep) + os.sep for folder in stdlib_dirs]
     owned: dict[tuple[str, str], Path] = {}
     owners: dict[Path, _Owners] = {}
     result: dict = {"loaded_files": 0, "bytecode_compared": 0, "late": [], "not_checked": [], "problems": []}
@@ -85,8 +95,9 @@ def check(paths: list[str], site_dirs: list[Path], checked: Callable[[], list[di
         folder, name = os.path.split(path)
         if folder not in real_dirs:
             real_dirs[folder] = os.path.realpath(folder)
-        found = _site_of(os.path.join(real_dirs[folder], name), sites)
-        if found is None:
+        real = os.path.join(real_dirs[folder], name)
+        found = _site_of(real, sites)
+        if found is None or _in_stdlib(real, found[0], stdlib):
             continue  # the standard library, the gate's own sources (source.files), trusted as the interpreter is
         site, relative = found
         result["loaded_files"] += 1

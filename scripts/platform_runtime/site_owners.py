@@ -8,6 +8,13 @@ A real install always names its files: a wheel's `*.dist-info/RECORD`, an sdist'
 `*.egg-info/installed-files.txt` or `top_level.txt`, Debian's `/var/lib/dpkg/info/*.list`, conda's
 `conda-meta/*.json`. A top-level module (a `.py`, `.pyc`, extension module or package folder) that none of
 them lists was put there by hand: it is reported by name (never by path) as an injection vector.
+
+A folder runs code only through a module file in it: `import x` of a folder with no `__init__` runs nothing (it
+is a namespace package at most), while `import x.y` or `from x import y` runs `x/y.py`. So a folder is a module
+here when a module file lies in it or in its subfolders (those with an identifier's name, the ones a dotted
+import reaches); a folder of data (sympy's `share`, the python.org installer's `libs` and `tcl`) is none. And the
+interpreter's own layout is none (platform_runtime.interpreter_layout): on Windows `sys.prefix` itself is a site
+directory, holding `Lib`, `DLLs`, `Scripts` and the installer's other folders.
 Stdlib only.
 """
 
@@ -17,10 +24,12 @@ import csv
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 EXTENSION_SUFFIXES = (".so", ".pyd", ".dylib")
 DPKG_INFO = Path("/var/lib/dpkg/info")
+MAX_DEPTH = 12  # deeper than any package's layout; a folder deeper still is taken to hold code (a link loop too)
 
 
 def module_name(entry: str, is_dir: bool) -> str | None:
@@ -92,14 +101,33 @@ def _listed_by_system(site: Path, candidates: set[str]) -> set[str]:
     return owned
 
 
-def unowned_modules(site_dirs: list[Path]) -> list[str]:
-    """Top-level module names in the site directories that no installed distribution lists, sorted."""
+def holds_code(folder: Path, depth: int = 0) -> bool:
+    """Whether importing through this folder can run a file of it: a module file in it, or in a subfolder a dotted
+    name reaches. A folder that cannot be read, or lies too deep, is taken to hold one."""
+    try:
+        entries = [(e.name, e.is_dir(), e.path) for e in os.scandir(folder)]
+    except OSError:
+        return True
+    for name, is_dir, path in entries:
+        if module_name(name, is_dir) is None:
+            continue
+        if not is_dir or depth >= MAX_DEPTH or holds_code(Path(path), depth + 1):
+            return True
+    return False
+
+
+def unowned_modules(site_dirs: list[Path], layout: Callable[[Path, list[str]], set[str]] | None = None) -> list[str]:
+    """Top-level module names in the site directories that no installed distribution lists, sorted. `layout`
+    names the entries of a site directory that are the interpreter's own (interpreter_layout.layout_entries)."""
     found: set[str] = set()
     for site in site_dirs:
         try:
             entries = [(e.name, e.is_dir()) for e in os.scandir(site)]
         except OSError:
             continue
+        if layout is not None:
+            own = layout(site, [name for name, is_dir in entries if is_dir])
+            entries = [(name, is_dir) for name, is_dir in entries if name not in own]
         owned: set[str] = set()
         for name, is_dir in entries:
             if is_dir and name.endswith((".dist-info", ".egg-info")):
@@ -108,7 +136,7 @@ def unowned_modules(site_dirs: list[Path]) -> list[str]:
                 owned.add(name.split("-")[0])
         candidates = {name for name, is_dir in entries
                       if (module := module_name(name, is_dir)) is not None and name not in owned
-                      and module not in owned}
+                      and module not in owned and (not is_dir or holds_code(site / name))}
         if candidates:
             candidates -= _listed_by_system(site, candidates)
         found |= {module_name(name, is_dir) or name for name, is_dir in entries if name in candidates}

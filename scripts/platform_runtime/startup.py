@@ -35,6 +35,7 @@ from rules import beside_checks, interpreter_start, start_up_code
 from platform_runtime import (
     bytecode,
     import_folders,
+    interpreter_layout,
     interpreter_state,
     ld_library_path,
     owned_start_up,
@@ -156,13 +157,8 @@ def _pythonpath_dirs(environments: list[dict[str, str]]) -> list[Path]:
 
 
 def stdlib_dirs() -> list[Path]:
-    """The standard library's directories on a start-up sys.path (the zip, the library, lib-dynload)."""
-    paths = sysconfig.get_paths()
-    found = [Path(paths["stdlib"]), Path(paths["platstdlib"]), Path(paths["platstdlib"]) / "lib-dynload"]
-    libdir = sysconfig.get_config_var("LIBDIR")
-    if libdir:
-        found.append(Path(libdir) / f"python{sys.version_info[0]}{sys.version_info[1]}.zip")
-    return list(dict.fromkeys(found))
+    """The standard library's directories on a start-up sys.path (the zip, the library, lib-dynload or DLLs)."""
+    return interpreter_layout.stdlib_dirs()
 
 
 def _user_site() -> Path | None:
@@ -395,7 +391,9 @@ def scan(maps_text: str | None = None, environment: dict[str, str] | None = None
     searched = {d for _, d in search}
     search += [("a sys.path entry", d) for d in path_config.sys_path_entries() if d not in searched]
     judge_start_up_modules(search, out)
-    for name in site_owners.unowned_modules(site_dirs):
+    own, roots = interpreter_layout.own_dirs(), interpreter_layout.installation_roots()
+    for name in site_owners.unowned_modules(site_dirs, lambda site, names: interpreter_layout.layout_entries(
+            site, names, own, roots)):
         out.add("unlisted module", f"{name} is a module in a site directory that no installed distribution lists: "
                                    f"it runs in every process that imports {name}, an optional probe included")
     for name in import_folders.unlisted_script_entries():

@@ -169,13 +169,14 @@ def main(argv: list[str] | None = None) -> int:
         write_run(core, args.output, outcome, steps=args.steps, omit=omit, resumed_from=resumed_from,
                   source=source, data_sha256=data_sha256)
         print(f"{common.LOG_PREFIX}{outcome.progress.steps_done} steps done, final MSE (eval) "
-              f"{outcome.final_mse_eval:.12g}, wrote {args.output}")
+              f"{outcome.final_mse_eval:.12g}, wrote {args.output.as_posix()}")
         for name, folder in controls:
             # Each control starts from a freshly seeded state, exactly like a new process would.
             control = core.train(rows, args.steps, checkpoint, frozenset({name}))
             write_run(core, folder, control, steps=args.steps, omit=frozenset({name}), resumed_from=resumed_from,
                       source=source, data_sha256=data_sha256)
-            print(f"{common.LOG_PREFIX}control omitting the {name} RNG restore, wrote {folder}")
+            # as_posix: the same line on Windows, where a Path prints controles\omit-python
+            print(f"{common.LOG_PREFIX}control omitting the {name} RNG restore, wrote {folder.as_posix()}")
     except common.RepriseError as error:
         print(f"train.py: error: {error}", file=sys.stderr)
         return 2

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from rules import mount_options
+from rules import mount_options, wine
 from rules.gate_record import OS_FACT_PATHS, Filesystem, Platform, os_facts
 from rules.whole_result import NFS_TYPES
 
@@ -160,7 +160,10 @@ def windows_problems(platform: Platform, fs: Filesystem, facts: dict[str, Any] |
     system, fs_type = platform.system, str(fs.type or "")
     if system != "Windows":
         return [f"platform.system is {system!r}, not Windows"]
+    under_wine = wine.named(platform.raw)
     wanted = [
+        (under_wine is None, f"this ran under {under_wine} (platform.wine), not Windows: Wine implements Windows' API "
+                             "on another OS, and its answers (NTFS for its Z: drive) are not Windows'"),
         (fs.method == WINDOWS_FS_METHOD, f"the file system was not named by {WINDOWS_FS_METHOD} "
                                          f"(method {fs.method!r})"),
         (fs_type.casefold() in WINDOWS_FS_TYPES, f"filesystem.type {fs_type!r} is not a Windows file system"),
@@ -270,6 +273,9 @@ def filesystem_problems(wanted: str, fs: Filesystem, platform: Platform | None =
     elif str(fs_type).casefold() in WINDOWS_ONLY_FS_TYPES and named_by != WINDOWS:
         problems.append(f"filesystem.type {fs_type!r} was named by {fs.method!r}: only Windows' "
                         f"{WINDOWS_FS_METHOD} names it")
+    elif named_by == WINDOWS and platform is not None and wine.named(platform.raw) is not None:
+        problems.append(f"filesystem.type {fs_type!r} was named by {wine.named(platform.raw)}'s {WINDOWS_FS_METHOD}, "
+                        "which answers NTFS for its Z: drive whatever Linux file system lies under it")
     system = platform.system if platform is not None else None
     if platform is not None and named_by and system not in named_by:
         problems.append(f"filesystem.method {fs.method!r} is a {'/'.join(sorted(named_by))} probe, "

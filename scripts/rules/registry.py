@@ -84,6 +84,7 @@ RULES: tuple[tuple[str, str, str, str | None], ...] = (
     ("gate", "training_stack_device", "rules.training_stack:device_problems", None),
     ("gate", "gate_parameters", "rules.gate_parameters:gate_parameters", None),
     ("gate", "missing_fields", "rules.result_format:missing_fields", None),
+    ("gate", "wine_record", "rules.wine:record_problems", None),
     # Each requirement the arguments asked for, re-derived from the result's facts: (unmet, misrecorded).
     ("gate", "requirements", "rules.requirements:judge_requirements", None),
     # The other result kinds, each judged whole.

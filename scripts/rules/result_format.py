@@ -93,6 +93,7 @@ EARLIER_PATHS: dict[str, str] = {
     "scripts/rules/gpu_driver_files.py": "scripts/core/driver_facts.py",
     "scripts/rules/trust.py": "scripts/core/trust.py",
     "scripts/rules/start_up_code.py": "scripts/core/start_up_rules.py",
+    "scripts/rules/wine.py": "scripts/core/wine.py",
 }
 
 
@@ -135,6 +136,7 @@ VIEWS_SINCE: dict[str, tuple[str, ...]] = {
                                                  "device.views.driver.proc_files",
                                                  "device.views.driver.smi_file"),
     "scripts/rules/gpu_driver_files.py": ("device.torch_build.backend_files",),  # the build's libraries' own files
+    "scripts/rules/wine.py": ("platform.wine",),  # whether the Windows it ran on is Wine (rules.wine)
 }
 # Views recorded only inside an object the gate writes for some claims: required where that object is recorded
 # (a claim without it is refused by its own rule: rules.gpu_driver_access names a missing driver_access or driver list).

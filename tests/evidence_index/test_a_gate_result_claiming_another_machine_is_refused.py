@@ -145,7 +145,24 @@ def _as_windows_but(keep: str | None) -> Edit:
     return edit
 
 
+def _as_windows_under_wine(ntdll_version: str | None, registry_key: bool) -> Edit:
+    """Every OS fact made Windows's, as under Wine (its NTFS for Z: too), and Wine's answers as the gate records
+    them: either one names Wine."""
+    def edit(document: dict) -> None:
+        _as_windows_but(None)(document)
+        document["platform"]["wine"] = {"ntdll_version": ntdll_version, "registry_key": registry_key}
+    return edit
+
+
 REQUIREMENTS = [
+    *(row(f"windows held on a run recording Wine (ntdll {version}, registry key {key})", RUN_LOCAL_GATE,
+          _as_windows_under_wine(version, key), "windows", named)
+      for version, key, named in (("8.0", True, "this ran under Wine 8.0 (platform.wine), not Windows"),
+                                  ("8.0", False, "this ran under Wine 8.0"),
+                                  (None, True, "this ran under Wine (its registry key HKLM\\Software\\Wine)"))),
+    row("filesystem=ntfs held on a run recording Wine", RUN_LOCAL_GATE,
+        each(_as_windows_under_wine("8.0", True), _require_filesystem("ntfs", type="ntfs")), "filesystem=ntfs",
+        "which answers NTFS for its Z: drive"),
     *(row(f"{name} held{'' if asked else ' without being asked'} on a CPU ext4 run", RUN_LOCAL_GATE,
           _claim(name, asked), name, "") for name in ("nfs", "windows", "cuda", "mps", "rocm")
       for asked in (True, False)),
@@ -634,6 +651,21 @@ def test_a_linux_run_with_every_os_fact_rewritten_would_hold_windows() -> None:
     """The rule can hold: the rows above are refused for the one fact left, not because it refuses everything."""
     judgement = judged(edited(RUN_LOCAL_GATE, _as_windows_but(None)))
     assert not any("requirements[windows]" in why for why in said(judgement)), said(judgement)
+
+
+def test_wines_answers_are_recorded_as_the_gate_records_them() -> None:
+    """Off Windows neither is looked for; on Windows both always are (rules.wine): a result whose record says
+    otherwise was edited, whichever way."""
+    from rules import wine
+
+    windows = edited(RUN_LOCAL_GATE, _as_windows_under_wine(None, False))
+    assert wine.record_problems(windows) == [] and not any("platform.wine" in why for why in said(judged(windows)))
+    for answers in ({"ntdll_version": None, "registry_key": None}, {"ntdll_version": 8, "registry_key": False},
+                    {"ntdll_version": None}):
+        forged = {**windows, "platform": {**windows["platform"], "wine": answers}}
+        assert wine.record_problems(forged), answers
+    linux = edited(RUN_LOCAL_GATE, setting("platform.wine", {"ntdll_version": None, "registry_key": True}))
+    assert any("looked for only on Windows" in why for why in wine.record_problems(linux))
 
 
 @pytest.mark.parametrize("layout", [lambda views: None, _in_the_container_toolkits_layout], ids=[

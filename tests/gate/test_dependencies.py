@@ -159,6 +159,19 @@ def test_a_loaded_file_no_record_lists_is_refused_and_one_no_record_covers_is_na
                                   "folder)"]
 
 
+def test_the_standard_library_inside_a_windows_site_directory_is_the_standard_library(tmp_path):
+    """On Windows sys.prefix is a site directory holding Lib and DLLs: what the interpreter loads from them is its
+    own, while Lib\\site-packages, inside Lib, stays a site directory whose files are judged."""
+    for relative in ("Lib/os.pyc", "DLLs/_ctypes.pyd", "Lib/site-packages/loose/__init__.py"):
+        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / relative).write_text("", encoding="utf-8")
+    paths = [str(tmp_path / r) for r in ("Lib/os.pyc", "DLLs/_ctypes.pyd", "Lib/site-packages/loose/__init__.py")]
+    sites = [tmp_path, tmp_path / "Lib" / "site-packages"]
+    assert loaded_files.check(paths, sites, lambda: [])["not_checked"] == ["DLLs", "Lib", "loose"]  # no stdlib known
+    loaded = loaded_files.check(paths, sites, lambda: [], [tmp_path / "Lib", tmp_path / "DLLs"])
+    assert loaded["not_checked"] == ["loose"] and loaded["loaded_files"] == 1
+
+
 # --- the judge's rule, from recorded measurements -----------------------------------------------------------
 
 GOOD = {"verified": True, "distributions": ["sympy", "typing-extensions"], "files": 1700, "bytes": 30_000_000,

@@ -9,11 +9,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from platform_runtime import import_folders
+from platform_runtime import import_folders, interpreter_layout
 from rules import isolation_record
 
 from tests.conftest import ROOT, run_gate
-from tests.gate import view_kit
+from tests.gate import view_kit, windows_layouts
 from tests.gate.test_gate_injection import FORGED, assert_refused_naming, nfs_verdict
 
 
@@ -55,3 +55,36 @@ def test_a_json_module_dropped_into_the_gates_scripts_folder_fails_require_nfs_n
     assert "json.py is an importable entry in the gate's own folder (scripts/) that is not one of its sources: it " \
            "runs in the gate and in every worker that imports its name" in run.result["isolation"]["findings"]
     assert isolation_record.isolation_forgeries(run.result) == []
+
+
+def windows_stdlib(root: Path) -> list[Path]:
+    return interpreter_layout.stdlib_dirs(windows_layouts.sysconfig_paths(root), os_name="nt", base_prefix=str(root),
+                                          base_exec_prefix=str(root), platlibdir="DLLs", version=(3, 12))
+
+
+def test_the_windows_extension_modules_folder_is_the_standard_library_not_its_shadow(tmp_path):
+    """python.org's installation: sys.path is [python312.zip, DLLs, Lib, the folder, Lib\\site-packages] (getpath)."""
+    root = windows_layouts.lay_out(tmp_path / "Python312", windows_layouts.installer_files())
+    path = [str(root / "python312.zip"), str(root / "DLLs"), str(root / "Lib"), str(root),
+            str(root / "Lib" / "site-packages")]
+    assert root / "DLLs" in windows_stdlib(root) and root / "python312.zip" in windows_stdlib(root)
+    assert import_folders.stdlib_shadows(path, stdlib_dirs=windows_stdlib(root)) == []
+    # sysconfig alone names only Lib: every extension module of the standard library read as its own shadow
+    assert "_ctypes.pyd" in import_folders.stdlib_shadows(path, stdlib_dirs=[root / "Lib"])
+
+
+def test_a_standard_library_name_ahead_of_the_windows_standard_library_is_still_named(tmp_path):
+    root = windows_layouts.lay_out(tmp_path / "Python312", windows_layouts.installer_files())
+    ahead = tmp_path / "ahead"
+    ahead.mkdir()
+    (ahead / "json.py").write_text("")
+    path = [str(ahead), str(root / "python312.zip"), str(root / "DLLs"), str(root / "Lib")]
+    assert import_folders.stdlib_shadows(path, stdlib_dirs=windows_stdlib(root)) == ["json.py"]
+
+
+def test_without_a_dlls_folder_the_extension_modules_beside_the_interpreter_are_the_standard_library(tmp_path):
+    """getpath's gh-98790: with no DLLs folder (the embeddable build as shipped) they live in exec_prefix itself."""
+    root = tmp_path / "embed"
+    root.mkdir()
+    (root / "_ctypes.pyd").write_bytes(b"")
+    assert root in windows_stdlib(root) and root / "DLLs" not in windows_stdlib(root)

@@ -92,9 +92,9 @@ def test_an_error_is_described_without_paths(tmp_path):
     except OSError as exc:
         error = describe_error(exc)
     assert error["type"] == "FileNotFoundError" and error["errno"] == "ENOENT"
-    assert error["operation"] == 'files.read: with open(path, "rb") as handle:'  # the innermost call of ours
+    assert error["operation"] == 'files.read_whole: with open(path, "rb") as handle:'  # the innermost call of ours
     assert str(tmp_path) not in json.dumps(error)
-    assert error_text(error) == ('FileNotFoundError ENOENT (No such file or directory) in files.read: '
+    assert error_text(error) == ('FileNotFoundError ENOENT (No such file or directory) in files.read_whole: '
                                  'with open(path, "rb") as handle:')
 
 

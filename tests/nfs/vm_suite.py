@@ -37,7 +37,7 @@ def why_not_here() -> str | None:
 
 
 WHY_NOT = why_not_here()
-MARKS = [pytest.mark.slow, pytest.mark.skipif(WHY_NOT is not None, reason=str(WHY_NOT))]
+MARKS = [pytest.mark.slow, pytest.mark.beside, pytest.mark.skipif(WHY_NOT is not None, reason=str(WHY_NOT))]
 
 
 def keep_failure(out: Path, done: subprocess.CompletedProcess, kept: Path) -> None:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import made_once
 from tests.steps.github_output import parse_outputs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,7 +66,8 @@ def lock_for(wheels: list[Path], path: Path) -> Path:
 def tool_root() -> Path:
     """Where uv's tool venv lives for the whole session (the actions keep it beside the cache)."""
     root = ROOT / "outputs" / "test-install-uv"
-    uv, why = installer.ensure_uv(root)
+    with made_once(root):
+        uv, why = installer.ensure_uv(root)
     if uv is None:
         pytest.skip(f"uv cannot be installed here: {why}")
     return root

@@ -28,6 +28,8 @@ from pathlib import Path
 import pytest
 from evidence_index import summary as index_summary
 
+from tests.conftest import made_once
+
 ROOT = Path(__file__).resolve().parents[2]
 ACT_DIR = ROOT / "tests" / "act"
 STANDINS = ACT_DIR / "standins"
@@ -57,13 +59,13 @@ def node_modules() -> Path:
     lock = (ACT_DIR / "package-lock.json").read_bytes()
     target = ROOT / "outputs" / "act" / hashlib.sha256(lock).hexdigest()[:16]
     done = target / ".installed"
-    if not done.exists():
-        target.mkdir(parents=True, exist_ok=True)
-        for name in ("package.json", "package-lock.json"):
-            shutil.copyfile(ACT_DIR / name, target / name)
-        subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--ignore-scripts"], cwd=target, check=True,
-                       stdout=subprocess.DEVNULL, timeout=300)
-        done.write_text("ok\n")
+    with made_once(target):
+        if not done.exists():
+            for name in ("package.json", "package-lock.json"):
+                shutil.copyfile(ACT_DIR / name, target / name)
+            subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--ignore-scripts"], cwd=target, check=True,
+                           stdout=subprocess.DEVNULL, timeout=300)
+            done.write_text("ok\n")
     return target / "node_modules"
 
 

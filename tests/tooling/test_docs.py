@@ -111,6 +111,14 @@ def named_files(body: str) -> list[str]:
             if re.fullmatch(r"[\w.][\w./-]*\.(py|sh)", word) and not word.startswith("/")]
 
 
+def dev_jobs() -> tuple[str, ...]:
+    """The jobs dev.py runs (its own table)."""
+    sys.path.insert(0, str(ROOT))
+    import dev
+
+    return tuple(dev.SCRIPTS)
+
+
 def dev_options(job: str) -> str:
     """What `dev.py JOB` accepts: the script it runs (dev.py's own table); `test` takes run_tests.py's flags."""
     sys.path.insert(0, str(ROOT))
@@ -153,7 +161,7 @@ def check_shell(page: str, body: str) -> None:
     for script, args in python_calls(body):
         assert (ROOT / script).is_file(), f"{page}: {script} does not exist"
         if script == "dev.py":
-            assert not args or args[0] in ("check", "test", "nfs"), args
+            assert not args or args[0] in dev_jobs(), args
             if args:
                 text = dev_options(args[0])
                 unknown = [a.split("=")[0] for a in args[1:] if a.startswith("--") and f"{a.split('=')[0]}" not in text]

@@ -42,6 +42,12 @@ FULL_SUITE = ("import pytest\n\ndef test_quick():\n    pass\n\n"
               "@pytest.mark.full\ndef test_slow_variant():\n    pass\n")
 
 
+def ran(output: str, name: str) -> bool:
+    """Whether pytest -v said the test passed: `NAME PASSED` in one process, `PASSED file::NAME` on workers."""
+    return any(line.rstrip().endswith(f"::{name}") and "PASSED" in line or f"::{name} PASSED" in line
+               for line in output.splitlines())
+
+
 def run_with_full_marker(tmp_path, *args: str) -> subprocess.CompletedProcess:
     """A sample suite under the project's own conftest (its --full option and the `full` marker's handling)."""
     suite = tmp_path / "test_tiers.py"
@@ -55,11 +61,11 @@ def run_with_full_marker(tmp_path, *args: str) -> subprocess.CompletedProcess:
 def test_a_test_marked_full_runs_only_with_full_and_is_otherwise_named(tmp_path):
     quick = run_with_full_marker(tmp_path)
     assert quick.returncode == 0, quick.stdout + quick.stderr
-    assert "test_quick PASSED" in quick.stdout and "test_slow_variant PASSED" not in quick.stdout
+    assert ran(quick.stdout, "test_quick") and not ran(quick.stdout, "test_slow_variant")
     assert "1 test(s) marked `full` did not run (python3 dev.py test --full runs them)" in quick.stdout
     full = run_with_full_marker(tmp_path, "--full")
     assert full.returncode == 0, full.stdout + full.stderr
-    assert "test_quick PASSED" in full.stdout and "test_slow_variant PASSED" in full.stdout
+    assert ran(full.stdout, "test_quick") and ran(full.stdout, "test_slow_variant")
     assert "marked `full` did not run" not in full.stdout
 
 
@@ -105,7 +111,8 @@ def start_loaded(tmp_path, load: str, **env: str) -> tuple[subprocess.Popen, lis
     suite = tmp_path / "test_beside.py"
     suite.write_text(BESIDE)
     process = subprocess.Popen([sys.executable, str(ROOT / "tools" / "run_tests.py"), "--no-lint", "--under-load",
-                                load, str(suite), "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path)],
+                                load, str(suite), "-q", "-n", "0", "-p", "no:cacheprovider", "--rootdir",
+                                str(tmp_path)],
                                stdout=subprocess.PIPE, text=True, start_new_session=True,
                                # SIGINT as a terminal delivers it, even when this suite runs in the background
                                # (a shell's background job inherits it ignored)
@@ -155,3 +162,46 @@ def test_busy_processes_end_when_the_run_is_killed(tmp_path, signal_number):
 def test_under_load_refuses_a_value_that_is_not_a_count(tmp_path, value):
     completed = run_all(tmp_path, "--under-load", value)
     assert completed.returncode != 0 and "--under-load needs a number of busy processes" in completed.stderr
+
+
+WORKER_SUITE = ("import os, pathlib, time\nimport pytest\n\n{mark}"
+                "def test_{name}():\n"
+                "    pathlib.Path(os.environ['MARK'] + '-{name}').write_text(str(time.time()))\n"
+                "    time.sleep(float(os.environ.get('HOLD', '0')))\n"
+                "    assert os.environ.get('FAIL') != '{name}'\n")
+
+
+def run_on_workers(tmp_path, *args: str, **env: str) -> subprocess.CompletedProcess:
+    """Three sample files: two plain, one marked `beside` and collected last by name, under the project's conftest."""
+    for name, mark in (("a_first", ""), ("b_second", ""), ("z_emulated", "@pytest.mark.beside\n")):
+        (tmp_path / f"test_{name}.py").write_text(WORKER_SUITE.format(name=name, mark=mark))
+    return subprocess.run([sys.executable, str(ROOT / "tools" / "run_tests.py"), "--no-lint", *args, str(tmp_path),
+                           "-v", "-p", "no:cacheprovider", "-p", "tests.conftest", "--rootdir", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "MARK": str(tmp_path / "mark"), **env})
+
+
+def started(tmp_path, name: str) -> float:
+    return float((tmp_path / f"mark-{name}").read_text())
+
+
+def test_two_workers_run_two_files_at_the_same_time_the_long_emulated_one_first(tmp_path):
+    completed = run_on_workers(tmp_path, HOLD="2")
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert "== pytest on 2 workers" in completed.stdout
+    assert all(ran(completed.stdout, f"test_{name}") for name in ("a_first", "b_second", "z_emulated"))
+    # the `beside` file went first although its name sorts last; the other worker took the first plain file
+    assert abs(started(tmp_path, "z_emulated") - started(tmp_path, "a_first")) < 2
+    assert started(tmp_path, "b_second") - started(tmp_path, "a_first") >= 1.5
+    assert "== the 3 slowest tests" in completed.stdout
+
+
+def test_a_failure_on_either_worker_fails_the_run(tmp_path):
+    completed = run_on_workers(tmp_path, FAIL="z_emulated")
+    assert completed.returncode == 1 and "test_z_emulated" in completed.stdout and "FAILED" in completed.stdout
+
+
+def test_no_workers_runs_one_process(tmp_path):
+    completed = run_on_workers(tmp_path, PLATFORM_RUNTIME_TEST_WORKERS="0")
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert "== pytest\n" in completed.stdout and "[gw" not in completed.stdout
