@@ -21,7 +21,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("standalone", ("scripts/reprise/", "scripts/kernodeck_diagnostic.py")),  # copied alone: import nothing else
     ("common", ("scripts/common/",)),
     ("rules", ("scripts/rules/",)),
-    ("packages", ("scripts/platform_runtime/", "scripts/evidence_index/", "tools/nfsvm/")),
+    ("packages", ("scripts/platform_runtime/", "scripts/evidence_index/", "tools/nfsvm/", "tools/wine/")),
     ("entry scripts", ("scripts/", "tools/")),
 ]
 STDLIB_ONLY = ("scripts/common/", "scripts/rules/")
