@@ -11,7 +11,7 @@ The tests run on two pytest-xdist workers, one test file at a time on each, the 
 `beside`: the NFS VM, Windows under Wine) first: one test at a time, the suite left one of CI's two cores idle
 much of the time. PLATFORM_RUNTIME_TEST_WORKERS=0 (or -n 0) runs one process. Every skip is counted and printed
 with its reason after pytest, so a test that silently stopped running shows; the run ends with its wall time and
-the 20 slowest tests.
+the 20 slowest tests (every test's time: outputs/junit.xml).
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -30,6 +29,9 @@ from cpu_load import CpuLoad  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
+# The last run's JUnit report (every test's time and outcome), kept under the git-ignored outputs/ to be read after;
+# PLATFORM_RUNTIME_JUNIT moves it (the runner's own tests run sample suites through it).
+JUNIT = Path(os.environ.get("PLATFORM_RUNTIME_JUNIT") or ROOT / "outputs" / "junit.xml")
 
 
 def _rel(pattern: str) -> list[str]:
@@ -153,12 +155,12 @@ def _run(argv: list[str]) -> int:
     parallel = workers(pytest_args)
     print("== pytest" + (f" on {parallel[1]} workers" if parallel else ""), flush=True)
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-    with tempfile.TemporaryDirectory() as scratch:
-        junit = Path(scratch) / "junit.xml"
-        code = subprocess.run([sys.executable, "-m", "pytest", f"--junitxml={junit}", *parallel, *pytest_args],
-                              cwd=ROOT, env=env).returncode
-        skipped = skipped_tests(junit)
-        slowest = slowest_tests(junit)
+    JUNIT.parent.mkdir(parents=True, exist_ok=True)
+    JUNIT.unlink(missing_ok=True)
+    code = subprocess.run([sys.executable, "-m", "pytest", f"--junitxml={JUNIT}", *parallel, *pytest_args],
+                          cwd=ROOT, env=env).returncode
+    skipped = skipped_tests(JUNIT)
+    slowest = slowest_tests(JUNIT)
     report_skips(skipped)
     if slowest:
         print(f"== the {len(slowest)} slowest tests", flush=True)

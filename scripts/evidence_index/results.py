@@ -106,8 +106,8 @@ def _gate_claims(document: dict[str, Any]) -> dict[str, Any]:
     checks = document.get("checks")
     claims = {
         "exit_code": document.get("exit_code"),
-        "platform": pick(document.get("platform"), "system", "release", "machine", "python", "windows_version",
-                         "wine"),
+        "platform": {**pick(document.get("platform"), "system", "release", "machine", "python", "windows_version"),
+                     **_recorded(document.get("platform"), "wine")},
         "ok": document.get("ok"),
         "device": pick(document.get("device"), "requested", "resolved", "type"),
         "filesystem": pick(document.get("filesystem"), "type", "method", "nfs_version", "mount_id"),
@@ -123,6 +123,12 @@ def _gate_claims(document: dict[str, Any]) -> dict[str, Any]:
     if box is not None:
         claims["box"] = box
     return claims
+
+
+def _recorded(obj: Any, *keys: str) -> dict[str, Any]:
+    """The keys a result records, and only those: a fact added to results later (`platform.wine`) is claimed only
+    by results that hold it, so an index built before it still matches its results' claims."""
+    return {key: obj[key] for key in keys if key in obj} if isinstance(obj, dict) else {}
 
 
 def _box_claims(document: dict[str, Any]) -> dict[str, Any] | None:

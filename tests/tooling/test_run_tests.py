@@ -23,7 +23,8 @@ def run_all(tmp_path, *args: str) -> subprocess.CompletedProcess:
                      "@pytest.mark.skip(reason='needs a thing this host lacks')\ndef test_skipped():\n    pass\n")
     return subprocess.run([sys.executable, str(ROOT / "tools" / "run_tests.py"), "--no-lint", *args, str(suite), "-q",
                            "-p", "no:cacheprovider", "--rootdir", str(tmp_path)],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PLATFORM_RUNTIME_JUNIT": str(tmp_path / "junit.xml")})
 
 
 def test_a_skip_is_counted_and_printed_with_its_reason(tmp_path):
@@ -55,7 +56,8 @@ def run_with_full_marker(tmp_path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(ROOT / "tools" / "run_tests.py"), "--no-lint", *args, str(suite), "-v",
                            "-p", "no:cacheprovider", "-p", "tests.conftest", "--rootdir", str(tmp_path)],
                           capture_output=True, text=True, timeout=120, cwd=ROOT,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+                          env={**os.environ, "PYTHONPATH": str(ROOT),
+                               "PLATFORM_RUNTIME_JUNIT": str(tmp_path / "junit.xml")})
 
 
 def test_a_test_marked_full_runs_only_with_full_and_is_otherwise_named(tmp_path):
@@ -117,7 +119,8 @@ def start_loaded(tmp_path, load: str, **env: str) -> tuple[subprocess.Popen, lis
                                # SIGINT as a terminal delivers it, even when this suite runs in the background
                                # (a shell's background job inherits it ignored)
                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-                               env={**os.environ, "MARK": str(tmp_path / "mark"), **env})
+                               env={**os.environ, "MARK": str(tmp_path / "mark"),
+                                    "PLATFORM_RUNTIME_JUNIT": str(tmp_path / "junit.xml"), **env})
     first = process.stdout.readline()
     assert first.startswith(f"== under load: {load} CPU-bound busy process(es), pids "), first
     return process, [int(pid) for pid in first.split("pids ")[1].split()]
@@ -178,7 +181,8 @@ def run_on_workers(tmp_path, *args: str, **env: str) -> subprocess.CompletedProc
     return subprocess.run([sys.executable, str(ROOT / "tools" / "run_tests.py"), "--no-lint", *args, str(tmp_path),
                            "-v", "-p", "no:cacheprovider", "-p", "tests.conftest", "--rootdir", str(tmp_path)],
                           capture_output=True, text=True, timeout=120, cwd=ROOT,
-                          env={**os.environ, "PYTHONPATH": str(ROOT), "MARK": str(tmp_path / "mark"), **env})
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "MARK": str(tmp_path / "mark"),
+                               "PLATFORM_RUNTIME_JUNIT": str(tmp_path / "junit.xml"), **env})
 
 
 def started(tmp_path, name: str) -> float:
