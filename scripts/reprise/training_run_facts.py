@@ -1,5 +1,6 @@
-"""What a reprise run's config.json may say, and the other files that say it again (the outside review r4,
-findings 2 and 14): training_run_records.agreement_problems applies these to a folder train.py wrote.
+"""What a reprise run's config.json may say, and the other files that say it again (a config edited alone, or
+with one of its echoes, must not pass): training_run_records.agreement_problems applies these to a folder
+train.py wrote.
 
 A config.json is held first to its own rule: exactly the keys train.py writes, each a value train.py can run
 with (a batch of at least one row and at most the data's, a dropout in [0, 1), a StepLR step size of at least
@@ -264,8 +265,8 @@ def checkpoint_draws_problems(config: Any, summary: dict, loaded: Any, core: Any
 
 
 def trajectory_problems(plan: list[dict[str, Any]], runs: dict[str, Any], positive: tuple[str, str]) -> list[str]:
-    """The RNG draws every run recorded, across runs (the outside review r4, findings 14 and 20): each run's own
-    next_draws rule (draws_problems); every step's draws that the continuous run and another
+    """The RNG draws every run recorded, across runs (a resume whose draws wander and come back must not pass):
+    each run's own next_draws rule (draws_problems); every step's draws that the continuous run and another
     exact run (the cut, the resume) both recorded are the same; the runs from scratch start from one seed, so
     their first draws are one; and a resumed run's first draw of each RNG is the cut's last where it restored
     that RNG, the seed's first where it omitted it. Only the boundary and the end were compared before: a resume

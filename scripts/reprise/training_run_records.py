@@ -126,7 +126,7 @@ def agreement_problems(root: Path, config: Any, seen: dict[str, Any], problem) -
     _summary_agreement(config, summary, steps, end, reprise, problem)
     if reprise:
         log_problems(root, config, summary, steps, problem)
-        facts = _sibling("training_run_facts")  # the config's own rule and its second views (r4 findings 2, 14)
+        facts = _sibling("training_run_facts")  # the config's own rule and the files that say it again
         if config:  # else config.json is missing or refused, named already
             facts.config_problems(config, problem)
             facts.second_view_problems(config, summary, steps, problem)
