@@ -15,6 +15,8 @@ from typing import Any
 
 from rules.collectives import OPS
 
+from platform_runtime.progress_lines import read_events
+
 LAUNCHER_FILE = "launcher.json"
 OWN_DEADLINE = "the check's deadline"
 # What the record keeps of the launcher's facts (its own `ok` or anything else it printed is not kept).
@@ -26,28 +28,12 @@ def progress_file(folder: Path, rank: int) -> Path:
     return folder / f"rank-{rank}.jsonl"
 
 
-def _events(path: Path) -> list[dict]:
-    try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return []
-    events = []
-    for line in lines:
-        try:
-            value = json.loads(line)
-        except ValueError:  # a line cut by the kill
-            continue
-        if isinstance(value, dict):
-            events.append(value)
-    return events
-
-
 def read_rank(folder: Path, rank: int) -> dict[str, Any]:
     """One rank's record from its progress file: the ops it finished (answer, devices, seconds), the op it was
     in when it stopped, its error, whether it finished."""
     record: dict[str, Any] = {"rank": rank, "local_rank": None, "device": None, "device_uuid": None,
                               "started": False, "finished": False, "last_op": None, "error": None, "ops": {}}
-    for event in _events(progress_file(folder, rank)):
+    for event in read_events(progress_file(folder, rank)):
         kind = event.get("event")
         if kind == "started":
             record.update(started=True, local_rank=event.get("local_rank"), last_op="start")

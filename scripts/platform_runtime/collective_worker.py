@@ -40,19 +40,15 @@ from rules.collectives import (
 from platform_runtime import interpreter_state
 from platform_runtime.collective_record import LAUNCHER_FILE, progress_file
 from platform_runtime.device_worker import first_line_without_paths, import_torch
+from platform_runtime.progress_lines import Progress
 
 JOIN_GRACE_S = 2.0  # after one rank fails, how long the others get before SIGTERM (then SIGKILL)
 
 
-class Progress:
-    """A rank's progress file: one flushed JSON line per event, so a kill loses at most the line being written."""
-
-    def __init__(self, path: Path) -> None:
-        self.handle = open(path, "a", encoding="utf-8")  # noqa: SIM115 - open for the rank's whole life
-
-    def __call__(self, event: str, **fields) -> None:
-        self.handle.write(json.dumps({"event": event, **fields}, sort_keys=True) + "\n")
-        self.handle.flush()
+def rank_progress(path: Path):
+    """A rank's progress: `progress(event, **fields)` appends one flushed line (platform_runtime.progress_lines)."""
+    append = Progress(path)
+    return lambda event, **fields: append(event=event, **fields)
 
 
 def _devices(tensors) -> list[str]:
@@ -113,7 +109,7 @@ def rank_main(rank: int, world: int, device_type: str, folder: str, port: int, t
     # torchrun's env:// protocol, set before torch is imported (code that reads them at import sees them too).
     os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world), MASTER_ADDR="127.0.0.1",
                       MASTER_PORT=str(port))
-    progress = Progress(progress_file(Path(folder), rank))
+    progress = rank_progress(progress_file(Path(folder), rank))
     progress("started", rank=rank, local_rank=rank)
     op = "import"
     try:

@@ -21,7 +21,8 @@ from pathlib import Path
 
 from rules.training_stack import BATCH, SAMPLE_BYTES, SAMPLES, WORKERS, sample_bytes
 
-from platform_runtime.training_record import Progress, hung_samples, loader_progress_file
+from platform_runtime.progress_lines import Progress
+from platform_runtime.training_record import hung_samples, loader_progress_file
 
 SHARED_MEMORY = "/dev/shm"
 # The loader stops waiting this long before the check's deadline (or a tenth of what is left, if more), so its

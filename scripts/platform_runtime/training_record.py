@@ -9,11 +9,12 @@ the sample it hung in.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from rules.training_stack import SAMPLES, WORKERS
+
+from platform_runtime.progress_lines import read_events
 
 PROGRESS_FILE = "progress.jsonl"
 # What a record keeps of a worker's report, by check (anything else it printed is not kept).
@@ -34,36 +35,8 @@ def loader_progress_file(folder: Path, worker: int) -> Path:
     return folder / f"loader-worker-{worker}.jsonl"
 
 
-class Progress:
-    """A JSON-lines file, one flushed line per event, so a kill loses at most the line being written."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def __call__(self, **fields: Any) -> None:
-        with open(self.path, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(fields, sort_keys=True) + "\n")
-            handle.flush()
-
-
-def events(path: Path) -> list[dict]:
-    try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return []
-    found = []
-    for line in lines:
-        try:
-            value = json.loads(line)
-        except ValueError:  # a line cut by the kill
-            continue
-        if isinstance(value, dict):
-            found.append(value)
-    return found
-
-
 def last_stage(folder: Path) -> str | None:
-    stages = [e["stage"] for e in events(folder / PROGRESS_FILE) if isinstance(e.get("stage"), str)]
+    stages = [e["stage"] for e in read_events(folder / PROGRESS_FILE) if isinstance(e.get("stage"), str)]
     return stages[-1] if stages else None
 
 
@@ -73,7 +46,7 @@ def hung_samples(folder: Path) -> list[dict[str, int]]:
     for worker in range(WORKERS):
         entered: list[int] = []
         done: set[int] = set()
-        for event in events(loader_progress_file(folder, worker)):
+        for event in read_events(loader_progress_file(folder, worker)):
             sample = event.get("sample")
             if not isinstance(sample, int) or not 0 <= sample < SAMPLES:
                 continue

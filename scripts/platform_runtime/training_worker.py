@@ -24,8 +24,9 @@ from common.files import finite
 from platform_runtime import interpreter_state
 from platform_runtime.device_resolve import device_kind, resolve
 from platform_runtime.device_worker import first_line_without_paths, import_torch
+from platform_runtime.progress_lines import Progress
 from platform_runtime.training_errors import error_of, innermost  # noqa: F401 - the worker's names
-from platform_runtime.training_record import PROGRESS_FILE, Progress
+from platform_runtime.training_record import PROGRESS_FILE
 
 
 class Stage:
