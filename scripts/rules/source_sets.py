@@ -14,10 +14,10 @@ Stdlib only. The judge's, not the gate's: the gate never loads it, so it is not 
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 from typing import Any
 
+from common import imports
 from common.imports import NotReadable
 
 from rules.gate_sources import REGISTRY, gate_sources
@@ -43,25 +43,15 @@ class SourceRootError(ValueError):
 
 
 def literal_of(root: Path, where: tuple[str, str]) -> Any:
-    """The value of the top-level `NAME = <literal>` (or `NAME: T = <literal>`) of a file under root."""
+    """The value of the top-level `NAME = <literal>` (or `NAME: T = <literal>`) of a file under root, read by
+    common.imports.literal_of (with `ast`: the root's code never runs here)."""
     relative, name = where
+    path = root / relative
     try:
-        tree = ast.parse((root / relative).read_bytes(), filename=relative)
-    except OSError as error:
-        raise SourceRootError(f"{relative} cannot be read at the source root: "
-                              f"{error.strerror or type(error).__name__}") from None
-    except (SyntaxError, ValueError) as error:
-        raise SourceRootError(f"{relative} at the source root is not Python this judge can parse: {error}") from None
-    for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
-            node, ast.AnnAssign) and node.value is not None else []
-        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
-            try:
-                return ast.literal_eval(node.value)  # type: ignore[union-attr]
-            except ValueError:
-                raise SourceRootError(f"{relative}: {name} is not a literal (it is computed): the list cannot be "
-                                      "read without running the root's code") from None
-    raise SourceRootError(f"{relative} at the source root assigns no {name}")
+        return imports.literal_of(path, name)
+    except NotReadable as error:
+        said = str(error).removeprefix(path.name).lstrip(": ")
+        raise SourceRootError(f"{relative} at the source root: {said}") from None
 
 
 def _names(root: Path, where: tuple[str, str]) -> list[str]:

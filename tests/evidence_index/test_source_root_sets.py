@@ -209,7 +209,7 @@ def test_a_checkout_s_lists_are_read_as_literals_never_run(tmp_path):
 
 @pytest.mark.parametrize("text, why", [
     ("GATE_SOURCES = tuple(sorted(['a']))\n", "GATE_SOURCES is not a literal"),
-    ("GATE_SOURCES = (\n", "is not Python this judge can parse"),
+    ("GATE_SOURCES = (\n", "is not Python this reader can parse"),
     ("OTHER = ()\n", "assigns no GATE_SOURCES"),
 ])
 def test_a_checkout_whose_lists_cannot_be_read_is_a_usage_error(tmp_path, text, why):
