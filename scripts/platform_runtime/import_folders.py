@@ -34,6 +34,14 @@ SCRIPT_ENTRIES = frozenset({
 })
 
 
+# Top-level packages scripts/ held in earlier versions of this checkout. A `git pull` across the version that moved
+# one leaves its ignored __pycache__ folders behind: nothing in them can run (Python imports bytecode from
+# __pycache__ only beside its source), so such a leftover is the checkout's own past, not code put around it. One
+# that holds anything else is named like any other entry.
+FORMER_ENTRIES = frozenset({"core"})
+_MOST_ENTRIES = 10_000  # a leftover larger than this is not looked through, and is named
+
+
 def _entries(folder: Path) -> list[tuple[str, bool]]:
     try:
         return sorted((e.name, e.is_dir()) for e in os.scandir(folder))
@@ -41,9 +49,39 @@ def _entries(folder: Path) -> list[tuple[str, bool]]:
         return []
 
 
-def unlisted_script_entries(folder: Path = SCRIPTS_DIR, known: frozenset[str] = SCRIPT_ENTRIES) -> list[str]:
-    """The importable top-level entries of the gate's folder that the checkout does not hold, sorted."""
-    return [name for name, is_dir in _entries(folder) if name not in known and module_name(name, is_dir)]
+def only_bytecode_caches(folder: Path) -> bool:
+    """Whether `folder` holds nothing but __pycache__ folders of tagged bytecode (`name.cpython-311.pyc`), in it or
+    in folders below it: nothing an import can run. A sourceless `name.pyc` outside __pycache__ or untagged inside
+    it, a source, an extension, a link or anything unreadable is something."""
+    seen = 0
+    pending = [(folder, False)]
+    while pending:
+        current, in_cache = pending.pop()
+        try:
+            entries = list(os.scandir(current))
+        except OSError:
+            return False
+        seen += len(entries)
+        if seen > _MOST_ENTRIES:
+            return False
+        for entry in entries:
+            if entry.is_symlink():
+                return False
+            if entry.is_dir():
+                if in_cache:
+                    return False
+                pending.append((Path(entry.path), entry.name == "__pycache__"))
+            elif not (in_cache and entry.name.endswith(".pyc") and entry.name.count(".") >= 2):
+                return False
+    return True
+
+
+def unlisted_script_entries(folder: Path = SCRIPTS_DIR, known: frozenset[str] = SCRIPT_ENTRIES,
+                            former: frozenset[str] = FORMER_ENTRIES) -> list[str]:
+    """The importable top-level entries of the gate's folder that the checkout does not hold, sorted; a former
+    package of the checkout that only its bytecode caches are left of is not one."""
+    return [name for name, is_dir in _entries(folder) if name not in known and module_name(name, is_dir)
+            and not (is_dir and name in former and only_bytecode_caches(folder / name))]
 
 
 def stdlib_shadows(path: list[str] | None = None, skip: Path = SCRIPTS_DIR,

@@ -1,5 +1,4 @@
-"""Issue 31 (the r5 review's F2): code the gate's own interpreter imports from a place its sources do not cover
-is a vector: a module dropped into scripts/ (the gate's and every worker's sys.path[0]), and a standard-library
+"""Code the gate's own interpreter imports from a place its sources do not cover is a vector: a module dropped into scripts/ (the gate's and every worker's sys.path[0]), and a standard-library
 name on a sys.path entry ahead of the standard library. The attack is real and would make `--require nfs` hold
 on this machine; the gate fails it naming the vector."""
 
@@ -31,6 +30,51 @@ def test_an_importable_entry_in_scripts_that_the_checkout_lacks_is_named(tmp_pat
     path = tmp_path / entry
     path.mkdir() if "." not in entry else path.write_text("")
     assert import_folders.unlisted_script_entries(tmp_path, frozenset({"core"})) == ([named] if named else [])
+
+
+def _tree(root: Path, files: list[str]) -> None:
+    for name in files:
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"")
+
+
+@pytest.mark.parametrize("files, named", [
+    (["core/__pycache__/contract.cpython-311.pyc", "core/__pycache__/files.cpython-312.opt-1.pyc"], False),
+    (["core/__pycache__/", "core/sub/__pycache__/x.cpython-311.pyc"], False),
+    (["core/contract.py"], True),  # a source: it runs on `import core.contract`
+    (["core/contract.pyc"], True),  # sourceless bytecode outside __pycache__ is imported
+    (["core/__pycache__/contract.pyc"], True),  # untagged: importable as core.__pycache__.contract
+    (["core/__pycache__/evil.py"], True),
+    (["core/__pycache__/x.cpython-311.pyc", "core/_native.so"], True),
+    (["opt_einsum/__pycache__/x.cpython-311.pyc"], True),  # never one of the checkout's own packages
+], ids=["only caches", "caches below", "a source", "sourceless bytecode", "untagged bytecode in the cache",
+        "a source in the cache", "an extension", "a name the checkout never had"])
+def test_a_former_package_of_the_checkout_that_only_bytecode_caches_are_left_of_is_not_named(tmp_path, files, named):
+    _tree(tmp_path, [f for f in files if not f.endswith("/")])
+    for folder in (f for f in files if f.endswith("/")):
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+    entry = files[0].split("/")[0]
+    assert import_folders.unlisted_script_entries(tmp_path, frozenset({"rules"})) == ([entry] if named else [])
+
+
+def test_a_former_package_reached_through_a_link_is_named(tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    _tree(elsewhere, ["__pycache__/x.cpython-311.pyc"])
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "core").mkdir()
+    (tmp_path / "scripts" / "core" / "__pycache__").symlink_to(elsewhere / "__pycache__")
+    assert import_folders.unlisted_script_entries(tmp_path / "scripts", frozenset()) == ["core"]
+
+
+def test_a_checkout_pulled_across_the_move_of_its_rules_still_passes_its_requirement(tmp_path):
+    """`git pull` from a version with scripts/core/ leaves scripts/core/__pycache__ (git ignores it): the gate run
+    from such a checkout is an honest machine."""
+    copy = view_kit.checkout_copy(ROOT, tmp_path / "checkout")
+    _tree(copy / "scripts", ["core/__pycache__/contract.cpython-311.pyc", "core/__pycache__/files.cpython-311.pyc"])
+    run = run_gate(tmp_path, "--device", "cpu", "--require-device", "cpu", scripts=copy / "scripts")
+    assert run.returncode == 0 and run.result["ok"] is True, run.result["failures"]
+    assert not any("core" in finding for finding in run.result["isolation"]["findings"])
 
 
 def test_a_standard_library_name_on_a_path_entry_ahead_of_the_standard_library_is_named(tmp_path):
