@@ -1,6 +1,8 @@
-"""Code the gate's own interpreter imports from a place its sources do not cover is a vector: a module dropped into scripts/ (the gate's and every worker's sys.path[0]), and a standard-library
-name on a sys.path entry ahead of the standard library. The attack is real and would make `--require nfs` hold
-on this machine; the gate fails it naming the vector."""
+"""Code the gate's own interpreter imports from a place its sources do not cover is a vector: a module dropped
+into scripts/ (the gate's and every worker's sys.path[0]), and a standard-library name on a sys.path entry ahead
+of the standard library. The attack is real and would make `--require nfs` hold on this machine; the gate fails
+it naming the vector. What only an earlier version of the checkout left behind, holding nothing that can run, is
+not one."""
 
 from __future__ import annotations
 
