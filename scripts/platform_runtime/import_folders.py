@@ -34,11 +34,12 @@ SCRIPT_ENTRIES = frozenset({
 })
 
 
-# Top-level packages scripts/ held in earlier versions of this checkout. A `git pull` across the version that moved
-# one leaves its ignored __pycache__ folders behind: nothing in them can run (Python imports bytecode from
-# __pycache__ only beside its source), so such a leftover is the checkout's own past, not code put around it. One
-# that holds anything else is named like any other entry.
-FORMER_ENTRIES = frozenset({"core"})
+# Top-level packages scripts/ held in earlier versions of this checkout (git's history of scripts/, which
+# tests/gate/test_import_folders holds this equal to). A `git pull` across the version that moved one leaves its
+# ignored __pycache__ folders behind: nothing in them can run (Python imports bytecode from __pycache__ only beside
+# its source), so such a leftover is the checkout's own past, not code put around it. One that holds anything
+# else, or is a link, is named like any other entry.
+FORMER_ENTRIES = frozenset({"actions", "core"})
 _MOST_ENTRIES = 10_000  # a leftover larger than this is not looked through, and is named
 
 
@@ -81,7 +82,8 @@ def unlisted_script_entries(folder: Path = SCRIPTS_DIR, known: frozenset[str] = 
     """The importable top-level entries of the gate's folder that the checkout does not hold, sorted; a former
     package of the checkout that only its bytecode caches are left of is not one."""
     return [name for name, is_dir in _entries(folder) if name not in known and module_name(name, is_dir)
-            and not (is_dir and name in former and only_bytecode_caches(folder / name))]
+            and not (is_dir and name in former and not (folder / name).is_symlink()
+                     and only_bytecode_caches(folder / name))]
 
 
 def stdlib_shadows(path: list[str] | None = None, skip: Path = SCRIPTS_DIR,

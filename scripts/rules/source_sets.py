@@ -50,8 +50,12 @@ def literal_of(root: Path, where: tuple[str, str]) -> Any:
     try:
         return imports.literal_of(path, name)
     except NotReadable as error:
-        said = str(error).removeprefix(path.name).lstrip(": ")
-        raise SourceRootError(f"{relative} at the source root: {said}") from None
+        rest = str(error).removeprefix(path.name)  # "<name>: ..." or "<name> cannot be read: ..."
+        said = f"{relative} at the source root{rest}" if rest.startswith(":") else \
+            f"{relative} at the source root {rest.strip()}"
+        if "not a literal" in rest:
+            said += ": the list cannot be read without running the root's code"
+        raise SourceRootError(said) from None
 
 
 def _names(root: Path, where: tuple[str, str]) -> list[str]:

@@ -211,11 +211,13 @@ def test_a_checkout_s_lists_are_read_as_literals_never_run(tmp_path):
     ("GATE_SOURCES = tuple(sorted(['a']))\n", "GATE_SOURCES is not a literal"),
     ("GATE_SOURCES = (\n", "is not Python this reader can parse"),
     ("OTHER = ()\n", "assigns no GATE_SOURCES"),
+    (None, "sources.py at the source root cannot be read: No such file or directory"),  # a root of nothing
 ])
 def test_a_checkout_whose_lists_cannot_be_read_is_a_usage_error(tmp_path, text, why):
     root = tmp_path / "root"
     (root / "scripts" / "platform_runtime").mkdir(parents=True)
-    (root / "scripts" / "platform_runtime" / "sources.py").write_text(text)
+    if text is not None:
+        (root / "scripts" / "platform_runtime" / "sources.py").write_text(text)
     results = cuda_folder(tmp_path)
     built = cli("local", "--results", results, "--output", tmp_path / "index.json", "--source-root", root)
     assert built.returncode == 2 and why in built.stderr and "Traceback" not in built.stderr, built.stderr

@@ -60,6 +60,21 @@ def test_a_former_package_of_the_checkout_that_only_bytecode_caches_are_left_of_
     assert import_folders.unlisted_script_entries(tmp_path, frozenset({"rules"})) == ([entry] if named else [])
 
 
+def test_the_former_packages_are_the_top_level_folders_git_history_removed_from_scripts():
+    removed = subprocess.run(["git", "log", "--no-renames", "--diff-filter=D", "--name-only", "--format=", "--",
+                              "scripts"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    folders = {path.split("/")[1] for path in removed if path.count("/") >= 2}
+    assert import_folders.FORMER_ENTRIES == folders - import_folders.SCRIPT_ENTRIES
+
+
+def test_a_former_package_that_is_itself_a_link_is_named(tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    _tree(elsewhere, ["__pycache__/x.cpython-311.pyc"])
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "core").symlink_to(elsewhere)
+    assert import_folders.unlisted_script_entries(tmp_path / "scripts", frozenset()) == ["core"]
+
+
 def test_a_former_package_reached_through_a_link_is_named(tmp_path):
     elsewhere = tmp_path / "elsewhere"
     _tree(elsewhere, ["__pycache__/x.cpython-311.pyc"])
