@@ -13,7 +13,7 @@ Stdlib only.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from common.values import get
@@ -35,6 +35,11 @@ def _object(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _read(cls: Any, part: dict[str, Any], **given: Any) -> Any:
+    """A record of `cls`: each field the value `part` records under the field's own name, but those `given`."""
+    return cls(**{f.name: part.get(f.name) for f in fields(cls) if f.name not in given}, **given)
+
+
 def os_facts(document: Any) -> dict[str, Any]:
     """The recorded values of every fact that speaks to the OS (None where not recorded)."""
     return {path: get(document, path) for path in OS_FACT_PATHS}
@@ -54,8 +59,7 @@ class Platform:
     @classmethod
     def of(cls, value: Any) -> Platform:
         part = _object(value)
-        return cls(part.get("system"), part.get("release"), part.get("machine"), part.get("windows_version"),
-                   part.get("mac_version"), part.get("python_compiler"), part)
+        return _read(cls, part, raw=part)
 
 
 @dataclass(frozen=True)
@@ -73,8 +77,7 @@ class Filesystem:
     @classmethod
     def of(cls, value: Any) -> Filesystem:
         part = _object(value)
-        return cls(part.get("type"), part.get("method"), part.get("mount_id"), part.get("mount_options"),
-                   part.get("nfs_version"), part.get("drive_type"), "mount_options" in part, part)
+        return _read(cls, part, options_recorded="mount_options" in part, raw=part)
 
     @property
     def option_list(self) -> list[Any]:
@@ -107,8 +110,7 @@ class Phase:
     @classmethod
     def of(cls, name: str, value: Any) -> Phase:
         part = _object(value)
-        return cls(name, part.get("tensor_devices"), part.get("synchronized"), part.get("resident_bytes"),
-                   part.get("allocated_bytes"))
+        return _read(cls, part, name=name)
 
 
 @dataclass(frozen=True)
@@ -123,8 +125,7 @@ class TorchBuild:
     @classmethod
     def of(cls, value: Any) -> TorchBuild:
         part = _object(value)
-        return cls(part.get("version"), part.get("dist_info"), part.get("cuda"), part.get("hip"),
-                   part.get("backend_libraries"))
+        return _read(cls, part)
 
 
 @dataclass(frozen=True)
@@ -137,7 +138,7 @@ class WorkerTorch:
     @classmethod
     def of(cls, value: Any) -> WorkerTorch:
         part = _object(value)
-        return cls(part.get("version"), part.get("cuda"), part.get("hip"))
+        return _read(cls, part)
 
 
 @dataclass(frozen=True)
@@ -151,7 +152,7 @@ class Mps:
     @classmethod
     def of(cls, value: Any) -> Mps:
         part = _object(value)
-        return cls(part.get("built"), part.get("available"), part.get("fallback_env_set"), part)
+        return _read(cls, part, raw=part)
 
 
 @dataclass(frozen=True)
@@ -172,9 +173,8 @@ class Device:
     def of(cls, value: Any) -> Device:
         part = _object(value)
         phases = {str(name): Phase.of(str(name), record) for name, record in _object(part.get("phases")).items()}
-        return cls(part.get("type"), part.get("resolved"), part.get("ran_on"), phases,
-                   TorchBuild.of(part.get("torch_build")), WorkerTorch.of(part.get("torch")), Mps.of(part.get("mps")),
-                   part.get("build_cross_check"), part)
+        return _read(cls, part, phases=phases, torch_build=TorchBuild.of(part.get("torch_build")),
+                     torch=WorkerTorch.of(part.get("torch")), mps=Mps.of(part.get("mps")), raw=part)
 
 
 @dataclass(frozen=True)
@@ -193,7 +193,7 @@ class Requirement:
     @classmethod
     def of(cls, value: Any) -> Requirement:
         part = _object(value)
-        return cls(part.get("name"), part.get("ok"), part.get("reason"), value)
+        return _read(cls, part, raw=value)
 
 
 @dataclass(frozen=True)
@@ -206,7 +206,7 @@ class Arguments:
     @classmethod
     def of(cls, value: Any) -> Arguments:
         part = _object(value)
-        return cls(part.get("require"), part.get("require_device"), part.get("require_filesystem"))
+        return _read(cls, part)
 
     @property
     def asked(self) -> list[str]:
