@@ -16,18 +16,6 @@ from pathlib import Path
 WORKERS = ("fs_worker", "collective_worker", "killed_writer", "torch_record", "training_worker")
 
 
-def yield_cpu_to_the_device_worker() -> None:
-    """Lower this worker's scheduling weight. Each worker starts its own session, and with Linux's autogroup
-    scheduling every session is weighed as a whole, so fourteen file-system workers would each get the device
-    worker's share while torch imports (the gate's critical path). They check correctness, not speed.
-    Elsewhere (no /proc/self/autogroup, or not permitted) nothing changes."""
-    try:
-        with open("/proc/self/autogroup", "w") as handle:
-            handle.write("10")
-    except OSError:
-        pass
-
-
 def hold_after_report() -> None:
     """-X platform_runtime_hold: with the report printed, wait for the gate to close stdin, so that it reads this
     live process's /proc/<pid>/status and maps from outside (platform_runtime.worker_watch)."""
@@ -56,9 +44,11 @@ if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in WORKERS:
         sys.stderr.write(f"usage: platform_runtime_worker.py {{{','.join(WORKERS)}}} ARGS...\n")
         sys.exit(2)
-    if sys.argv[1] in ("fs_worker", "torch_record"):  # not the collective ranks: they share the launcher's session
-        yield_cpu_to_the_device_worker()
     sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from platform_runtime import cpu_share
+
+    if cpu_share.yields(sys.argv[1], sys.argv[2:]):
+        cpu_share.yield_cpu()
     module = f"platform_runtime.{sys.argv.pop(1)}"
     if hold:
         run_held(module)

@@ -15,7 +15,7 @@ import pytest
 from platform_runtime import nvidia_driver, procmaps, torch_record
 from rules import trust
 
-from tests.conftest import ROOT, SCRIPTS
+from tests.conftest import ROOT
 from tests.gate.test_gate_isolation import FORGED_CUDA_REPORT, bare_venv, fake_torch, run_gate_with
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -287,6 +287,3 @@ def test_a_record_check_process_that_ends_without_a_report_fails_the_view(monkey
         "the RECORD check's process ended with code 3 without a report"]
 
 
-def test_the_record_check_runs_at_the_file_system_workers_low_weight():
-    source = (SCRIPTS / "platform_runtime_worker.py").read_text()
-    assert 'if sys.argv[1] in ("fs_worker", "torch_record"):' in source
