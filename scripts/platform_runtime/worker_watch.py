@@ -6,8 +6,9 @@ A worker loads libraries the gate's own process never does (the file-system prob
 device worker's torch maps libstdc++, libgcc_s, libssl, libuuid), so a shim of one of those on LD_LIBRARY_PATH
 runs only in the worker: the gate's own maps cannot show it. Every library a worker maps from an untrusted
 LD_LIBRARY_PATH folder (outside the system's and the interpreter's own library folders) is a vector, except,
-in the device worker only, a GPU vendor's runtime library (CUDA's, ROCm's), which a CUDA or ROCm box's
-LD_LIBRARY_PATH exists to provide and torch loads from there. Linux only; elsewhere nothing is read.
+in a worker that imports torch (the device worker, the training-stack checks, the collectives' launcher), a GPU
+vendor's runtime library (CUDA's, ROCm's), which a CUDA or ROCm box's LD_LIBRARY_PATH exists to provide and a
+GPU build of torch loads from there on import. Linux only; elsewhere nothing is read.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import threading
 from pathlib import Path
 
 from rules import process_status
+from rules.training_stack import CHECKS as TRAINING_CHECKS
 
 from platform_runtime import procmaps, startup
 from platform_runtime.children import WORKER_ENTRY
@@ -27,6 +29,8 @@ from platform_runtime.children import WORKER_ENTRY
 # sys._xoptions), not an argument, so the worker's sys.argv is what it always was (start-up code keys on it).
 HOLD = ("-X", "platform_runtime_hold")
 DEVICE_WORKER = "device_compute"
+# The workers that import torch: a CUDA or ROCm build maps its runtime libraries into each of them.
+TORCH_WORKERS = frozenset({DEVICE_WORKER, "collectives", *TRAINING_CHECKS})
 ROLES_KEY = "role_processes"  # a check worker's report: its forked roles' status, read by it (roles.py)
 # The libraries a CUDA or ROCm torch takes from the toolkit folder LD_LIBRARY_PATH names on such a box.
 GPU_RUNTIME = re.compile(
@@ -81,7 +85,7 @@ class WorkerWatch:
         directories = startup.untrusted_library_path_dirs()
         if text and directories:
             names = procmaps.mapped_from(procmaps.parse_maps(text), directories, startup.trusted_library_dirs())
-            if name == DEVICE_WORKER:
+            if name in TORCH_WORKERS:
                 names = [n for n in names if not GPU_RUNTIME.match(n)]
         with self._lock:
             self.workers[name] = status

@@ -145,7 +145,7 @@ def test_a_libffi_shim_only_the_workers_load_fails_require_nfs_named_in_each_wor
     assert isolation_record.isolation_forgeries(run.result) == []
 
 
-def test_any_library_a_worker_maps_from_an_ld_library_path_folder_is_named_but_a_gpu_runtime_in_the_device_worker(
+def test_any_library_a_worker_maps_from_an_ld_library_path_folder_is_named_but_a_gpu_runtime_in_a_torch_worker(
         tmp_path):
     """Real processes mapping real libraries from an LD_LIBRARY_PATH folder: a copy of the system's libuuid (what
     the device worker's torch loads and the gate never does) and a CUDA-runtime-named library."""
@@ -166,15 +166,17 @@ def test_any_library_a_worker_maps_from_an_ld_library_path_folder_is_named_but_a
         watch = worker_watch.WorkerWatch()
         os.environ["LD_LIBRARY_PATH"] = str(folder)  # the gate's own environment names the folder
         try:
-            watch.observe("device_compute", process.pid)
-            watch.observe("jsonl_append", process.pid)
+            for worker in ("device_compute", "compile", "autocast", "dataloader", "collectives", "jsonl_append"):
+                watch.observe(worker, process.pid)
         finally:
             del os.environ["LD_LIBRARY_PATH"]
     finally:
         process.stdin.close()
         process.wait()
-    assert watch.libraries["device_compute"] == ["libuuid.so.1"]  # libcudart: what a CUDA box's folder is for
-    assert watch.libraries["jsonl_append"] == ["libcudart.so.12", "libuuid.so.1"]  # no worker else needs either
+    for torch_worker in ("device_compute", "compile", "autocast", "dataloader", "collectives"):
+        # libcudart: what a CUDA box's folder is for, and a CUDA torch maps it wherever it is imported
+        assert watch.libraries[torch_worker] == ["libuuid.so.1"], torch_worker
+    assert watch.libraries["jsonl_append"] == ["libcudart.so.12", "libuuid.so.1"]  # a worker without torch
     isolation = {"present": [], "findings": []}
     watch.record(isolation)
     for finding in isolation["findings"]:
