@@ -12,7 +12,11 @@ outputs compared; 12 steps under bfloat16 autocast; a DataLoader with 3 workers 
 hashed. It compiles into an empty cache with the gate's settings (TORCHINDUCTOR_COMPILE_THREADS=1,
 torch.set_num_threads(1)), so both do the same compile.
 
-    .venv/bin/python benchmarks/bench_training_stack.py [--rounds 3]
+With --against DIR each round also runs the gate of another checkout with --training-stack (say `git archive
+efbf635 | tar -x -C DIR`), in alternating order with this one, so a change is measured against what it changes
+under the same load.
+
+    .venv/bin/python benchmarks/bench_training_stack.py [--rounds 3] [--against DIR]
 """
 
 from __future__ import annotations
@@ -120,7 +124,12 @@ def listed(times: list[float]) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--against", type=Path, metavar="DIR",
+                        help="also time the gate of the checkout in DIR with --training-stack, in the same rounds")
     args = parser.parse_args()
+    if args.against is not None and not (args.against / "scripts" / "platform_runtime_check.py").is_file():
+        parser.error("--against: no scripts/platform_runtime_check.py in that folder")
+    other_times: list[float] = []
     bare_times, stack_times, gate_times, loads = [], [], [], []
     bare_cpu, stack_cpu, gate_cpu = [], [], []
     bare_first, gate_first, durations = [], [], {"compile": [], "autocast": [], "dataloader": []}
@@ -130,8 +139,13 @@ def main() -> int:
         output = folder / "result.json"
         gate = [sys.executable, "-B", str(ROOT / "scripts" / "platform_runtime_check.py"), "--device", "cpu",
                 "--output", str(output)]
+        other = None if args.against is None else [
+            sys.executable, "-B", str(args.against.resolve() / "scripts" / "platform_runtime_check.py"), "--device",
+            "cpu", "--output", str(folder / "other.json"), "--training-stack"]
         for index in range(args.rounds):
             loads.append(os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan"))
+            if other is not None and index % 2 == 0:
+                other_times.append(timed(other, folder)[0])
             cache = folder / f"inductor-{index}"  # empty: the same cold compile the gate's fresh cache makes
             seconds, cpu, stdout = timed([sys.executable, "-B", str(folder / "bare.py"), str(cache)], folder)
             bare_times.append(seconds)
@@ -146,6 +160,8 @@ def main() -> int:
             gate_first.append(result["checks"]["compile"]["first_step_s"])
             for name in durations:
                 durations[name].append(result["checks"][name]["duration_s"])
+            if other is not None and index % 2 == 1:
+                other_times.append(timed(other, folder)[0])
             seconds, cpu, _ = timed(gate, folder)
             gate_times.append(seconds)
             gate_cpu.append(cpu)
@@ -157,6 +173,11 @@ def main() -> int:
     print(f"bare torch process (compile, autocast, loader): median {bare:.2f} s  [{listed(bare_times)}]")
     print(f"gate --training-stack:                           median {stack:.2f} s  [{listed(stack_times)}]")
     print(f"ratio {ratio:.2f}x (goal <= {GOAL}x): {'met' if ratio <= GOAL else 'NOT met'}")
+    if other_times:
+        other_median = statistics.median(other_times)
+        print(f"gate --training-stack of {args.against}: median {other_median:.2f} s  [{listed(other_times)}]  ratio "
+              f"{other_median / bare:.2f}x; this gate / that one: {stack / other_median:.2f}x (per round: "
+              + ", ".join(f"{g / o:.2f}x" for g, o in zip(stack_times, other_times)) + ")")
     print(f"gate without --training-stack: median {plain:.2f} s; the three checks add {stack - plain:+.2f} s")
     print(f"first compile (the first compiled step): gate median {statistics.median(gate_first):.2f} s "
           f"[{listed(gate_first)}], bare median {statistics.median(bare_first):.2f} s [{listed(bare_first)}]")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from rules.training_stack import STEPS, low_precision
 
+from platform_runtime import cpu_share
 from platform_runtime.device_resolve import synchronize
 from platform_runtime.device_training import LEARNING_RATE, MOMENTUM, build_model, training_data
 
@@ -47,6 +48,7 @@ def run(torch, device, folder: Path, deadline_at: float, stage, report: dict) ->
     model = build_model(torch, seed=0).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=LEARNING_RATE, momentum=MOMENTUM)
     scaler = torch.amp.GradScaler(device.type) if name == "float16" else None
+    cpu_share.full_share()  # torch and torch._dynamo (the optimizer's) are imported: the steps get the full weight
     stage("train")
     losses: list[float] = []
     skipped = 0

@@ -116,8 +116,10 @@ def stop_workers() -> None:
 def run(torch, device, folder: Path, deadline_at: float, stage, report: dict) -> None:
     from torch.utils.data import DataLoader
 
+    from platform_runtime import cpu_share
     from platform_runtime.training_errors import error_of
 
+    cpu_share.full_share()  # torch is imported: the loader's timed wait and its forks need the full weight
     pin = device.type == "cuda"
     left = deadline_at - time.time()
     deadline = round(max(1.0, left - max(MARGIN_S, left / 10)), 3)

@@ -1,9 +1,13 @@
 """The gate's critical path keeps its share of the CPU: the device worker and, with --training-stack, the compile
-check (most of such a run) keep their session's full weight; every other worker lowers its own (Linux's autogroup
-at nice 10), since it checks correctness, not speed (platform_runtime.cpu_share)."""
+check (most of such a run) keep their session's full weight; the file-system workers, and the autocast and
+data-loader checks while they import torch, lower their own (Linux's autogroup at nice 10), since they check
+correctness, not speed. A training check takes its full weight back where its timed work begins, or after a
+quarter of its deadline, whichever comes first, so a loaded machine cannot starve it past that deadline
+(platform_runtime.cpu_share)."""
 
 from __future__ import annotations
 
+import errno
 import subprocess
 import sys
 import time
@@ -37,6 +41,59 @@ def test_yielding_where_the_kernel_has_no_autogroup_changes_nothing(tmp_path):
     assert cpu_share.yield_cpu(str(tmp_path / "missing" / "autogroup")) is False
 
 
+@pytest.mark.parametrize(("worker", "args", "after"), [
+    ("training_worker", ["autocast", "folder", "cpu", "1100"], 25.0),  # a quarter of the 100 s its deadline leaves
+    ("training_worker", ["autocast", "folder", "cpu", "900"], 0.0),  # a deadline already passed: at once
+    ("training_worker", ["autocast", "folder", "cpu", "soon"], None),
+    ("training_worker", ["autocast"], None),
+    ("fs_worker", ["replace", "ws", "--deadline-at", "1100"], None),  # milliseconds of CPU: yields to its end
+    ("torch_record", ["site", "dist"], None),
+])
+def test_when_a_yielding_worker_takes_its_full_weight_back(worker, args, after):
+    assert cpu_share.restore_after(worker, args, now=1000.0) == after
+
+
+def test_a_refused_write_is_retried_only_when_the_kernel_says_try_again(tmp_path, monkeypatch):
+    """An unprivileged autogroup write within 100 ms of another one on the machine is refused with EAGAIN."""
+    monkeypatch.setattr(cpu_share, "RETRY_S", 0.0)
+    target = tmp_path / "autogroup"
+    target.write_text("")
+    attempts = []
+    real_open = open
+
+    def refusing_twice(path, mode="r", *rest, **kwargs):
+        if str(path) == str(target) and "w" in mode:
+            attempts.append(path)
+            if len(attempts) <= 2:
+                raise OSError(errno.EAGAIN, "try again")
+        return real_open(path, mode, *rest, **kwargs)
+
+    monkeypatch.setattr("builtins.open", refusing_twice)
+    assert cpu_share._write("0", str(target), retries=5) is True and len(attempts) == 3
+    assert target.read_text() == "0"
+    attempts.clear()
+    assert cpu_share.yield_cpu(str(target)) is False and len(attempts) == 1  # a worker never waits to start
+
+
+def test_full_share_stops_the_timer_and_takes_the_weight_back(tmp_path, monkeypatch):
+    monkeypatch.setattr(cpu_share._State, "yielded", False)
+    monkeypatch.setattr(cpu_share._State, "timer", None)
+    autogroup = str(tmp_path / "autogroup")
+    assert cpu_share.yield_cpu(autogroup) is True and Path(autogroup).read_text() == "10"
+    cpu_share.restore_later(600, autogroup)
+    timer = cpu_share._State.timer
+    cpu_share.full_share(autogroup)
+    assert not timer.is_alive()  # what forks next (the data loader's workers) forks one thread
+    assert Path(autogroup).read_text() == "0" and cpu_share._State.timer is None
+
+
+def test_full_share_where_the_process_did_not_yield_writes_nothing(tmp_path, monkeypatch):
+    monkeypatch.setattr(cpu_share._State, "yielded", False)
+    monkeypatch.setattr(cpu_share._State, "timer", None)
+    cpu_share.full_share(str(tmp_path / "autogroup"))
+    assert not (tmp_path / "autogroup").exists()
+
+
 def held_worker(tmp_path: Path, *args: str) -> subprocess.Popen:
     """A worker through the real entry point, in a session of its own as the gate starts it, told to hold after
     its report. Its torch folder is one that holds no torch, so it reports at once and waits: no torch import."""
@@ -49,8 +106,11 @@ def held_worker(tmp_path: Path, *args: str) -> subprocess.Popen:
 def autogroup_nice(process: subprocess.Popen) -> int:
     """The worker's autogroup weight, read once it has printed its report (it yields before anything else)."""
     process.stdout.readline()
-    text = Path(f"/proc/{process.pid}/autogroup").read_text()
-    return int(text.rsplit("nice", 1)[1])
+    return read_nice(process.pid)
+
+
+def read_nice(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/autogroup").read_text().rsplit("nice", 1)[1])
 
 
 @needs_autogroup
@@ -86,4 +146,37 @@ def test_yielding_lowers_only_the_workers_own_session(tmp_path):
     finally:
         process.stdin.close()
         process.wait(timeout=30)
+        process.stdout.close()
+
+
+@needs_autogroup
+def test_the_autocast_check_takes_its_full_weight_back_after_a_quarter_of_its_deadline(tmp_path):
+    process = held_worker(tmp_path, "training_worker", "autocast", str(tmp_path / "a"), "cpu",
+                          f"{time.time() + 20:.3f}", str(tmp_path / "no-torch-here"))
+    try:
+        assert autogroup_nice(process) == 10
+        waited = 0.0
+        while read_nice(process.pid) != 0 and waited < 30:  # restored about 5 s after its start
+            time.sleep(0.1)
+            waited += 0.1
+        assert read_nice(process.pid) == 0
+    finally:
+        process.stdin.close()
+        process.wait(timeout=30)
+        process.stdout.close()
+
+
+@needs_autogroup
+def test_the_data_loader_takes_its_full_weight_back_before_its_timed_work(tmp_path):
+    """The real check, torch and all, with a deadline whose quarter is far away: after its report its weight is
+    full again, which only its own restore before the loader can have made."""
+    from platform_runtime import isolation
+
+    process = held_worker(tmp_path, "training_worker", "dataloader", str(tmp_path / "d"), "cpu",
+                          f"{time.time() + 600:.3f}", str(isolation.locate_torch().site_dir))
+    try:
+        assert autogroup_nice(process) == 0
+    finally:
+        process.stdin.close()
+        process.wait(timeout=60)
         process.stdout.close()
