@@ -107,8 +107,10 @@ def judge_gate(document: dict[str, Any]) -> tuple[list[str], list[str]]:
     for name in names:
         check = checks.get(name)
         problems = check_problems(name, check)
-        if problems and isinstance(check, dict) and check.get("reason"):  # the gate's words first, then the facts
-            reasons.append(f"checks.{name} failed: {str(check['reason'])[:200]}")
+        words = str(check.get("reason") or "") if isinstance(check, dict) else ""
+        # The gate's words first, then the facts; not the words again where they are only those facts.
+        if problems and words and not all(problem in words for problem in problems):
+            reasons.append(f"checks.{name} failed: {words[:200]}")
         reasons += problems
         if isinstance(check, dict):
             forged += _flag_disagreements(name, check, problems)

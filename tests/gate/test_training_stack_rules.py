@@ -196,3 +196,17 @@ def test_each_check_ran_where_the_device_worker_did_with_its_torch():
     gpu = {name: RECORDS[name]("cuda") for name in ts.CHECKS}  # bf16 claimed on a Turing GPU
     assert any("checks.autocast.bf16_supported is True, but compute capability 7.5 lacks native bfloat16" in p
                for p in ts.device_problems(result_with(gpu, True, cuda)))
+
+
+@pytest.mark.parametrize("words_are_the_facts", [True, False])
+def test_the_judge_names_a_failed_check_once_and_the_gate_s_own_words_only_when_they_add(words_are_the_facts):
+    record = dataloader_record()
+    record["received"] = [r for r in record["received"] if r["index"] != 3]
+    problems = gate_result.check_problems("dataloader", record)
+    assert problems
+    words = "; ".join(problems) if words_are_the_facts else "the worker exited 3 without a report"
+    record.update(ok=False, reason=words)
+    reasons = gate_result.judge_gate({"checks": {"dataloader": record}})[0]
+    assert [r for r in reasons if r in problems] == problems  # the recomputed facts, each once
+    repeated = [r for r in reasons if r.startswith("checks.dataloader failed:")]
+    assert repeated == ([] if words_are_the_facts else [f"checks.dataloader failed: {words}"])
