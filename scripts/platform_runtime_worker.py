@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import runpy
 import sys
-import time
 from pathlib import Path
 
 WORKERS = ("fs_worker", "collective_worker", "killed_writer", "torch_record", "training_worker")
@@ -48,10 +47,7 @@ if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from platform_runtime import cpu_share
 
-    if cpu_share.yields(sys.argv[1], sys.argv[2:]) and cpu_share.yield_cpu():
-        restore = cpu_share.restore_after(sys.argv[1], sys.argv[2:], time.time())
-        if restore is not None:
-            cpu_share.restore_later(restore)
+    cpu_share.on_start(sys.argv[1], sys.argv[2:])
     module = f"platform_runtime.{sys.argv.pop(1)}"
     if hold:
         run_held(module)

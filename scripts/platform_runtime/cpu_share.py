@@ -70,20 +70,40 @@ def _write(value: str, autogroup: str, retries: int) -> bool:
 
 
 class _State:
-    yielded = False  # this process lowered its weight
+    yielded = False  # this process lowered its weight and has not taken it back
     timer: threading.Timer | None = None
 
 
-def yield_cpu(autogroup: str = AUTOGROUP) -> bool:
-    """Lower this session's autogroup weight, at once or not at all (a worker never waits to start); whether it
-    was lowered. Elsewhere (no autogroup file, or not permitted) nothing changes."""
-    _State.yielded = _write(NICE, autogroup, retries=0)
+def on_start(worker: str, args: list[str], autogroup: str = AUTOGROUP, now: float | None = None) -> bool:
+    """What a worker started through the entry point does about its weight; whether it yielded. A training check
+    imports torch for seconds, so a refused write is retried for up to a second (on a host without CAP_SYS_ADMIN
+    the kernel takes one autogroup write per 100 ms machine-wide, and the gate starts its workers together) and a
+    timer takes the weight back; a file-system worker yields at once or not at all."""
+    if not yields(worker, args):
+        return False
+    restore = restore_after(worker, args, time.time() if now is None else now)
+    if not yield_cpu(autogroup, retries=0 if restore is None else RETRIES):
+        return False
+    if restore is not None:
+        restore_later(restore, autogroup)
+    return True
+
+
+def yield_cpu(autogroup: str = AUTOGROUP, retries: int = 0) -> bool:
+    """Lower this session's autogroup weight; whether it was lowered. Elsewhere (no autogroup file, or not
+    permitted) nothing changes."""
+    _State.yielded = _write(NICE, autogroup, retries)
     return _State.yielded
+
+
+def _restore(autogroup: str) -> None:
+    if _write(FULL, autogroup, RETRIES):
+        _State.yielded = False
 
 
 def restore_later(seconds: float, autogroup: str = AUTOGROUP) -> None:
     """Take the full weight back after `seconds`, from a daemon thread (a weight of 0 needs no privilege)."""
-    timer = threading.Timer(seconds, _write, (FULL, autogroup, RETRIES))
+    timer = threading.Timer(seconds, _restore, (autogroup,))
     timer.daemon = True
     _State.timer = timer
     timer.start()
