@@ -95,6 +95,14 @@ def _flag_disagreements(name: str, check: dict[str, Any], problems: list[str]) -
     return forged
 
 
+def _beyond(words: str, problems: list[str]) -> bool:
+    """Whether the gate's reason says anything besides the problems the judge recomputes (how a worker ended, a
+    cross-check's finding)."""
+    for problem in problems:
+        words = words.replace(problem, "")
+    return bool(words.strip("; "))
+
+
 def judge_gate(document: dict[str, Any]) -> tuple[list[str], list[str]]:
     """Passes when every required check and every check recorded passes by its measurements, every result-level
     rule holds, every requirement asked for holds by the result's facts, `ok` is true, `exit_code` 0 and
@@ -108,8 +116,8 @@ def judge_gate(document: dict[str, Any]) -> tuple[list[str], list[str]]:
         check = checks.get(name)
         problems = check_problems(name, check)
         words = str(check.get("reason") or "") if isinstance(check, dict) else ""
-        # The gate's words first, then the facts; not the words again where they are only those facts.
-        if problems and words and not all(problem in words for problem in problems):
+        # The gate's words first, then the facts; not the words where they say nothing but those facts.
+        if problems and words and _beyond(words, problems):
             reasons.append(f"checks.{name} failed: {words[:200]}")
         reasons += problems
         if isinstance(check, dict):

@@ -198,15 +198,19 @@ def test_each_check_ran_where_the_device_worker_did_with_its_torch():
                for p in ts.device_problems(result_with(gpu, True, cuda)))
 
 
-@pytest.mark.parametrize("words_are_the_facts", [True, False])
-def test_the_judge_names_a_failed_check_once_and_the_gate_s_own_words_only_when_they_add(words_are_the_facts):
+@pytest.mark.parametrize(("words", "shown"), [
+    ("{facts}", False),  # the gate's reason is the recomputed facts: said once
+    ("the worker exited 3 without a report", True),
+    ("the worker exited 3 without a report; {facts}", True),  # how it ended is more than the facts
+])
+def test_the_judge_names_a_failed_check_once_and_the_gate_s_own_words_only_when_they_add(words, shown):
     record = dataloader_record()
     record["received"] = [r for r in record["received"] if r["index"] != 3]
     problems = gate_result.check_problems("dataloader", record)
     assert problems
-    words = "; ".join(problems) if words_are_the_facts else "the worker exited 3 without a report"
+    words = words.format(facts="; ".join(problems))
     record.update(ok=False, reason=words)
     reasons = gate_result.judge_gate({"checks": {"dataloader": record}})[0]
     assert [r for r in reasons if r in problems] == problems  # the recomputed facts, each once
     repeated = [r for r in reasons if r.startswith("checks.dataloader failed:")]
-    assert repeated == ([] if words_are_the_facts else [f"checks.dataloader failed: {words}"])
+    assert repeated == ([f"checks.dataloader failed: {words[:200]}"] if shown else [])
