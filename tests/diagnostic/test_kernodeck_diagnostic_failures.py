@@ -6,6 +6,7 @@ the arch-list comparison and the driver-warning classes added beyond the specifi
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import time
@@ -172,11 +173,18 @@ def test_child_that_crashes_or_says_nothing_is_exit_11(fake_python: Path, scenar
     assert report["execution"]["checks"] is None
 
 
+def default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_hanging(python: Path, pidfile: Path) -> subprocess.Popen:
     """A diagnostic whose child hangs in is_available(); returns once the child is there."""
     env = fake_env("hang_visibility", KERNODECK_FAKE_TORCH_PIDFILE=str(pidfile))
+    # SIGINT as a terminal delivers it: a suite started in the background by a shell inherits it ignored, and so
+    # would the diagnostic (Python then installs no KeyboardInterrupt handler).
     process = subprocess.Popen([str(python), str(SCRIPT), "--timeout", "60"], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, env=env)
+                               stderr=subprocess.PIPE, env=env,
+                               preexec_fn=default_sigint if os.name == "posix" else None)
     hanging = Path(f"{pidfile}.hanging")
     deadline = time.monotonic() + 30
     while not hanging.exists() and time.monotonic() < deadline:
