@@ -63,10 +63,10 @@ def _write(value: str, autogroup: str, retries: int) -> bool:
                 handle.write(value)
             return True
         except OSError as exc:
-            if exc.errno != errno.EAGAIN or attempt == retries:
+            if exc.errno != errno.EAGAIN or attempt >= retries:
                 return False
         time.sleep(RETRY_S)
-    return False
+    return False  # retries below 0: nothing was tried
 
 
 class _State:

@@ -136,11 +136,19 @@ def test_the_timer_s_restore_is_not_written_again_by_full_share(tmp_path, monkey
 
 def held_worker(tmp_path: Path, *args: str, prefix: tuple[str, ...] = ()) -> subprocess.Popen:
     """A worker through the real entry point, in a session of its own as the gate starts it, told to hold after
-    its report. Its torch folder is one that holds no torch, so it reports at once and waits: no torch import."""
+    its report (given a folder that holds no torch, it reports at once and waits: no torch import)."""
     command = [*prefix, sys.executable, "-I", "-B", "-X", "platform_runtime_hold",
                str(SCRIPTS / "platform_runtime_worker.py"), *args]
     return subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             start_new_session=True, cwd=tmp_path)
+
+
+def release(*processes: subprocess.Popen) -> None:
+    """Let held workers end: stdin closed, each waited for."""
+    for process in processes:
+        process.stdin.close()
+        process.wait(timeout=60)
+        process.stdout.close()
 
 
 def autogroup_nice(process: subprocess.Popen) -> int:
@@ -169,9 +177,7 @@ def test_a_worker_started_as_the_gate_starts_it_has_its_weight(tmp_path, args, n
     try:
         assert autogroup_nice(process) == nice
     finally:
-        process.stdin.close()
-        process.wait(timeout=30)
-        process.stdout.close()
+        release(process)
 
 
 @needs_autogroup
@@ -184,9 +190,7 @@ def test_yielding_lowers_only_the_workers_own_session(tmp_path):
         assert autogroup_nice(process) == 10
         assert AUTOGROUP.read_text() == before
     finally:
-        process.stdin.close()
-        process.wait(timeout=30)
-        process.stdout.close()
+        release(process)
 
 
 @needs_autogroup
@@ -201,9 +205,7 @@ def test_the_autocast_check_takes_its_full_weight_back_after_a_quarter_of_its_de
             waited += 0.1
         assert read_nice(process.pid) == 0
     finally:
-        process.stdin.close()
-        process.wait(timeout=30)
-        process.stdout.close()
+        release(process)
 
 
 @needs_autogroup
@@ -226,9 +228,7 @@ def test_the_data_loader_yields_while_it_imports_and_takes_its_full_weight_back_
         assert 10 in seen
         assert autogroup_nice(process) == 0
     finally:
-        process.stdin.close()
-        process.wait(timeout=60)
-        process.stdout.close()
+        release(process)
 
 
 CAP_SYS_ADMIN = 21
@@ -253,7 +253,4 @@ def test_training_checks_started_together_without_cap_sys_admin_all_yield(tmp_pa
         assert capabilities and not any(c >> CAP_SYS_ADMIN & 1 for c in capabilities)
         assert nice == [10, 10, 10, 10]
     finally:
-        for process in processes:
-            process.stdin.close()
-            process.wait(timeout=30)
-            process.stdout.close()
+        release(*processes)
